@@ -1,0 +1,59 @@
+//! Tool descriptors as plain Rust values.
+//!
+//! The sandbox layer reads a plugin's `describe()` export and turns the WIT
+//! records into these types, so every other module (lint, schema, catalog,
+//! pipeline, MCP) works without touching wasmtime.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How much a tool can change the world (A0–A3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffect {
+    /// A0: observes only.
+    ReadOnly,
+    /// A1: repeating the call has no further effect.
+    Idempotent,
+    /// A2: a change that can be undone or replayed.
+    Reversible,
+    /// A3: deletes, overwrites or sends.
+    Irreversible,
+}
+
+impl SideEffect {
+    /// The name used in observations and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffect::ReadOnly => "read-only",
+            SideEffect::Idempotent => "idempotent",
+            SideEffect::Reversible => "reversible",
+            SideEffect::Irreversible => "irreversible",
+        }
+    }
+}
+
+/// What a tool needs from its sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Needs {
+    pub fs_read: bool,
+    pub fs_write: bool,
+    pub network_hosts: Vec<String>,
+}
+
+/// One tool, as its plugin describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDescriptor {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    /// Parsed JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// Parsed JSON Schema of a successful output.
+    pub output_schema: Option<Value>,
+    pub side_effect: SideEffect,
+    pub needs: Needs,
+    pub error_codes: Vec<String>,
+    pub default_timeout_ms: u32,
+    pub max_output_bytes: u32,
+}
