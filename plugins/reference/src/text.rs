@@ -1,0 +1,199 @@
+//! Reading workspace files as text: the size cap, UTF-8, hashing, clipping.
+
+use std::borrow::Cow;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Component, Path};
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use toolhost_sdk::ToolError;
+
+/// Largest file the tools read or write: 4 MiB.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Why a file cannot be used as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotText {
+    /// The file contains a NUL byte.
+    Nul,
+    /// The file is not valid UTF-8 (first bad byte at this offset).
+    InvalidUtf8(usize),
+}
+
+impl NotText {
+    /// The `not_text` error for workspace path `rel`.
+    pub fn error(self, rel: &str) -> ToolError {
+        let (reason, offset) = match self {
+            NotText::Nul => ("contains a NUL byte", None),
+            NotText::InvalidUtf8(at) => ("is not valid UTF-8", Some(at)),
+        };
+        ToolError::new(
+            "not_text",
+            format!("{rel} {reason}; only text files are supported"),
+        )
+        .field("/path")
+        .details(json!({ "reason": reason, "byte_offset": offset }))
+    }
+}
+
+/// Checks that `bytes` are text (no NUL, valid UTF-8) and returns them as a
+/// string without copying.
+pub fn into_text(bytes: Vec<u8>) -> Result<String, NotText> {
+    if bytes.contains(&0) {
+        return Err(NotText::Nul);
+    }
+    String::from_utf8(bytes).map_err(|e| NotText::InvalidUtf8(e.utf8_error().valid_up_to()))
+}
+
+/// Reads the file at guest path `path` (workspace path `rel`) as text.
+///
+/// Errors (all with field `/path` where the caller can act on them):
+/// `not_found`, `is_directory`, `file_too_large`, `not_text`,
+/// `permission_denied`, `io_error`.
+pub fn read_text_file(path: &Path, rel: &str) -> Result<String, ToolError> {
+    let meta = fs::metadata(path).map_err(|e| file_error(&e, rel))?;
+    if meta.is_dir() {
+        return Err(
+            ToolError::new("is_directory", format!("{rel} is a directory, not a file"))
+                .field("/path")
+                .correctable(),
+        );
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large(rel, meta.len()));
+    }
+    let bytes = read_capped(path).map_err(|e| file_error(&e, rel))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        // The file grew between the size check and the read.
+        return Err(too_large(rel, bytes.len() as u64));
+    }
+    into_text(bytes).map_err(|e| e.error(rel))
+}
+
+/// Reads at most `MAX_FILE_BYTES + 1` bytes of the file, so that an
+/// oversized file is detected without reading all of it.
+pub fn read_capped(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The `file_too_large` error for a file (or edit result) of `size` bytes.
+pub fn too_large(rel: &str, size: u64) -> ToolError {
+    ToolError::new(
+        "file_too_large",
+        format!("{rel} has {size} bytes; the limit is {MAX_FILE_BYTES} bytes (4 MiB)"),
+    )
+    .field("/path")
+    .details(json!({ "size_bytes": size, "max_bytes": MAX_FILE_BYTES }))
+}
+
+/// Maps an I/O error on workspace path `rel` (see [`ToolError::io`]),
+/// naming `/path` as the field at fault.
+pub fn file_error(err: &io::Error, rel: &str) -> ToolError {
+    ToolError::io(err, rel).field("/path")
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// Clips `line` to `max_chars` characters, appending a marker that gives
+/// the full length.
+pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
+    match line.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(line),
+        Some((cut, _)) => {
+            let total = max_chars + line[cut..].chars().count();
+            Cow::Owned(format!(
+                "{} [...clipped, line has {total} chars]",
+                &line[..cut]
+            ))
+        }
+    }
+}
+
+/// Length of `s` as a JSON string literal (quotes included), exactly as
+/// `serde_json` escapes it.
+pub fn json_str_len(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
+/// The canonical form of a workspace-relative path: `.` components and
+/// empty segments dropped, `/`-separated; `""` is the workspace root.
+/// Callers have already refused absolute paths and `..` via
+/// `Context::guest_path`.
+pub fn normalize_rel(rel: &str) -> String {
+    let parts: Vec<&str> = Path::new(rel)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => part.to_str(),
+            _ => None,
+        })
+        .collect();
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clips_long_lines_on_char_boundaries() {
+        assert_eq!(clip_line("short", 10), "short");
+        assert_eq!(clip_line("ééééé", 5), "ééééé");
+        assert_eq!(
+            clip_line("éééééé", 5),
+            "ééééé [...clipped, line has 6 chars]"
+        );
+    }
+
+    #[test]
+    fn json_len_matches_serde() {
+        for s in ["", "plain", "q\"b\\", "tab\tnl\n\u{1}\u{7f}", "é€😀"] {
+            assert_eq!(
+                json_str_len(s),
+                serde_json::to_string(s).unwrap().len(),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_detection() {
+        assert_eq!(into_text(b"ok\n".to_vec()).unwrap(), "ok\n");
+        assert_eq!(into_text(b"a\0b".to_vec()), Err(NotText::Nul));
+        assert_eq!(into_text(b"ab\xff".to_vec()), Err(NotText::InvalidUtf8(2)));
+    }
+
+    #[test]
+    fn sha256_of_empty() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn normalizes() {
+        assert_eq!(normalize_rel("./a//b/./c/"), "a/b/c");
+        assert_eq!(normalize_rel("."), "");
+    }
+}

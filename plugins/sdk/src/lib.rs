@@ -1,0 +1,158 @@
+//! Guest SDK for toolhost plugins.
+//!
+//! A plugin is a Wasm component (target `wasm32-wasip2`) that exports the
+//! `toolhost:plugin/tools` interface of `wit/toolhost.wit`. With this crate a
+//! tool author writes a typed argument struct, a typed output struct and a
+//! function; the SDK does the rest:
+//!
+//! - the input and output JSON Schemas (draft 2020-12) are generated from the
+//!   Rust types with [`schemars`], so schema and code cannot drift;
+//! - schemas are generated only in `describe()`, which the host calls once
+//!   per plugin load. `call()` runs in a fresh instance every time and only
+//!   deserializes the arguments, runs the function and serializes the output;
+//! - failures are [`ToolError`]s with a machine-readable code, an optional
+//!   JSON Pointer to the argument at fault and optional structured details;
+//! - [`Context`] carries the per-call facts and turns workspace-relative
+//!   paths into guest paths.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use toolhost_sdk::{Context, Deserialize, JsonSchema, Serialize, SideEffect, Tool, ToolError};
+//!
+//! /// Arguments of `line_count`.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct CountArgs {
+//!     /// File to count, relative to the workspace root.
+//!     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
+//!     path: String,
+//! }
+//!
+//! /// Result of `line_count`.
+//! #[derive(Serialize, JsonSchema)]
+//! struct CountOutput {
+//!     /// Number of lines in the file.
+//!     lines: u64,
+//! }
+//!
+//! fn count(ctx: &Context, args: CountArgs) -> Result<CountOutput, ToolError> {
+//!     let path = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+//!     let text = std::fs::read_to_string(path)?; // io::Error -> not_found / permission_denied / io_error
+//!     Ok(CountOutput { lines: text.lines().count() as u64 })
+//! }
+//!
+//! fn tools() -> Vec<Tool> {
+//!     vec![Tool::new("line_count", count)
+//!         .title("Count lines")
+//!         .description("Counts the lines of one UTF-8 text file. ...")
+//!         .side_effect(SideEffect::ReadOnly)
+//!         .reads_files()
+//!         .error_codes(&["not_found", "permission_denied", "io_error"])
+//!         .timeout_ms(5_000)
+//!         .max_output_bytes(1024)]
+//! }
+//!
+//! toolhost_sdk::plugin!(tools);
+//! ```
+//!
+//! The plugin crate is a `cdylib` and needs `serde` and `schemars` as direct
+//! dependencies too (their derive macros name those crates); everything else
+//! comes from this crate.
+//!
+//! # Schema rules
+//!
+//! - Put `#[serde(deny_unknown_fields)]` on every argument struct: it makes
+//!   the schema a closed object (`"additionalProperties": false`).
+//! - Non-`Option` fields without `#[serde(default)]` are listed in
+//!   `required`. An `Option<T>` field is optional and also accepts `null`;
+//!   a field with `#[serde(default = "...")]` is optional and its schema
+//!   carries the `default`.
+//! - Bounds come from `#[schemars(length(..), range(..), pattern(..))]`,
+//!   doc comments become `description`s, and
+//!   `#[schemars(extend("x-toolhost-path" = "read"))]` (or `"write"`) marks a
+//!   workspace-relative path the host authorizes before the call.
+//! - Subschemas are inlined (no `$ref`), so every schema is self-contained.
+//!
+//! # Error codes
+//!
+//! The SDK adds the codes it can return itself to every descriptor:
+//! `invalid_arguments` always, and `invalid_path` for tools that read or
+//! write files (from [`Context::guest_path`]). A call of a tool name the
+//! plugin does not have fails with `unknown_tool`. A panicking tool aborts
+//! the instance, which the host reports as a trap; so does an output value
+//! that cannot be serialized to JSON (a bug in the tool).
+
+mod context;
+mod error;
+mod tool;
+
+pub use context::Context;
+pub use error::ToolError;
+pub use tool::{dispatch, Tool, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS};
+
+/// How much a tool can change the world; see the WIT `side-effect` enum.
+pub use bindings::toolhost::plugin::types::SideEffect;
+
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json::{self, json, Value};
+
+/// The `wit-bindgen` bindings of the `plugin` world. Used by [`plugin!`].
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "plugin",
+        path: "../../wit",
+        pub_export_macro: true,
+        export_macro_name: "__export_plugin",
+        default_bindings_module: "toolhost_sdk::bindings",
+    });
+}
+
+/// Items used by the expansion of [`plugin!`]; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bindings::exports::toolhost::plugin::tools::Guest;
+    pub use crate::bindings::toolhost::plugin::types::{
+        CallContext as WitCallContext, ToolDescriptor as WitToolDescriptor,
+        ToolError as WitToolError,
+    };
+    pub use crate::tool::{call_wit, describe_wit};
+}
+
+/// Exports the tools returned by a `fn() -> Vec<Tool>` as this component's
+/// `toolhost:plugin/tools` interface.
+///
+/// Use it once, at the root of the plugin crate:
+///
+/// ```ignore
+/// toolhost_sdk::plugin!(tools);
+/// ```
+///
+/// The function runs on every `describe()` and `call()`; keep it cheap
+/// (it only builds [`Tool`] values, schemas are generated lazily).
+#[macro_export]
+macro_rules! plugin {
+    ($tools:path) => {
+        #[doc(hidden)]
+        struct __ToolhostPlugin;
+
+        impl $crate::__private::Guest for __ToolhostPlugin {
+            fn describe() -> ::std::vec::Vec<$crate::__private::WitToolDescriptor> {
+                $crate::__private::describe_wit($tools())
+            }
+
+            fn call(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                context: $crate::__private::WitCallContext,
+            ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError>
+            {
+                $crate::__private::call_wit($tools(), &name, &args_json, context)
+            }
+        }
+
+        $crate::bindings::__export_plugin!(__ToolhostPlugin with_types_in $crate::bindings);
+    };
+}

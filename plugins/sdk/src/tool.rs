@@ -1,0 +1,415 @@
+//! [`Tool`]: one typed tool and how it becomes a WIT descriptor and a call.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bindings::toolhost::plugin::types::{
+    CallContext as WitCallContext, Needs as WitNeeds, SideEffect,
+    ToolDescriptor as WitToolDescriptor, ToolError as WitToolError,
+};
+use crate::context::Context;
+use crate::error::ToolError;
+
+/// Default wall-clock budget of one call: 30 s.
+pub const DEFAULT_TIMEOUT_MS: u32 = 30_000;
+/// Default largest output: 1 MiB of JSON.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
+
+type Handler = Box<dyn Fn(&Context, &str) -> Result<String, ToolError>>;
+
+/// One tool: its descriptor facts and its typed function.
+///
+/// Build it with [`Tool::new`] and the builder methods. Defaults: no title,
+/// empty description, side effect [`SideEffect::Irreversible`] (the safe
+/// assumption when the author forgets to say), no needs, no error codes of
+/// its own, [`DEFAULT_TIMEOUT_MS`], [`DEFAULT_MAX_OUTPUT_BYTES`].
+pub struct Tool {
+    name: Cow<'static, str>,
+    title: Option<Cow<'static, str>>,
+    description: Cow<'static, str>,
+    side_effect: SideEffect,
+    fs_read: bool,
+    fs_write: bool,
+    network_hosts: Vec<Cow<'static, str>>,
+    error_codes: Vec<Cow<'static, str>>,
+    timeout_ms: u32,
+    max_output_bytes: u32,
+    schemas: fn() -> (Schema, Schema),
+    handler: Handler,
+}
+
+impl Tool {
+    /// A tool named `name` (`^[a-z][a-z0-9_]{0,63}$`, e.g. `file_view`)
+    /// that runs `run`.
+    ///
+    /// `A` is deserialized from the call's arguments and `O` is serialized
+    /// as its output; both schemas are generated from these types, lazily.
+    pub fn new<A, O, F>(name: impl Into<Cow<'static, str>>, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        O: Serialize + JsonSchema,
+        F: Fn(&Context, A) -> Result<O, ToolError> + 'static,
+    {
+        let handler: Handler = Box::new(move |ctx, args_json| {
+            let args: A =
+                serde_json::from_str(args_json).map_err(|e| ToolError::invalid_arguments(&e))?;
+            let output = run(ctx, args)?;
+            // A failure here is a bug in the tool's output type (e.g. a map
+            // with non-string keys), not something the caller can fix.
+            Ok(serde_json::to_string(&output).expect("tool output must serialize to JSON"))
+        });
+        Tool {
+            name: name.into(),
+            title: None,
+            description: Cow::Borrowed(""),
+            side_effect: SideEffect::Irreversible,
+            fs_read: false,
+            fs_write: false,
+            network_hosts: Vec::new(),
+            error_codes: Vec::new(),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            schemas: schemas_of::<A, O>,
+            handler,
+        }
+    }
+
+    /// A short human-readable title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<Cow<'static, str>>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The tool's contract: what it does, when to use it and when not, its
+    /// inputs with bounds and units, its output and size, its error codes
+    /// and its side effect.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<Cow<'static, str>>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// How much the tool can change the world.
+    #[must_use]
+    pub fn side_effect(mut self, side_effect: SideEffect) -> Self {
+        self.side_effect = side_effect;
+        self
+    }
+
+    /// The tool reads files under the workspace.
+    #[must_use]
+    pub fn reads_files(mut self) -> Self {
+        self.fs_read = true;
+        self
+    }
+
+    /// The tool writes files under the workspace.
+    #[must_use]
+    pub fn writes_files(mut self) -> Self {
+        self.fs_write = true;
+        self
+    }
+
+    /// The tool contacts `origin` (`scheme://host:port`).
+    #[must_use]
+    pub fn network_host(mut self, origin: impl Into<Cow<'static, str>>) -> Self {
+        self.network_hosts.push(origin.into());
+        self
+    }
+
+    /// Error codes the tool returns itself (appended; duplicates dropped).
+    /// The SDK adds `invalid_arguments` and, for file tools, `invalid_path`.
+    #[must_use]
+    pub fn error_codes(mut self, codes: &[&'static str]) -> Self {
+        for code in codes {
+            push_unique(&mut self.error_codes, Cow::Borrowed(code));
+        }
+        self
+    }
+
+    /// Default wall-clock budget of one call, in milliseconds.
+    #[must_use]
+    pub fn timeout_ms(mut self, timeout_ms: u32) -> Self {
+        self.timeout_ms = timeout_ms;
+        self
+    }
+
+    /// Largest output the tool is expected to return, in bytes of JSON.
+    #[must_use]
+    pub fn max_output_bytes(mut self, max_output_bytes: u32) -> Self {
+        self.max_output_bytes = max_output_bytes;
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Generates the input schema (a closed object if the argument type
+    /// uses `#[serde(deny_unknown_fields)]`).
+    pub fn input_schema(&self) -> Value {
+        (self.schemas)().0.to_value()
+    }
+
+    /// Generates the output schema.
+    pub fn output_schema(&self) -> Value {
+        (self.schemas)().1.to_value()
+    }
+
+    /// Every error code the tool may return, including the SDK's own.
+    pub fn all_error_codes(&self) -> Vec<String> {
+        let mut codes = self.error_codes.clone();
+        push_unique(&mut codes, Cow::Borrowed("invalid_arguments"));
+        if self.fs_read || self.fs_write {
+            push_unique(&mut codes, Cow::Borrowed("invalid_path"));
+        }
+        codes.into_iter().map(Cow::into_owned).collect()
+    }
+
+    /// Runs the tool on JSON arguments and returns its JSON output: what the
+    /// host's `call` does, callable directly from native tests.
+    pub fn call_json(&self, ctx: &Context, args_json: &str) -> Result<String, ToolError> {
+        (self.handler)(ctx, args_json)
+    }
+
+    fn into_descriptor(self) -> WitToolDescriptor {
+        let (input, output) = (self.schemas)();
+        let error_codes = self.all_error_codes();
+        WitToolDescriptor {
+            name: self.name.into_owned(),
+            title: self.title.map(Cow::into_owned),
+            description: self.description.into_owned(),
+            input_schema: input.to_value().to_string(),
+            output_schema: Some(output.to_value().to_string()),
+            side_effect: self.side_effect,
+            needs: WitNeeds {
+                fs_read: self.fs_read,
+                fs_write: self.fs_write,
+                network_hosts: self
+                    .network_hosts
+                    .into_iter()
+                    .map(Cow::into_owned)
+                    .collect(),
+            },
+            error_codes,
+            default_timeout_ms: self.timeout_ms,
+            max_output_bytes: self.max_output_bytes,
+        }
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("side_effect", &self.side_effect)
+            .field("fs_read", &self.fs_read)
+            .field("fs_write", &self.fs_write)
+            .field("error_codes", &self.error_codes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Finds tool `name` in `tools` and runs it: the plugin's `call` export.
+/// Fails with `unknown_tool` when there is no such tool.
+pub fn dispatch(
+    tools: &[Tool],
+    name: &str,
+    args_json: &str,
+    ctx: &Context,
+) -> Result<String, ToolError> {
+    match tools.iter().find(|tool| tool.name == name) {
+        Some(tool) => tool.call_json(ctx, args_json),
+        None => Err(ToolError::new(
+            "unknown_tool",
+            format!("this plugin has no tool named {name:?}"),
+        )),
+    }
+}
+
+/// The `describe` export.
+pub fn describe_wit(tools: Vec<Tool>) -> Vec<WitToolDescriptor> {
+    tools.into_iter().map(Tool::into_descriptor).collect()
+}
+
+/// The `call` export.
+pub fn call_wit(
+    tools: Vec<Tool>,
+    name: &str,
+    args_json: &str,
+    context: WitCallContext,
+) -> Result<String, WitToolError> {
+    dispatch(&tools, name, args_json, &Context::from(context)).map_err(Into::into)
+}
+
+fn push_unique(codes: &mut Vec<Cow<'static, str>>, code: Cow<'static, str>) {
+    if !codes.contains(&code) {
+        codes.push(code);
+    }
+}
+
+fn schemas_of<A: JsonSchema, O: JsonSchema>() -> (Schema, Schema) {
+    let input = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<A>();
+    let output = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<O>();
+    (
+        complete_object(strip_root_title(input)),
+        strip_root_title(output),
+    )
+}
+
+/// Gives an object schema explicit `properties` and `required` (schemars
+/// leaves them out when empty), so every input schema lists both.
+fn complete_object(mut schema: Schema) -> Schema {
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        let object = schema.ensure_object();
+        object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+        object
+            .entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
+    }
+    schema
+}
+
+/// Drops the root `title` schemars derives from the Rust type name
+/// (`ViewArgs`): it means nothing to a caller; the descriptor has a title.
+fn strip_root_title(mut schema: Schema) -> Schema {
+    schema.remove("title");
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    /// Arguments of `add`.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct AddArgs {
+        /// First term.
+        #[schemars(range(min = 0, max = 100))]
+        a: u32,
+        /// Second term.
+        #[serde(default)]
+        #[schemars(range(max = 100))]
+        b: u32,
+        /// A file.
+        #[schemars(length(min = 1, max = 10), extend("x-toolhost-path" = "read"))]
+        path: Option<String>,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct AddOutput {
+        sum: u32,
+    }
+
+    fn add(_: &Context, args: AddArgs) -> Result<AddOutput, ToolError> {
+        if args.a == 13 || args.path.is_some() {
+            return Err(ToolError::new("unlucky", "13").field("/a"));
+        }
+        Ok(AddOutput {
+            sum: args.a + args.b,
+        })
+    }
+
+    /// No arguments.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct NoArgs {}
+
+    fn nothing(_: &Context, _: NoArgs) -> Result<AddOutput, ToolError> {
+        Ok(AddOutput { sum: 0 })
+    }
+
+    #[test]
+    fn empty_argument_struct_is_a_complete_closed_object() {
+        let schema = Tool::new("nothing", nothing).input_schema();
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["properties"], json!({}));
+        assert_eq!(schema["required"], json!([]));
+        let ctx = Context::new("c", "/workspace");
+        let tool = Tool::new("nothing", nothing);
+        assert_eq!(tool.call_json(&ctx, "{}").unwrap(), r#"{"sum":0}"#);
+        assert_eq!(
+            tool.call_json(&ctx, r#"{"x":1}"#).unwrap_err().code,
+            "invalid_arguments"
+        );
+    }
+
+    fn tools() -> Vec<Tool> {
+        vec![Tool::new("add", add)
+            .side_effect(SideEffect::ReadOnly)
+            .reads_files()
+            .error_codes(&["unlucky", "unlucky"])]
+    }
+
+    #[test]
+    fn input_schema_is_closed_with_bounds() {
+        let schema = tools()[0].input_schema();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], json!(["a"]));
+        assert_eq!(schema["properties"]["a"]["maximum"], 100);
+        assert_eq!(schema["properties"]["a"]["description"], "First term.");
+        assert_eq!(schema["properties"]["path"]["x-toolhost-path"], "read");
+        assert_eq!(schema["properties"]["path"]["maxLength"], 10);
+        assert_eq!(schema["description"], "Arguments of `add`.");
+        assert!(schema.get("title").is_none());
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+
+    #[test]
+    fn descriptor_lists_sdk_error_codes_once() {
+        let d = describe_wit(tools()).remove(0);
+        assert_eq!(
+            d.error_codes,
+            ["unlucky", "invalid_arguments", "invalid_path"]
+        );
+        assert!(d.needs.fs_read && !d.needs.fs_write);
+        let output: Value = serde_json::from_str(d.output_schema.as_deref().unwrap()).unwrap();
+        assert_eq!(output["type"], "object");
+        assert_eq!(output["required"], json!(["sum"]));
+    }
+
+    #[test]
+    fn dispatch_runs_and_maps_errors() {
+        let ctx = Context::new("c", "/workspace");
+        let tools = tools();
+        assert_eq!(
+            dispatch(&tools, "add", r#"{"a":1,"b":2}"#, &ctx).unwrap(),
+            r#"{"sum":3}"#
+        );
+        let err = dispatch(&tools, "add", r#"{"a":13}"#, &ctx).unwrap_err();
+        assert_eq!(
+            (err.code.as_str(), err.field.as_deref()),
+            ("unlucky", Some("/a"))
+        );
+        let err = dispatch(&tools, "add", r#"{"a":1,"c":2}"#, &ctx).unwrap_err();
+        assert_eq!(err.code, "invalid_arguments");
+        assert!(err.correctable);
+        let err = dispatch(&tools, "nope", "{}", &ctx).unwrap_err();
+        assert_eq!(err.code, "unknown_tool");
+    }
+}

@@ -1,0 +1,339 @@
+//! `tp-hostile`: tools that misbehave on purpose, to test the host's limits.
+//!
+//! Every tool has a valid, closed input schema and declares its error codes;
+//! the misbehaviour is in what it does when called:
+//!
+//! | tool               | does                                                        |
+//! |--------------------|-------------------------------------------------------------|
+//! | `spin_forever`     | loops forever (fuel / deadline)                             |
+//! | `memory_bomb`      | allocates and touches 1 MiB chunks forever (memory limit)   |
+//! | `deep_recursion`   | recurses without bound (wasm stack → trap)                  |
+//! | `stdout_flood`     | writes `bytes` to stdout and to stderr (log capture)        |
+//! | `panic_now`        | panics (trap; message on stderr)                            |
+//! | `big_output`       | returns about `bytes` bytes of JSON (output limit)          |
+//! | `undeclared_error` | fails with a code it did not declare (output validation)    |
+//! | `write_attempts`   | tries every way to change a file it may only read (grants)  |
+//!
+//! A tool that returns invalid JSON cannot be written with the SDK; that one
+//! lives in `tp-bad-output`.
+
+use std::fs::{self, File, OpenOptions};
+use std::hint::black_box;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::SystemTime;
+
+use toolhost_sdk::{Context, Deserialize, JsonSchema, Serialize, SideEffect, Tool, ToolError};
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// Never produced: the tool does not return.
+#[derive(Serialize, JsonSchema)]
+struct Never {}
+
+fn spin_forever(_: &Context, _: NoArgs) -> Result<Never, ToolError> {
+    let mut n: u64 = 0;
+    loop {
+        n = black_box(n.wrapping_add(1));
+    }
+}
+
+fn memory_bomb(_: &Context, _: NoArgs) -> Result<Never, ToolError> {
+    const CHUNK: usize = 1 << 20;
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0u8; CHUNK];
+        // Touch every page so the memory is really used.
+        for i in (0..CHUNK).step_by(4096) {
+            chunk[i] = 1;
+        }
+        chunks.push(black_box(chunk));
+    }
+}
+
+/// Recursion the optimizer cannot turn into a loop: the result of the
+/// inner call is transformed before it is returned. All state lives in
+/// wasm locals, so it is the engine's stack that runs out (not the
+/// shadow stack in linear memory).
+#[inline(never)]
+fn recurse(depth: u64, stop: u64) -> u64 {
+    if depth == stop {
+        return depth;
+    }
+    let below = recurse(depth + 1, stop);
+    below.rotate_left(7) ^ depth
+}
+
+/// Depth reached (never returned).
+#[derive(Serialize, JsonSchema)]
+struct Depth {
+    /// Depth of the recursion.
+    depth: u64,
+}
+
+fn deep_recursion(ctx: &Context, _: NoArgs) -> Result<Depth, ToolError> {
+    // A stop value unknown at compile time and never reached.
+    let stop = u64::MAX - ctx.call_id().len() as u64;
+    Ok(Depth {
+        depth: recurse(0, stop),
+    })
+}
+
+/// Arguments of `stdout_flood`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FloodArgs {
+    /// Bytes to write to stdout (and again to stderr).
+    #[schemars(range(min = 0, max = 1_000_000_000))]
+    bytes: u64,
+}
+
+/// Result of `stdout_flood`.
+#[derive(Serialize, JsonSchema)]
+struct FloodOutput {
+    /// Bytes written to stdout (the same number went to stderr).
+    written: u64,
+}
+
+fn stdout_flood(_: &Context, args: FloodArgs) -> Result<FloodOutput, ToolError> {
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut stdout = io::stdout().lock();
+    let mut stderr = io::stderr().lock();
+    let mut left = args.bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        // Write errors (a closed or full pipe) are ignored on purpose.
+        let _ = stdout.write_all(&chunk[..n]);
+        let _ = stderr.write_all(&chunk[..n]);
+        left -= n as u64;
+    }
+    let _ = stdout.flush();
+    let _ = stderr.flush();
+    Ok(FloodOutput {
+        written: args.bytes,
+    })
+}
+
+fn panic_now(_: &Context, _: NoArgs) -> Result<Never, ToolError> {
+    panic!("panic_now was called: this tool always panics");
+}
+
+/// Arguments of `big_output`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BigArgs {
+    /// Length of the returned `data` string, in bytes (64 MiB at most).
+    #[schemars(range(min = 0, max = 67_108_864))]
+    bytes: u64,
+}
+
+/// Result of `big_output`.
+#[derive(Serialize, JsonSchema)]
+struct BigOutput {
+    /// `bytes` letters `x`.
+    data: String,
+}
+
+fn big_output(_: &Context, args: BigArgs) -> Result<BigOutput, ToolError> {
+    Ok(BigOutput {
+        data: "x".repeat(args.bytes as usize),
+    })
+}
+
+fn undeclared_error(_: &Context, _: NoArgs) -> Result<Never, ToolError> {
+    Err(ToolError::new(
+        "surprise_failure",
+        "this code is not among the tool's declared error codes",
+    ))
+}
+
+/// Arguments of `write_attempts`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// An existing file, relative to the workspace root (read access only).
+    #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
+    path: String,
+}
+
+/// What each attempt did.
+#[derive(Serialize, JsonSchema)]
+struct WriteOutput {
+    /// One entry per attempt, in order.
+    attempts: Vec<Attempt>,
+}
+
+/// One attempt to change the file system.
+#[derive(Serialize, JsonSchema)]
+struct Attempt {
+    /// The operation tried.
+    op: String,
+    /// True when the operation succeeded.
+    ok: bool,
+    /// The error, when it failed.
+    error: Option<String>,
+}
+
+fn write_attempts(ctx: &Context, args: WriteArgs) -> Result<WriteOutput, ToolError> {
+    let path = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    let sibling = |suffix: &str| {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(suffix);
+        path.with_file_name(name)
+    };
+    let renamed = sibling(".renamed");
+    let created = sibling(".created");
+    let linked = sibling(".linked");
+    let dir = sibling(".dir");
+
+    let mut attempts = Vec::new();
+    let mut attempt = |op: &str, result: io::Result<()>| {
+        attempts.push(Attempt {
+            op: op.to_string(),
+            ok: result.is_ok(),
+            error: result.err().map(|e| format!("{:?}: {e}", e.kind())),
+        });
+    };
+    attempt(
+        "open_write",
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"overwritten by write_attempts")),
+    );
+    attempt(
+        "open_append",
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"appended by write_attempts")),
+    );
+    attempt("truncate_on_open", File::create(&path).map(drop));
+    attempt(
+        "set_len_on_read_handle",
+        File::open(&path).and_then(|f| f.set_len(0)),
+    );
+    attempt(
+        "set_modified",
+        File::open(&path).and_then(|f| f.set_modified(SystemTime::UNIX_EPOCH)),
+    );
+    attempt(
+        "create_sibling",
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&created)
+            .and_then(|mut f| f.write_all(b"new file")),
+    );
+    attempt("create_dir", fs::create_dir(&dir));
+    attempt("hard_link", fs::hard_link(&path, &linked));
+    attempt("rename", rename_and_back(&path, &renamed));
+    attempt("remove_file", fs::remove_file(&path));
+    Ok(WriteOutput { attempts })
+}
+
+/// Renames `path` to `to` and, if that worked, back again, so the
+/// attempts after it still find the file.
+fn rename_and_back(path: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(path, to)?;
+    let _ = fs::rename(to, path);
+    Ok(())
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new("spin_forever", spin_forever)
+            .title("Spin forever")
+            .description(
+                "Hostile test tool: loops forever and never returns. No inputs. Output: none \
+                 (never returns). Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(5_000)
+            .max_output_bytes(64),
+        Tool::new("memory_bomb", memory_bomb)
+            .title("Memory bomb")
+            .description(
+                "Hostile test tool: allocates 1 MiB chunks and touches every page until memory \
+                 runs out. No inputs. Output: none (never returns). Errors: none of its own. \
+                 Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(10_000)
+            .max_output_bytes(64),
+        Tool::new("deep_recursion", deep_recursion)
+            .title("Deep recursion")
+            .description(
+                "Hostile test tool: recurses without bound until the call stack overflows. No \
+                 inputs. Output: {depth} (never returned). Errors: none of its own. Side \
+                 effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(10_000)
+            .max_output_bytes(64),
+        Tool::new("stdout_flood", stdout_flood)
+            .title("Flood stdout")
+            .description(
+                "Hostile test tool: writes `bytes` bytes (0-1000000000) to stdout and the same \
+                 number to stderr in 64 KiB chunks, ignoring write errors, then returns \
+                 {written} = bytes. Errors: none of its own. Side effect: none besides logs.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(60_000)
+            .max_output_bytes(64),
+        Tool::new("panic_now", panic_now)
+            .title("Panic")
+            .description(
+                "Hostile test tool: panics at once; the panic message goes to stderr and the \
+                 instance traps. No inputs. Output: none. Errors: none of its own. Side \
+                 effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(1_000)
+            .max_output_bytes(64),
+        Tool::new("big_output", big_output)
+            .title("Big output")
+            .description(
+                "Hostile test tool: returns {data} where data is `bytes` letters x (bytes \
+                 0-67108864, i.e. up to 64 MiB), far beyond its declared 1 MiB output limit \
+                 when bytes is large. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(10_000)
+            .max_output_bytes(1024 * 1024),
+        Tool::new("undeclared_error", undeclared_error)
+            .title("Undeclared error")
+            .description(
+                "Hostile test tool: always fails with error code surprise_failure, which it \
+                 does not declare (it declares only declared_failure). No inputs. Side \
+                 effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .error_codes(&["declared_failure"])
+            .timeout_ms(1_000)
+            .max_output_bytes(64),
+        Tool::new("write_attempts", write_attempts)
+            .title("Write attempts")
+            .description(
+                "Hostile test tool: given `path` (an existing file, workspace-relative, 1-1024 \
+                 chars, marked for read access only), tries in turn: open for write and \
+                 write, open for append and write, File::create (truncate), set_len(0) on a \
+                 read handle, set the modification time, create a sibling file, create a \
+                 sibling directory, hard-link the file, rename it (and back), remove it. \
+                 Output: {attempts: [{op, ok, error}]}, never fails for a failed attempt. \
+                 Errors: invalid_path, invalid_arguments. Side effect: declared reversible, \
+                 which is a lie if the sandbox lets remove_file through: the point is that \
+                 it must not.",
+            )
+            .side_effect(SideEffect::Reversible)
+            .reads_files()
+            .writes_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(16 * 1024),
+    ]
+}
+
+toolhost_sdk::plugin!(tools);
