@@ -1,1 +1,1272 @@
-//! paths (todo)
+//! Workspace paths and grants: the host's first wall.
+//!
+//! Every path argument (a string property marked `x-toolhost-path` in a
+//! tool's input schema) is checked here before the guest runs:
+//!
+//! 1. **Shape**: empty, NUL or other control characters, absolute (`/x`,
+//!    `C:\x`, `\\server`), backslashes, longer than [`MAX_PATH_BYTES`] or a
+//!    segment longer than [`MAX_SEGMENT_BYTES`] → [`PathErrorKind::Malformed`]
+//!    (`invalid_arguments`, correctable).
+//! 2. **Lexical**: `.` and `..` are resolved without touching the disk; a
+//!    path that climbs above the root → [`PathErrorKind::OutsideWorkspace`]
+//!    (`denied`).
+//! 3. **Symlinks**: the longest existing ancestor is canonicalized (one
+//!    syscall when the target exists, one more per missing trailing
+//!    component), the rest re-appended, and the result must still lie in the
+//!    workspace → else `OutsideWorkspace` (`denied`, never `not_found`). A
+//!    dangling symlink cannot be checked and is refused
+//!    ([`PathErrorKind::UnresolvableLink`], `denied`).
+//! 4. **Grants**: the resolved path must lie under a grant with the needed
+//!    [`Access`] → else [`PathErrorKind::NotGranted`] (`denied`).
+//!
+//! Prefixes match by whole segment: `src` covers `src` and `src/a`, never
+//! `src2`. Workspace-relative paths ([`RelPath`]) are `/`-separated, have no
+//! `.`/`..`/empty segments, and the root itself is written `.`.
+//!
+//! The resolved [`ResolvedPath::rel`] has symlinks resolved: the pipeline
+//! must hand **that** path (or [`ResolvedPath::guest`]) to the guest, not the
+//! raw argument, so the guest opens exactly what was checked. The sandbox
+//! mounts only [`Grants::preopens`], and its directory handles refuse to
+//! follow links out of a mount: the second wall against a symlink swapped in
+//! between check and use.
+
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::observation::{ErrorCode, ErrorInfo};
+
+/// Where the workspace root is mounted inside the guest.
+pub const GUEST_ROOT: &str = "/workspace";
+
+/// Longest accepted path argument, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// Longest accepted path segment, in bytes (the usual file-system limit).
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
+/// Longest part of a raw path quoted back in messages, in bytes.
+const MAX_SHOWN_BYTES: usize = 200;
+
+/// What a call wants to do with a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    Read,
+    Write,
+}
+
+impl Access {
+    /// `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathErrorKind {
+    /// Not a usable relative path (empty, NUL, absolute, too long…).
+    /// The caller can fix it: `invalid_arguments`.
+    Malformed,
+    /// Leaves the workspace, lexically or through a symlink: `denied`.
+    OutsideWorkspace,
+    /// Inside the workspace but not under a grant with the needed access:
+    /// `denied`. `granted` is the access the path does have, if any (e.g.
+    /// `Some(Read)` when a write was asked of a read-only grant).
+    NotGranted {
+        needed: Access,
+        granted: Option<Access>,
+    },
+    /// A symlink whose target does not exist (or a link loop): where it
+    /// leads cannot be checked, so it is refused: `denied`.
+    UnresolvableLink,
+    /// A grant prefix that does not exist or is not a directory (only from
+    /// [`Grants::new`]; a configuration error): `internal`.
+    BadGrant,
+    /// The workspace root is unusable, or an unexpected I/O error: `internal`.
+    Io,
+}
+
+impl PathErrorKind {
+    /// The host error code this kind maps to.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            PathErrorKind::Malformed => ErrorCode::InvalidArguments,
+            PathErrorKind::OutsideWorkspace
+            | PathErrorKind::NotGranted { .. }
+            | PathErrorKind::UnresolvableLink => ErrorCode::Denied,
+            PathErrorKind::BadGrant | PathErrorKind::Io => ErrorCode::Internal,
+        }
+    }
+}
+
+/// A refused path, with a message a model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PathError {
+    pub kind: PathErrorKind,
+    /// One or two sentences saying what is wrong and what to do.
+    pub message: String,
+    /// The path as given (clipped to a few hundred bytes).
+    pub path: String,
+}
+
+impl PathError {
+    fn new(kind: PathErrorKind, raw: &str, message: String) -> PathError {
+        PathError {
+            kind,
+            message,
+            path: clip(raw, MAX_SHOWN_BYTES * 2).into_owned(),
+        }
+    }
+
+    /// The host error code: `invalid_arguments`, `denied` or `internal`.
+    pub fn code(&self) -> ErrorCode {
+        self.kind.code()
+    }
+
+    /// The observation error for this refusal. `field` is the JSON Pointer
+    /// of the argument that held the path (e.g. `/path`).
+    pub fn to_error_info(&self, field: Option<&str>) -> ErrorInfo {
+        let mut info = self.code().info(self.message.clone());
+        if let Some(f) = field {
+            info = info.with_field(f);
+        }
+        match &self.kind {
+            PathErrorKind::Malformed => info
+                .with_expected("a relative path inside the workspace, e.g. `src/main.rs`")
+                .with_actual(format!("`{}`", shown(&self.path))),
+            PathErrorKind::NotGranted { needed, granted } => info.with_details(serde_json::json!({
+                "path": self.path,
+                "needed": needed.as_str(),
+                "granted": granted.map(Access::as_str),
+            })),
+            _ => info,
+        }
+    }
+}
+
+/// A normalized workspace-relative path: `/`-separated, no empty, `.` or
+/// `..` segments, no leading or trailing `/`; the root is `.`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct RelPath(String);
+
+impl RelPath {
+    /// How the workspace root is written.
+    pub const ROOT: &'static str = ".";
+
+    /// The workspace root, `.`.
+    pub fn root() -> RelPath {
+        RelPath(RelPath::ROOT.to_owned())
+    }
+
+    /// Checks the shape of `raw` and normalizes it lexically (no disk
+    /// access). Errors: `Malformed`, or `OutsideWorkspace` if `..` climbs
+    /// above the root.
+    pub fn parse(raw: &str) -> Result<RelPath, PathError> {
+        check_shape(raw)?;
+        let mut segs: Vec<&str> = Vec::new();
+        for seg in raw.split('/') {
+            match seg {
+                "" | "." => {}
+                ".." => {
+                    if segs.pop().is_none() {
+                        return Err(PathError::new(
+                            PathErrorKind::OutsideWorkspace,
+                            raw,
+                            format!(
+                                "`{}` leaves the workspace; paths are relative to the \
+                                 workspace root and cannot go above it",
+                                shown(raw)
+                            ),
+                        ));
+                    }
+                }
+                s => segs.push(s),
+            }
+        }
+        if segs.is_empty() {
+            return Ok(RelPath::root());
+        }
+        Ok(RelPath(segs.join("/")))
+    }
+
+    /// The path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is the workspace root.
+    pub fn is_root(&self) -> bool {
+        self.0 == RelPath::ROOT
+    }
+
+    /// The segments, none for the root.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        let s = if self.is_root() { "" } else { self.0.as_str() };
+        s.split('/').filter(|s| !s.is_empty())
+    }
+
+    /// Whether `other` is this path or lies under it, by whole segment:
+    /// `src` covers `src` and `src/a`, never `src2`; `.` covers everything.
+    pub fn covers(&self, other: &RelPath) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let (p, o) = (self.0.as_bytes(), other.0.as_bytes());
+        o.starts_with(p) && (o.len() == p.len() || o[p.len()] == b'/')
+    }
+
+    /// The path inside the guest: `/workspace` or `/workspace/src/a`.
+    pub fn guest(&self) -> String {
+        if self.is_root() {
+            GUEST_ROOT.to_owned()
+        } else {
+            format!("{GUEST_ROOT}/{}", self.0)
+        }
+    }
+
+    fn push(&mut self, seg: &str) {
+        if self.is_root() {
+            self.0.clear();
+        } else {
+            self.0.push('/');
+        }
+        self.0.push_str(seg);
+    }
+}
+
+impl fmt::Display for RelPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RelPath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A path argument that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// Workspace-relative, normalized, symlinks resolved (`.` for the root).
+    pub rel: RelPath,
+    /// Absolute host path (`root` joined with `rel`).
+    pub host: PathBuf,
+    /// Whether the target existed when it was checked.
+    pub exists: bool,
+}
+
+impl ResolvedPath {
+    /// The path to give the guest: `/workspace/…`.
+    pub fn guest(&self) -> String {
+        self.rel.guest()
+    }
+}
+
+/// One directory the sandbox mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    /// Absolute, canonical host directory.
+    pub host: PathBuf,
+    /// Mount point in the guest: [`GUEST_ROOT`] or `/workspace/<prefix>`.
+    pub guest: String,
+    /// Mounted read-write (else read-only).
+    pub writable: bool,
+}
+
+/// The paths a caller may read and write, as canonical workspace prefixes.
+///
+/// Write implies read. Exact duplicates are dropped, and so are read grants
+/// already covered by a write grant: the guest's libc resolves a path
+/// through the longest matching mount, so a read-only mount nested in a
+/// writable one would refuse writes the host had allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants {
+    root: PathBuf,
+    read: Vec<RelPath>,
+    write: Vec<RelPath>,
+}
+
+impl Grants {
+    /// Builds grants from user-given prefixes relative to the workspace
+    /// (`.` for all of it). Each prefix is normalized, its symlinks resolved,
+    /// and must be an existing directory inside the workspace.
+    pub fn new(ws: &Workspace, read: &[&str], write: &[&str]) -> Result<Grants, PathError> {
+        let mut w: Vec<RelPath> = Vec::with_capacity(write.len());
+        for raw in write {
+            let p = ws.grant_prefix(raw)?;
+            if !w.contains(&p) {
+                w.push(p);
+            }
+        }
+        let mut r: Vec<RelPath> = Vec::with_capacity(read.len());
+        for raw in read {
+            let p = ws.grant_prefix(raw)?;
+            if !r.contains(&p) && !w.iter().any(|g| g.covers(&p)) {
+                r.push(p);
+            }
+        }
+        Ok(Grants {
+            root: ws.root.clone(),
+            read: r,
+            write: w,
+        })
+    }
+
+    /// Read-only grants (prefixes also covered by a write grant excluded).
+    pub fn read(&self) -> &[RelPath] {
+        &self.read
+    }
+
+    /// Read-write grants.
+    pub fn write(&self) -> &[RelPath] {
+        &self.write
+    }
+
+    /// The strongest access granted on `rel`, if any.
+    pub fn access(&self, rel: &RelPath) -> Option<Access> {
+        if self.write.iter().any(|g| g.covers(rel)) {
+            Some(Access::Write)
+        } else if self.read.iter().any(|g| g.covers(rel)) {
+            Some(Access::Read)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `rel` may be accessed as `access` (write implies read).
+    pub fn allows(&self, rel: &RelPath, access: Access) -> bool {
+        match access {
+            Access::Read => self.access(rel).is_some(),
+            Access::Write => self.access(rel) == Some(Access::Write),
+        }
+    }
+
+    /// The directories the sandbox mounts: exactly the grants, read-only
+    /// unless written, sorted by guest path.
+    pub fn preopens(&self) -> Vec<Preopen> {
+        let mut out: Vec<Preopen> = self
+            .write
+            .iter()
+            .map(|p| (p, true))
+            .chain(self.read.iter().map(|p| (p, false)))
+            .map(|(p, writable)| Preopen {
+                host: host_path(&self.root, p),
+                guest: p.guest(),
+                writable,
+            })
+            .collect();
+        out.sort_by(|a, b| a.guest.cmp(&b.guest));
+        out
+    }
+
+    /// `read: src, docs; write: out` for messages.
+    fn describe(&self) -> String {
+        if self.read.is_empty() && self.write.is_empty() {
+            return "nothing is granted".to_owned();
+        }
+        let list = |v: &[RelPath]| {
+            if v.is_empty() {
+                "none".to_owned()
+            } else {
+                v.iter().map(RelPath::as_str).collect::<Vec<_>>().join(", ")
+            }
+        };
+        format!("read: {}; write: {}", list(&self.read), list(&self.write))
+    }
+}
+
+/// The workspace: a canonical root directory all path arguments live in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Opens the workspace at `root`, which must be an existing directory;
+    /// the root is canonicalized (symlinks resolved).
+    pub fn open(root: &Path) -> Result<Workspace, PathError> {
+        let shown_root = root.display().to_string();
+        let canon = std::fs::canonicalize(root).map_err(|e| {
+            PathError::new(
+                PathErrorKind::Io,
+                &shown_root,
+                format!("workspace root `{shown_root}` cannot be opened: {e}"),
+            )
+        })?;
+        let meta = std::fs::metadata(&canon).map_err(|e| {
+            PathError::new(
+                PathErrorKind::Io,
+                &shown_root,
+                format!("workspace root `{shown_root}` cannot be read: {e}"),
+            )
+        })?;
+        if !meta.is_dir() {
+            return Err(PathError::new(
+                PathErrorKind::Io,
+                &shown_root,
+                format!("workspace root `{shown_root}` is not a directory"),
+            ));
+        }
+        if canon.to_str().is_none() {
+            return Err(PathError::new(
+                PathErrorKind::Io,
+                &shown_root,
+                format!("workspace root `{shown_root}` is not valid UTF-8"),
+            ));
+        }
+        Ok(Workspace { root: canon })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Checks a path argument and resolves it: shape, lexical
+    /// normalization, symlinks, then grants (see the module docs).
+    pub fn resolve(
+        &self,
+        raw: &str,
+        access: Access,
+        grants: &Grants,
+    ) -> Result<ResolvedPath, PathError> {
+        debug_assert_eq!(grants.root, self.root, "grants of another workspace");
+        let lexical = RelPath::parse(raw)?;
+        let resolved = self.resolve_links(raw, &lexical)?;
+        if grants.allows(&resolved.rel, access) {
+            return Ok(resolved);
+        }
+        let granted = grants.access(&resolved.rel);
+        let via = if resolved.rel != lexical {
+            format!(" (it resolves to `{}`)", resolved.rel)
+        } else {
+            String::new()
+        };
+        let message = match (access, granted) {
+            (Access::Write, Some(Access::Read)) => format!(
+                "`{}`{via} is granted read-only ({}); writing it needs write access — ask \
+                 the user to grant it",
+                shown(raw),
+                grants.describe()
+            ),
+            _ => format!(
+                "`{}`{via} is outside the granted paths ({}); ask the user for {} access",
+                shown(raw),
+                grants.describe(),
+                access
+            ),
+        };
+        Err(PathError::new(
+            PathErrorKind::NotGranted {
+                needed: access,
+                granted,
+            },
+            raw,
+            message,
+        ))
+    }
+
+    /// Resolves symlinks in a lexically normalized path: canonicalizes the
+    /// longest existing ancestor, re-appends the missing rest, and checks
+    /// the result stays in the workspace.
+    fn resolve_links(&self, raw: &str, lexical: &RelPath) -> Result<ResolvedPath, PathError> {
+        let segs: Vec<&str> = lexical.segments().collect();
+        let mut probe = host_path(&self.root, lexical);
+        let mut existing = segs.len();
+        let canon = loop {
+            match std::fs::canonicalize(&probe) {
+                Ok(c) => break c,
+                Err(e)
+                    if existing > 0
+                        && matches!(
+                            e.kind(),
+                            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                        ) =>
+                {
+                    probe.pop();
+                    existing -= 1;
+                }
+                Err(e) if is_link_loop(&e) => return Err(unresolvable(raw)),
+                Err(e) => {
+                    return Err(PathError::new(
+                        PathErrorKind::Io,
+                        raw,
+                        format!("`{}` cannot be checked: {e}", shown(raw)),
+                    ))
+                }
+            }
+        };
+        // The first missing component must not be a (dangling) symlink:
+        // creating through it would land wherever it points.
+        if existing < segs.len() && std::fs::symlink_metadata(probe.join(segs[existing])).is_ok() {
+            return Err(unresolvable(raw));
+        }
+        let Ok(inside) = canon.strip_prefix(&self.root) else {
+            return Err(PathError::new(
+                PathErrorKind::OutsideWorkspace,
+                raw,
+                format!(
+                    "`{}` leads through a symbolic link to a place outside the workspace; only \
+                     paths inside the workspace can be used",
+                    shown(raw)
+                ),
+            ));
+        };
+        let mut rel = RelPath::root();
+        for c in inside.components() {
+            let Component::Normal(seg) = c else {
+                // strip_prefix of a canonical path leaves only normal parts.
+                return Err(unresolvable(raw));
+            };
+            let Some(seg) = seg.to_str() else {
+                return Err(PathError::new(
+                    PathErrorKind::Io,
+                    raw,
+                    format!(
+                        "`{}` resolves to a name that is not valid UTF-8",
+                        shown(raw)
+                    ),
+                ));
+            };
+            rel.push(seg);
+        }
+        let mut host = canon;
+        for seg in &segs[existing..] {
+            rel.push(seg);
+            host.push(seg);
+        }
+        Ok(ResolvedPath {
+            rel,
+            host,
+            exists: existing == segs.len(),
+        })
+    }
+
+    /// Normalizes and resolves a grant prefix: an existing directory inside
+    /// the workspace, as a canonical relative path.
+    fn grant_prefix(&self, raw: &str) -> Result<RelPath, PathError> {
+        let lexical = RelPath::parse(raw)?;
+        let resolved = self.resolve_links(raw, &lexical)?;
+        let is_dir = resolved.exists
+            && std::fs::metadata(&resolved.host)
+                .map(|m| m.is_dir())
+                .unwrap_or(false);
+        if !is_dir {
+            let what = if resolved.exists {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            return Err(PathError::new(
+                PathErrorKind::BadGrant,
+                raw,
+                format!(
+                    "grant `{}` {what} in the workspace; grants name existing directories",
+                    shown(raw)
+                ),
+            ));
+        }
+        Ok(resolved.rel)
+    }
+}
+
+fn host_path(root: &Path, rel: &RelPath) -> PathBuf {
+    let mut p = root.to_path_buf();
+    for seg in rel.segments() {
+        p.push(seg);
+    }
+    p
+}
+
+fn unresolvable(raw: &str) -> PathError {
+    PathError::new(
+        PathErrorKind::UnresolvableLink,
+        raw,
+        format!(
+            "`{}` goes through a symbolic link whose target does not exist (or a link \
+             loop); where it leads cannot be checked, so it is refused",
+            shown(raw)
+        ),
+    )
+}
+
+/// ELOOP: too many levels of symbolic links.
+fn is_link_loop(e: &io::Error) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const ELOOP: i32 = 40;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const ELOOP: i32 = 62;
+    cfg!(unix) && e.raw_os_error() == Some(ELOOP)
+}
+
+/// Rejects what is not a usable relative path.
+fn check_shape(raw: &str) -> Result<(), PathError> {
+    let malformed = |msg: String| Err(PathError::new(PathErrorKind::Malformed, raw, msg));
+    if raw.is_empty() {
+        return malformed(
+            "the path is empty; give a path relative to the workspace root, e.g. \
+             `src/main.rs` (`.` is the root)"
+                .to_owned(),
+        );
+    }
+    if raw.len() > MAX_PATH_BYTES {
+        return malformed(format!(
+            "the path is {} bytes long; the limit is {MAX_PATH_BYTES} bytes",
+            raw.len()
+        ));
+    }
+    let b = raw.as_bytes();
+    if b.contains(&0) {
+        return malformed(format!(
+            "`{}` contains a NUL byte; give a plain path relative to the workspace root",
+            shown(raw)
+        ));
+    }
+    let drive = b.len() >= 2
+        && b[0].is_ascii_alphabetic()
+        && b[1] == b':'
+        && matches!(b.get(2), None | Some(b'/' | b'\\'));
+    if b[0] == b'/' || b[0] == b'\\' || drive {
+        return malformed(format!(
+            "`{}` is an absolute path; paths are relative to the workspace root, e.g. \
+             `src/main.rs`",
+            shown(raw)
+        ));
+    }
+    if b.contains(&b'\\') {
+        return malformed(format!(
+            "`{}` contains a backslash; separate directories with `/`",
+            shown(raw)
+        ));
+    }
+    if raw.chars().any(char::is_control) {
+        return malformed(format!(
+            "`{}` contains a control character; give a plain path relative to the \
+             workspace root",
+            shown(raw)
+        ));
+    }
+    if let Some(seg) = raw.split('/').find(|s| s.len() > MAX_SEGMENT_BYTES) {
+        return malformed(format!(
+            "`{}` has a name of {} bytes; the limit is {MAX_SEGMENT_BYTES} bytes per name",
+            shown(raw),
+            seg.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Clips `s` to at most `max` bytes on a char boundary.
+fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end]).into()
+}
+
+/// `raw` as quoted in a message: clipped, control characters and backticks
+/// escaped.
+fn shown(raw: &str) -> String {
+    let clipped = clip(raw, MAX_SHOWN_BYTES);
+    let mut out = String::with_capacity(clipped.len());
+    for c in clipped.chars() {
+        if c == '`' {
+            out.push_str("\\`");
+        } else if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observation::Retry;
+    use std::fs;
+
+    /// A workspace with `src/a.rs`, `src2/b.rs`, `docs/`, `secrets/key`,
+    /// `out/`, `README.md`, and an `outside/` sibling.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        ws: Workspace,
+        outside: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        for d in ["src", "src2", "docs", "secrets", "out", "a/b"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(root.join("src/a.rs"), "fn a() {}").unwrap();
+        fs::write(root.join("src2/b.rs"), "").unwrap();
+        fs::write(root.join("secrets/key"), "k").unwrap();
+        fs::write(root.join("README.md"), "").unwrap();
+        fs::write(outside.join("passwd"), "root").unwrap();
+        let ws = Workspace::open(&root).unwrap();
+        Fixture {
+            _dir: dir,
+            ws,
+            outside,
+        }
+    }
+
+    fn grants(f: &Fixture, read: &[&str], write: &[&str]) -> Grants {
+        Grants::new(&f.ws, read, write).unwrap()
+    }
+
+    fn kind(r: Result<ResolvedPath, PathError>) -> PathErrorKind {
+        r.expect_err("should be refused").kind
+    }
+
+    #[cfg(unix)]
+    fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
+        std::os::unix::fs::symlink(target, link).unwrap();
+    }
+
+    // ---- RelPath ----
+
+    #[test]
+    fn parse_normalizes_lexically() {
+        for (raw, want) in [
+            ("src", "src"),
+            ("src/", "src"),
+            ("./src//a.rs", "src/a.rs"),
+            ("a/./b", "a/b"),
+            ("src/../etc", "etc"),
+            ("a/b/../../c", "c"),
+            (".", "."),
+            ("./", "."),
+            ("src/..", "."),
+            ("...", "..."),
+            ("a..b/.c", "a..b/.c"),
+            ("日本/語", "日本/語"),
+        ] {
+            assert_eq!(RelPath::parse(raw).unwrap().as_str(), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn parse_rejects_escapes() {
+        for raw in ["..", "../etc/passwd", "src/../../x", "./../x", "a/../.."] {
+            let e = RelPath::parse(raw).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::OutsideWorkspace, "{raw}");
+            assert!(e.message.contains("leaves the workspace"), "{}", e.message);
+            assert_eq!(e.code(), ErrorCode::Denied);
+        }
+    }
+
+    #[test]
+    fn parse_rejects_malformed() {
+        let long = "a/".repeat(2100);
+        let long_seg = "x".repeat(256);
+        for raw in [
+            "",
+            "a\0b",
+            "/etc/passwd",
+            "/",
+            "C:\\Windows",
+            "c:/x",
+            "C:",
+            "\\\\server\\share",
+            "src\\main.rs",
+            "a\nb",
+            "a\x1b[31mb",
+            long.as_str(),
+            long_seg.as_str(),
+        ] {
+            let e = RelPath::parse(raw).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::Malformed, "{raw:?}");
+            assert_eq!(e.code(), ErrorCode::InvalidArguments);
+            assert!(e.message.len() < 600, "{}", e.message.len());
+            assert!(!e.message.contains('\0') && !e.message.contains('\n'));
+        }
+        // Exactly at the limits is fine.
+        assert!(RelPath::parse(&"x".repeat(255)).is_ok());
+        let at_limit = "abc/".repeat(1024);
+        assert_eq!(at_limit.len(), MAX_PATH_BYTES);
+        assert!(RelPath::parse(&at_limit).is_ok());
+        let over = format!("{at_limit}x");
+        assert_eq!(
+            RelPath::parse(&over).unwrap_err().kind,
+            PathErrorKind::Malformed
+        );
+        // A colon elsewhere is an ordinary character.
+        assert!(RelPath::parse("a:b").is_ok());
+        assert!(RelPath::parse("ab:/c").is_ok());
+    }
+
+    #[test]
+    fn covers_by_whole_segment() {
+        let p = |s: &str| RelPath::parse(s).unwrap();
+        assert!(p("src").covers(&p("src")));
+        assert!(p("src").covers(&p("src/a")));
+        assert!(!p("src").covers(&p("src2")));
+        assert!(!p("src").covers(&p("src2/a")));
+        assert!(!p("src/a").covers(&p("src")));
+        assert!(p(".").covers(&p("anything/at/all")));
+        assert!(p(".").covers(&p(".")));
+        assert!(!p("src").covers(&p(".")));
+        assert_eq!(p(".").guest(), "/workspace");
+        assert_eq!(p("src/a").guest(), "/workspace/src/a");
+        assert_eq!(p(".").segments().count(), 0);
+    }
+
+    // ---- Workspace::open ----
+
+    #[test]
+    fn open_requires_an_existing_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Workspace::open(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::Io);
+        fs::write(dir.path().join("file"), "").unwrap();
+        let e = Workspace::open(&dir.path().join("file")).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::Io);
+        assert_eq!(e.code(), ErrorCode::Internal);
+        let ws = Workspace::open(&dir.path().join(".")).unwrap();
+        assert_eq!(ws.root(), fs::canonicalize(dir.path()).unwrap());
+    }
+
+    // ---- resolve ----
+
+    #[test]
+    fn resolves_granted_paths() {
+        let f = fixture();
+        let g = grants(&f, &["src"], &[]);
+        let r = f.ws.resolve("src/a.rs", Access::Read, &g).unwrap();
+        assert_eq!(r.rel.as_str(), "src/a.rs");
+        assert_eq!(r.host, f.ws.root().join("src/a.rs"));
+        assert!(r.exists);
+        assert_eq!(r.guest(), "/workspace/src/a.rs");
+        let r = f.ws.resolve("./src/./a.rs", Access::Read, &g).unwrap();
+        assert_eq!(r.rel.as_str(), "src/a.rs");
+        let r = f.ws.resolve("src", Access::Read, &g).unwrap();
+        assert_eq!(r.rel.as_str(), "src");
+    }
+
+    #[test]
+    fn src_grant_does_not_cover_src2() {
+        let f = fixture();
+        let g = grants(&f, &["src"], &[]);
+        let e = f.ws.resolve("src2/b.rs", Access::Read, &g).unwrap_err();
+        assert_eq!(
+            e.kind,
+            PathErrorKind::NotGranted {
+                needed: Access::Read,
+                granted: None
+            }
+        );
+        assert_eq!(e.code(), ErrorCode::Denied);
+        assert!(
+            e.message
+                .contains("`src2/b.rs` is outside the granted paths (read: src; write: none)"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("ask the user"));
+    }
+
+    #[test]
+    fn dot_dot_inside_the_workspace_is_checked_against_grants() {
+        let f = fixture();
+        let g = grants(&f, &["src"], &[]);
+        // src/../secrets/key is secrets/key: inside the workspace, not granted.
+        assert!(matches!(
+            kind(f.ws.resolve("src/../secrets/key", Access::Read, &g)),
+            PathErrorKind::NotGranted { .. }
+        ));
+        // src/../etc: inside the workspace lexically, not granted.
+        assert!(matches!(
+            kind(f.ws.resolve("src/../etc", Access::Read, &g)),
+            PathErrorKind::NotGranted { .. }
+        ));
+        let all = grants(&f, &["."], &[]);
+        let r = f.ws.resolve("src/../etc", Access::Read, &all).unwrap();
+        assert_eq!(r.rel.as_str(), "etc");
+        assert!(!r.exists);
+        let r = f.ws.resolve("a/./b", Access::Read, &all).unwrap();
+        assert_eq!(r.rel.as_str(), "a/b");
+        assert!(r.exists);
+    }
+
+    #[test]
+    fn escapes_and_absolute_paths_are_refused() {
+        let f = fixture();
+        let all = grants(&f, &["."], &["."]);
+        assert_eq!(
+            kind(f.ws.resolve("..", Access::Read, &all)),
+            PathErrorKind::OutsideWorkspace
+        );
+        let e =
+            f.ws.resolve("../outside/passwd", Access::Read, &all)
+                .unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::OutsideWorkspace);
+        assert_eq!(
+            e.message,
+            "`../outside/passwd` leaves the workspace; paths are relative to the workspace \
+             root and cannot go above it"
+        );
+        let e = f.ws.resolve("/etc/passwd", Access::Read, &all).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::Malformed);
+        assert!(e.message.contains("absolute path"));
+    }
+
+    #[test]
+    fn root_is_dot() {
+        let f = fixture();
+        let all = grants(&f, &["."], &[]);
+        for raw in [".", "./", "src/.."] {
+            let r = f.ws.resolve(raw, Access::Read, &all).unwrap();
+            assert_eq!(r.rel.as_str(), ".");
+            assert!(r.rel.is_root());
+            assert_eq!(r.host, f.ws.root());
+            assert_eq!(r.guest(), "/workspace");
+        }
+        let src = grants(&f, &["src"], &[]);
+        assert!(f.ws.resolve(".", Access::Read, &src).is_err());
+    }
+
+    #[test]
+    fn nonexistent_file_under_a_granted_dir_is_fine() {
+        let f = fixture();
+        let g = grants(&f, &[], &["out"]);
+        let r =
+            f.ws.resolve("out/new/deep/file.txt", Access::Write, &g)
+                .unwrap();
+        assert_eq!(r.rel.as_str(), "out/new/deep/file.txt");
+        assert_eq!(r.host, f.ws.root().join("out/new/deep/file.txt"));
+        assert!(!r.exists);
+        // A missing path under a file: resolved, the tool reports ENOTDIR.
+        let all = grants(&f, &["."], &[]);
+        let r = f.ws.resolve("README.md/x", Access::Read, &all).unwrap();
+        assert_eq!(r.rel.as_str(), "README.md/x");
+        assert!(!r.exists);
+    }
+
+    #[test]
+    fn write_to_a_read_only_grant_is_denied() {
+        let f = fixture();
+        let g = grants(&f, &["src", "docs"], &["out"]);
+        let e = f.ws.resolve("src/a.rs", Access::Write, &g).unwrap_err();
+        assert_eq!(
+            e.kind,
+            PathErrorKind::NotGranted {
+                needed: Access::Write,
+                granted: Some(Access::Read)
+            }
+        );
+        assert!(
+            e.message
+                .contains("`src/a.rs` is granted read-only (read: src, docs; write: out)"),
+            "{}",
+            e.message
+        );
+        // Write implies read.
+        assert!(f.ws.resolve("out/x", Access::Read, &g).is_ok());
+        assert!(f.ws.resolve("out/x", Access::Write, &g).is_ok());
+        // Secrets: not granted at all.
+        let e = f.ws.resolve("secrets/key", Access::Read, &g).unwrap_err();
+        assert_eq!(
+            e.message,
+            "`secrets/key` is outside the granted paths (read: src, docs; write: out); ask \
+             the user for read access"
+        );
+    }
+
+    #[test]
+    fn no_grants_grant_nothing() {
+        let f = fixture();
+        let g = grants(&f, &[], &[]);
+        let e = f.ws.resolve("src/a.rs", Access::Read, &g).unwrap_err();
+        assert!(e.message.contains("nothing is granted"), "{}", e.message);
+        assert!(g.preopens().is_empty());
+    }
+
+    #[test]
+    fn malformed_inputs_via_resolve() {
+        let f = fixture();
+        let g = grants(&f, &["."], &["."]);
+        let long = "a/".repeat(3000);
+        for raw in ["", "a\0b", "/etc/passwd", "C:\\x", long.as_str()] {
+            let e = f.ws.resolve(raw, Access::Read, &g).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::Malformed, "{raw:?}");
+            assert!(e.path.len() <= MAX_SHOWN_BYTES * 2 + 3);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_inside_pointing_outside_is_denied() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        symlink(&f.outside, root.join("src/escape"));
+        symlink(f.outside.join("passwd"), root.join("src/passwd"));
+        symlink("../../outside", root.join("src/rel_escape"));
+        let g = grants(&f, &["src"], &["src"]);
+        for raw in [
+            "src/escape/passwd",
+            "src/escape",
+            "src/passwd",
+            "src/rel_escape/passwd",
+            // Missing file under an escaping link: still denied.
+            "src/escape/new.txt",
+        ] {
+            let e = f.ws.resolve(raw, Access::Read, &g).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::OutsideWorkspace, "{raw}");
+            assert_eq!(e.code(), ErrorCode::Denied);
+            assert!(e.message.contains("symbolic link"), "{}", e.message);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_inside_pointing_inside_is_resolved() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        symlink("../docs", root.join("src/docs_link"));
+        symlink("a.rs", root.join("src/alias.rs"));
+        let g = grants(&f, &["src", "docs"], &[]);
+        let r = f.ws.resolve("src/alias.rs", Access::Read, &g).unwrap();
+        assert_eq!(r.rel.as_str(), "src/a.rs");
+        let r =
+            f.ws.resolve("src/docs_link/new.md", Access::Read, &g)
+                .unwrap();
+        assert_eq!(r.rel.as_str(), "docs/new.md");
+        assert_eq!(r.host, root.join("docs/new.md"));
+        // The same link, but its target is not granted: denied, and the
+        // message names where it leads.
+        let only_src = grants(&f, &["src"], &[]);
+        let e =
+            f.ws.resolve("src/docs_link/x.md", Access::Read, &only_src)
+                .unwrap_err();
+        assert!(matches!(e.kind, PathErrorKind::NotGranted { .. }));
+        assert!(
+            e.message.contains("resolves to `docs/x.md`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dangling_symlinks_and_loops_are_refused() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        symlink("/nonexistent/target", root.join("out/dangling_abs"));
+        symlink("missing", root.join("out/dangling_rel"));
+        symlink("loop_b", root.join("out/loop_a"));
+        symlink("loop_a", root.join("out/loop_b"));
+        let g = grants(&f, &[], &["out"]);
+        for raw in [
+            "out/dangling_abs",
+            "out/dangling_rel",
+            "out/dangling_abs/x",
+            "out/loop_a",
+            "out/loop_a/x",
+        ] {
+            let e = f.ws.resolve(raw, Access::Write, &g).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::UnresolvableLink, "{raw}");
+            assert_eq!(e.code(), ErrorCode::Denied);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn workspace_root_behind_a_symlink() {
+        let f = fixture();
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("ws_link");
+        symlink(f.ws.root(), &link);
+        let ws = Workspace::open(&link).unwrap();
+        assert_eq!(ws.root(), f.ws.root());
+        let g = Grants::new(&ws, &["src"], &[]).unwrap();
+        assert!(ws.resolve("src/a.rs", Access::Read, &g).is_ok());
+    }
+
+    // ---- grants and preopens ----
+
+    #[test]
+    fn grants_are_normalized_and_checked() {
+        let f = fixture();
+        let g = grants(&f, &["./src/", "src", "docs//"], &["out"]);
+        assert_eq!(
+            g.read().iter().map(RelPath::as_str).collect::<Vec<_>>(),
+            ["src", "docs"]
+        );
+        assert_eq!(g.write()[0].as_str(), "out");
+        assert_eq!(
+            Grants::new(&f.ws, &["../outside"], &[]).unwrap_err().kind,
+            PathErrorKind::OutsideWorkspace
+        );
+        assert_eq!(
+            Grants::new(&f.ws, &["/etc"], &[]).unwrap_err().kind,
+            PathErrorKind::Malformed
+        );
+        assert_eq!(
+            Grants::new(&f.ws, &[""], &[]).unwrap_err().kind,
+            PathErrorKind::Malformed
+        );
+        let e = Grants::new(&f.ws, &[], &["nope"]).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::BadGrant);
+        assert!(e.message.contains("does not exist"));
+        let e = Grants::new(&f.ws, &["README.md"], &[]).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::BadGrant);
+        assert!(e.message.contains("not a directory"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn grant_through_a_symlink() {
+        let f = fixture();
+        symlink(&f.outside, f.ws.root().join("ext"));
+        symlink("docs", f.ws.root().join("manual"));
+        assert_eq!(
+            Grants::new(&f.ws, &["ext"], &[]).unwrap_err().kind,
+            PathErrorKind::OutsideWorkspace
+        );
+        let g = grants(&f, &["manual"], &[]);
+        assert_eq!(g.read()[0].as_str(), "docs");
+        assert_eq!(g.preopens()[0].host, f.ws.root().join("docs"));
+    }
+
+    #[test]
+    fn preopens_mirror_the_grants() {
+        let f = fixture();
+        let g = grants(&f, &["src", "docs", "src"], &["out", "out/"]);
+        let p = g.preopens();
+        let root = f.ws.root();
+        assert_eq!(
+            p,
+            vec![
+                Preopen {
+                    host: root.join("docs"),
+                    guest: "/workspace/docs".into(),
+                    writable: false
+                },
+                Preopen {
+                    host: root.join("out"),
+                    guest: "/workspace/out".into(),
+                    writable: true
+                },
+                Preopen {
+                    host: root.join("src"),
+                    guest: "/workspace/src".into(),
+                    writable: false
+                },
+            ]
+        );
+        // The whole workspace.
+        let g = grants(&f, &["."], &[]);
+        assert_eq!(
+            g.preopens(),
+            vec![Preopen {
+                host: root.to_path_buf(),
+                guest: "/workspace".into(),
+                writable: false
+            }]
+        );
+    }
+
+    #[test]
+    fn write_grant_makes_a_prefix_writable_and_overlaps_stay() {
+        let f = fixture();
+        // Same prefix read and write: one writable mount.
+        let g = grants(&f, &["src"], &["src"]);
+        assert_eq!(g.preopens().len(), 1);
+        assert!(g.preopens()[0].writable);
+        // A read grant inside a write grant adds nothing and would shadow it.
+        let g = grants(&f, &["src"], &["."]);
+        assert!(g.read().is_empty());
+        assert!(f.ws.resolve("src/a.rs", Access::Write, &g).is_ok());
+        assert_eq!(g.preopens().len(), 1);
+        // A write grant inside a read grant: both mounts, the longer wins.
+        let g = grants(&f, &["."], &["out"]);
+        let p = g.preopens();
+        assert_eq!(p.len(), 2);
+        assert_eq!((p[0].guest.as_str(), p[0].writable), ("/workspace", false));
+        assert_eq!(
+            (p[1].guest.as_str(), p[1].writable),
+            ("/workspace/out", true)
+        );
+        assert!(f.ws.resolve("out/x", Access::Write, &g).is_ok());
+        assert!(f.ws.resolve("src/a.rs", Access::Write, &g).is_err());
+        // Nested read grants overlap; both kept.
+        let g = grants(&f, &[".", "src"], &[]);
+        assert_eq!(g.preopens().len(), 2);
+    }
+
+    // ---- mapping to the observation ----
+
+    #[test]
+    fn errors_map_to_observation_errors() {
+        let f = fixture();
+        let g = grants(&f, &["src"], &[]);
+        let e = f.ws.resolve("secrets/key", Access::Read, &g).unwrap_err();
+        let info = e.to_error_info(Some("/path"));
+        assert_eq!(info.code, "denied");
+        assert!(!info.correctable);
+        assert_eq!(info.retry, Retry::Never);
+        assert_eq!(info.field.as_deref(), Some("/path"));
+        assert_eq!(info.details.as_ref().unwrap()["needed"], "read");
+        assert_eq!(
+            info.details.as_ref().unwrap()["granted"],
+            serde_json::Value::Null
+        );
+
+        let e = f.ws.resolve("", Access::Read, &g).unwrap_err();
+        let info = e.to_error_info(Some("/path"));
+        assert_eq!(info.code, "invalid_arguments");
+        assert!(info.correctable);
+        assert_eq!(info.retry, Retry::AfterCorrection);
+        assert!(info.expected.is_some());
+        assert_eq!(info.actual.as_deref(), Some("``"));
+
+        let obs = crate::observation::Observation::failure(
+            "c",
+            "read_file",
+            crate::descriptor::SideEffect::ReadOnly,
+            f.ws.resolve("../x", Access::Read, &g)
+                .unwrap_err()
+                .to_error_info(Some("/path")),
+        );
+        assert_eq!(obs.status, crate::observation::Status::Denied);
+        assert!(obs.text.contains("permission matter"));
+    }
+
+    #[test]
+    fn messages_escape_and_clip_hostile_paths() {
+        let f = fixture();
+        let g = grants(&f, &["src"], &[]);
+        let e = f.ws.resolve("docs/`x`", Access::Read, &g).unwrap_err();
+        assert!(e.message.contains("docs/\\`x\\`"), "{}", e.message);
+        let long = format!("docs/{}", "é".repeat(1000));
+        let e = f.ws.resolve(&long, Access::Read, &g).unwrap_err();
+        assert!(e.message.len() < 700, "{}", e.message.len());
+    }
+}
