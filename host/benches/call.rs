@@ -1,1 +1,117 @@
-fn main(){}
+//! Call latency benchmark: `cargo bench --bench call`.
+//!
+//! Measures, in one run, the median wall time of
+//!
+//! - (a) bare wasmtime: fresh store + instantiate from `InstancePre` + call
+//!   of the trivial tool, no toolhost pipeline;
+//! - (b) toolhost's whole in-process call of the same trivial tool
+//!   (strict parse + schema + sandbox + observation + serialization);
+//! - (c) `file_view` of a 4 KiB file through the whole pipeline;
+//!
+//! and prints the ratio (b)/(a). The targets (on a 2-core machine) are
+//! (b) ≤ 20 µs and ≤ 3× (a), (c) ≤ 100 µs.
+
+#[allow(dead_code)]
+#[path = "../../tests/integration/support.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::*;
+use toolhost::catalog::Source;
+use toolhost::paths::{Grants, Workspace};
+use toolhost::pipeline::{CallOptions, Scope};
+
+const WARMUP: usize = 300;
+const SAMPLES: usize = 3000;
+
+struct Stats {
+    median: Duration,
+    p90: Duration,
+    min: Duration,
+}
+
+fn measure(mut f: impl FnMut()) -> Stats {
+    for _ in 0..WARMUP {
+        f();
+    }
+    let mut t: Vec<Duration> = (0..SAMPLES)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed()
+        })
+        .collect();
+    t.sort();
+    Stats {
+        median: t[t.len() / 2],
+        p90: t[t.len() * 9 / 10],
+        min: t[0],
+    }
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let trivial = test_plugin("tp_trivial");
+    let host = host_with(&[Source::File(trivial.clone()), Source::reference()]);
+    let bytes = std::fs::read(&trivial).unwrap();
+    let plugin = sandbox().load(&bytes, &|_| {}).unwrap();
+
+    let ws = Ws::new();
+    let line = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+    ws.write("four_kib.txt", line.repeat(4096 / line.len()));
+    let workspace = Workspace::open(ws.dir.path()).unwrap();
+    let none = Grants::new(&workspace, &[], &[]).unwrap();
+    let read = Grants::new(&workspace, &["four_kib.txt"], &[]).unwrap();
+    let opts = CallOptions::default();
+
+    let a = measure(|| {
+        let out = plugin.bare_call("echo_value", r#"{"value":7}"#);
+        assert!(out.contains('7'));
+    });
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &none,
+    };
+    let b = measure(|| {
+        let obs = host.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &read,
+    };
+    let c = measure(|| {
+        let obs = host.call(
+            "file_view",
+            r#"{"path":"four_kib.txt","offset":1,"limit":100}"#,
+            &scope,
+            &opts,
+        );
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+
+    println!(
+        "{:<52} {:>10} {:>10} {:>10}",
+        "benchmark", "median µs", "p90 µs", "min µs"
+    );
+    for (name, s) in [
+        ("(a) bare wasmtime: store + instantiate + call", &a),
+        ("(b) toolhost call, trivial tool", &b),
+        ("(c) toolhost file_view, 4 KiB file", &c),
+    ] {
+        println!(
+            "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
+            us(s.median),
+            us(s.p90),
+            us(s.min)
+        );
+    }
+    println!("ratio (b)/(a): {:.2}", us(b.median) / us(a.median));
+}

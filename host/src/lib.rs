@@ -16,11 +16,15 @@
 //! - [`lint`] and [`schema`]: descriptor rules and argument validation,
 //! - [`json`]: strict JSON parsing,
 //! - [`paths`]: workspace paths and grants,
+//! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`observation`]: the one result shape,
 //! - [`descriptor`]: tool descriptors as plain Rust.
 
+pub mod canonical;
+pub mod capability;
 pub mod catalog;
 pub mod descriptor;
+pub mod idempotency;
 pub mod json;
 pub mod lint;
 pub mod observation;

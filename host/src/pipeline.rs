@@ -1,1 +1,367 @@
-//! pipeline (todo)
+//! The call pipeline: every call, whatever happens, becomes one
+//! [`Observation`].
+//!
+//! ```text
+//! 1 name      is the tool in the catalog?                 unknown_tool
+//! 2 parse     strict JSON: no duplicate keys, no int > 2^53 invalid_json
+//! 3 schema    the tool's compiled input schema            invalid_arguments
+//! 4 objects   each path argument inside the workspace     invalid_arguments
+//!             and inside a grant with the right access    denied
+//! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
+//! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
+//! ```
+//!
+//! Nothing reaches the plugin before steps 1–4 pass. A failure after the
+//! plugin started on a side-effecting tool is reported as `unknown`, never as
+//! a plain error: the effect may have happened.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::catalog::{Catalog, Tool};
+use crate::descriptor::SideEffect;
+use crate::json::{self, JsonError};
+use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
+use crate::paths::{Access, Grants, Workspace, GUEST_ROOT};
+use crate::sandbox::{CallRequest, Failure, Limits, Mount, Sandbox};
+use crate::schema::PathAccess;
+
+/// Largest argument text accepted, in bytes.
+pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// Largest output a caller may allow, in bytes.
+pub const HARD_MAX_OUTPUT_BYTES: usize = 16 << 20;
+/// Default size of the model-facing `text`, in bytes.
+pub const DEFAULT_TEXT_BYTES: usize = 16 * 1024;
+
+/// Per-call overrides of a tool's default limits.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Caller-chosen call id; one is generated when absent.
+    pub call_id: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub fuel: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub max_output_bytes: Option<usize>,
+    /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
+    pub max_text_bytes: Option<usize>,
+}
+
+/// What the caller may touch: a workspace and grants inside it.
+pub struct Scope<'a> {
+    pub workspace: &'a Workspace,
+    pub grants: &'a Grants,
+}
+
+/// The catalog plus the sandbox that runs it.
+pub struct Host {
+    sandbox: Sandbox,
+    catalog: Catalog,
+}
+
+impl Host {
+    pub fn new(sandbox: Sandbox, catalog: Catalog) -> Host {
+        Host { sandbox, catalog }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Runs one call through the whole pipeline.
+    pub fn call(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+    ) -> Observation {
+        let call_id = opts.call_id.clone().unwrap_or_else(new_call_id);
+        let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+
+        // 1. Name.
+        let Some(t) = self.catalog.get(tool) else {
+            let hint = self.catalog.suggestions(tool);
+            let names: Vec<&str> = self
+                .catalog
+                .tools()
+                .map(|t| t.descriptor.name.as_str())
+                .collect();
+            let mut message = format!("no tool named `{tool}`");
+            if !hint.is_empty() {
+                message.push_str(&format!("; did you mean {}?", quote_list(&hint)));
+            }
+            message.push_str(&format!(" Available tools: {}.", names.join(", ")));
+            let info = ErrorCode::UnknownTool.info(message);
+            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, info);
+        };
+        let level = t.descriptor.side_effect;
+        let fail = |info: ErrorInfo| Observation::failure(&call_id, tool, level, info);
+
+        // 2. Strict parse.
+        if args.len() > MAX_ARGS_BYTES {
+            let info = ErrorCode::InvalidArguments
+                .info(format!(
+                    "the arguments are {} bytes; the limit is {MAX_ARGS_BYTES}",
+                    args.len()
+                ))
+                .with_field("")
+                .with_expected(format!("at most {MAX_ARGS_BYTES} bytes of JSON"))
+                .with_actual(format!("{} bytes", args.len()));
+            return fail(info);
+        }
+        let mut value = match json::parse_strict(args) {
+            Ok(v) => v,
+            Err(e) => return fail(json_error(&e)),
+        };
+
+        // 3. Schema.
+        if let Err(violations) = t.input.validate(&value) {
+            return fail(violation_error(&violations));
+        }
+
+        // 4. Objects: every path argument, before the plugin runs.
+        let mut rewrites = Vec::new();
+        for arg in t.input.path_args(&value) {
+            let access = match arg.access {
+                PathAccess::Read => Access::Read,
+                PathAccess::Write => Access::Write,
+            };
+            match scope.workspace.resolve(arg.value, access, scope.grants) {
+                Ok(resolved) => {
+                    if resolved.rel.as_str() != arg.value {
+                        rewrites.push((arg.pointer.to_string(), resolved.rel.as_str().to_string()));
+                    }
+                }
+                Err(e) => return fail(e.to_error_info(Some(&arg.pointer))),
+            }
+        }
+        let args_for_guest;
+        let args: &str = if rewrites.is_empty() {
+            args
+        } else {
+            for (pointer, rel) in rewrites {
+                if let Some(slot) = value.pointer_mut(&pointer) {
+                    *slot = Value::String(rel);
+                }
+            }
+            args_for_guest = value.to_string();
+            &args_for_guest
+        };
+
+        // 6. Sandbox.
+        let needs = &t.descriptor.needs;
+        let mounts: Vec<Mount> = if needs.fs_read || needs.fs_write {
+            let may_write = needs.fs_write && level != SideEffect::ReadOnly;
+            scope
+                .grants
+                .preopens()
+                .into_iter()
+                .map(|p| Mount {
+                    host: p.host,
+                    guest: p.guest,
+                    writable: p.writable && may_write,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let limits = limits_for(t, opts);
+        let outcome = t.plugin.call(&CallRequest {
+            tool,
+            args_json: args,
+            call_id: &call_id,
+            workspace_root: GUEST_ROOT,
+            idempotency_key: None,
+            mounts: &mounts,
+            limits,
+        });
+
+        // 7. Normalize.
+        let usage = Usage {
+            fuel_consumed: outcome.usage.fuel_consumed,
+            wall_time_us: outcome.usage.wall_time.as_micros() as u64,
+            peak_memory_bytes: outcome.usage.peak_memory_bytes,
+            output_bytes: outcome.usage.output_bytes,
+        };
+        let mut logs = Logs::capture(
+            &outcome.logs.stdout,
+            &outcome.logs.stderr,
+            limits.max_log_bytes,
+        );
+        logs.stdout_omitted_bytes += outcome.logs.stdout_omitted;
+        logs.stderr_omitted_bytes += outcome.logs.stderr_omitted;
+        let obs = match outcome.result {
+            Ok(Ok(out)) => self.normalize_output(t, &call_id, &out, text_bytes),
+            Ok(Err(e)) => {
+                let declared = t.descriptor.error_codes.contains(&e.code);
+                let details = e.details.and_then(|d| serde_json::from_str(&d).ok());
+                let info = if declared {
+                    ErrorInfo::from_tool(e.code, e.message, e.field, e.correctable, details)
+                } else {
+                    ErrorCode::InvalidOutput.info(format!(
+                        "the tool returned an undeclared error code `{}`: {}",
+                        clip(&e.code, 64),
+                        e.message
+                    ))
+                };
+                // A tool error is the tool's own answer: it ran to the end.
+                Observation::failure(&call_id, tool, level, info)
+            }
+            // The failure paths mark side-effecting calls `unknown`.
+            Err(failure) => {
+                Observation::failure(&call_id, tool, level, failure_error(&failure, &limits))
+            }
+        };
+        obs.with_usage(usage).with_logs(logs)
+    }
+
+    fn normalize_output(
+        &self,
+        t: &Tool,
+        call_id: &str,
+        out: &str,
+        text_bytes: usize,
+    ) -> Observation {
+        let level = t.descriptor.side_effect;
+        let value: Value = match serde_json::from_str(out) {
+            Ok(v) => v,
+            Err(e) => {
+                let info = ErrorCode::InvalidOutput
+                    .info(format!("the tool's output is not valid JSON: {e}"));
+                return Observation::failure(call_id, &t.descriptor.name, level, info);
+            }
+        };
+        if let Some(validator) = &t.output {
+            if let Some(err) = validator.iter_errors(&value).next() {
+                let info = ErrorCode::InvalidOutput
+                    .info(format!(
+                        "the tool's output does not match its output schema: {err}"
+                    ))
+                    .with_field(err.instance_path().to_string());
+                return Observation::failure(call_id, &t.descriptor.name, level, info);
+            }
+        }
+        Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes)
+    }
+}
+
+fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
+    let d = Limits::default();
+    let tool_timeout = match t.descriptor.default_timeout_ms {
+        0 => d.timeout,
+        ms => Duration::from_millis(ms.into()),
+    };
+    let tool_output = match t.descriptor.max_output_bytes {
+        0 => d.max_output_bytes,
+        n => n as usize,
+    };
+    Limits {
+        fuel: opts.fuel.unwrap_or(d.fuel),
+        timeout: opts
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(tool_timeout),
+        memory_bytes: opts
+            .memory_mb
+            .map(|mb| (mb as usize).saturating_mul(1 << 20))
+            .unwrap_or(d.memory_bytes),
+        max_output_bytes: opts
+            .max_output_bytes
+            .unwrap_or(tool_output)
+            .min(HARD_MAX_OUTPUT_BYTES),
+        max_log_bytes: d.max_log_bytes,
+    }
+}
+
+fn json_error(e: &JsonError) -> ErrorInfo {
+    let info = ErrorCode::InvalidJson.info(e.to_string());
+    match &e.pointer {
+        Some(p) => info.with_field(p.clone()),
+        None => info,
+    }
+}
+
+fn violation_error(v: &[crate::schema::Violation]) -> ErrorInfo {
+    let first = &v[0];
+    let mut message = first.message.clone();
+    if v.len() > 1 {
+        message.push_str(&format!(
+            " ({} more problems listed in details)",
+            v.len() - 1
+        ));
+    }
+    let mut info = ErrorCode::InvalidArguments
+        .info(message)
+        .with_field(first.field.clone())
+        .with_expected(first.expected.clone())
+        .with_actual(first.actual.clone());
+    if v.len() > 1 {
+        info = info.with_details(serde_json::json!({
+            "violations": v.iter().map(|x| serde_json::json!({
+                "field": x.field, "expected": x.expected, "actual": x.actual, "message": x.message,
+            })).collect::<Vec<_>>()
+        }));
+    }
+    info
+}
+
+fn failure_error(f: &Failure, limits: &Limits) -> ErrorInfo {
+    match f {
+        Failure::Timeout => ErrorCode::Timeout.info(format!("the call did not finish within {} ms", limits.timeout.as_millis()),
+        ),
+        Failure::FuelExhausted => ErrorCode::FuelExhausted.info(format!("the call used up its fuel ({} units) before finishing", limits.fuel),
+        ),
+        Failure::MemoryExhausted => ErrorCode::MemoryExhausted.info(format!("the call needed more than {} MiB of memory", limits.memory_bytes >> 20),
+        ),
+        Failure::OutputTooLarge { bytes } => ErrorCode::OutputTooLarge
+            .info(format!(
+                "the output was {bytes} bytes; the limit is {}. Ask for less (a smaller window or page).",
+                limits.max_output_bytes
+            ))
+            .with_actual(format!("{bytes} bytes"))
+            .with_expected(format!("at most {} bytes", limits.max_output_bytes)),
+        Failure::Crashed { reason } => ErrorCode::PluginCrashed.info(format!("the plugin crashed: {reason}"),
+        ),
+        Failure::Unavailable { reason } => ErrorCode::PluginUnavailable.info(reason.clone()),
+        Failure::Cancelled => ErrorCode::Timeout.info("the call was cancelled before it finished"),
+    }
+}
+
+fn quote_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+/// A fresh call id: time-ordered and unique within the process.
+pub fn new_call_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "call-{:x}-{:x}-{}",
+        now.as_millis(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,1 +1,0 @@
-//! sandbox (todo)

@@ -1,0 +1,689 @@
+//! The sandbox: the only part of toolhost that touches wasmtime.
+//!
+//! [`Sandbox`] owns one engine (pooling allocator, copy-on-write heap images,
+//! fuel, epoch interruption), one linker with WASI preview 2 and a
+//! [`CompileCache`]. [`Sandbox::load`] turns component bytes into a
+//! [`Plugin`]: compiled once (or read from the cache), type-checked against
+//! the `toolhost:plugin` world and pre-linked.
+//!
+//! [`Plugin::call`] runs one call in a fresh store and instance that holds
+//! only what [`CallRequest`] grants. Deny by default:
+//!
+//! | resource            | default                                        |
+//! |---------------------|------------------------------------------------|
+//! | filesystem          | none; only the request's preopens              |
+//! | environment, args   | empty                                          |
+//! | network, DNS        | denied                                         |
+//! | stdin               | closed                                         |
+//! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
+//! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
+//! | memory              | [`Limits::memory_bytes`] across all memories   |
+//! | output              | [`Limits::max_output_bytes`]                   |
+//!
+//! Every way a call can end is a [`CallOutcome`]: the guest's result or
+//! tool error, or a [`Failure`] naming the limit or fault. The host never
+//! panics because of what a guest does.
+
+mod cache;
+mod capture;
+mod limits;
+
+pub use cache::{CompileCache, Miss};
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Trap,
+};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use capture::Capture;
+use limits::MemoryLimiter;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin",
+    });
+}
+
+use bindings::toolhost::plugin::types as wit;
+
+/// The wasmtime release this host is built against.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// How often the epoch ticks; deadlines are rounded up to it.
+const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Largest describe() answer accepted from a plugin, in bytes.
+pub const MAX_DESCRIPTOR_BYTES: usize = 4 * 1024 * 1024;
+
+/// Everything that can go wrong while loading a plugin.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("engine setup failed: {0}")]
+    Engine(String),
+    #[error("not a valid component: {0}")]
+    Compile(String),
+    #[error("the component does not implement toolhost:plugin@0.1.0: {0}")]
+    Link(String),
+    #[error("describe() failed: {0}")]
+    Describe(String),
+    #[error("describe() returned {bytes} bytes of descriptors; the limit is {limit}")]
+    DescriptorTooLarge { bytes: usize, limit: usize },
+}
+
+/// Settings shared by every call.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Where compiled code is cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Instances that may run at once (pooling allocator slots).
+    pub max_concurrent_instances: u32,
+    /// Upper bound for any call's memory limit, in bytes.
+    pub max_memory_bytes: usize,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            cache_dir: CompileCache::default_dir(),
+            max_concurrent_instances: 64,
+            max_memory_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Per-call limits. Each has a default and its own failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wasm fuel (roughly instructions); exhaustion → `fuel_exhausted`.
+    pub fuel: u64,
+    /// Wall-clock budget; expiry → `timeout`.
+    pub timeout: Duration,
+    /// Linear memory across all memories; refusal → `memory_exhausted`.
+    pub memory_bytes: usize,
+    /// Largest output JSON; beyond it → `output_too_large`.
+    pub max_output_bytes: usize,
+    /// Bytes of stdout and of stderr kept (the rest is counted).
+    pub max_log_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 2_000_000_000,
+            timeout: Duration::from_secs(10),
+            memory_bytes: 256 << 20,
+            max_output_bytes: 1 << 20,
+            max_log_bytes: 16 * 1024,
+        }
+    }
+}
+
+/// One directory the guest may see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub host: PathBuf,
+    pub guest: String,
+    pub writable: bool,
+}
+
+/// Everything one call needs.
+#[derive(Debug, Clone)]
+pub struct CallRequest<'a> {
+    pub tool: &'a str,
+    pub args_json: &'a str,
+    pub call_id: &'a str,
+    pub workspace_root: &'a str,
+    pub idempotency_key: Option<&'a str>,
+    pub mounts: &'a [Mount],
+    pub limits: Limits,
+}
+
+/// A failure the plugin reported itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+    pub field: Option<String>,
+    pub correctable: bool,
+    pub details: Option<String>,
+}
+
+/// A call that did not produce a result or a tool error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The wall-clock deadline passed.
+    Timeout,
+    /// The fuel ran out.
+    FuelExhausted,
+    /// A memory growth beyond the limit was refused and the guest died.
+    MemoryExhausted,
+    /// The output exceeded the limit.
+    OutputTooLarge { bytes: usize },
+    /// The guest trapped (panic, stack overflow, unreachable, …).
+    Crashed { reason: String },
+    /// The host could not start the instance (e.g. a mount vanished).
+    Unavailable { reason: String },
+    /// The call was cancelled by the host.
+    Cancelled,
+}
+
+/// Resource use of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub fuel_consumed: u64,
+    pub wall_time: Duration,
+    pub peak_memory_bytes: u64,
+    pub output_bytes: u64,
+}
+
+/// Captured guest output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Logs {
+    pub stdout: Vec<u8>,
+    pub stdout_omitted: u64,
+    pub stderr: Vec<u8>,
+    pub stderr_omitted: u64,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub result: Result<Result<String, ToolError>, Failure>,
+    pub usage: Usage,
+    pub logs: Logs,
+}
+
+/// Per-store state: the WASI context and the limiter.
+struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory: MemoryLimiter,
+    stdout: Capture,
+    stderr: Capture,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The engine, linker and cache shared by all plugins.
+#[derive(Clone)]
+pub struct Sandbox {
+    engine: Engine,
+    linker: Arc<Linker<State>>,
+    cache: Option<CompileCache>,
+}
+
+/// Progress of a load, for a caller that wants to show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadEvent {
+    /// Found verified compiled code in the cache.
+    CacheHit,
+    /// Compiling; `bytes` is the component size.
+    Compiling { bytes: usize },
+    /// A cache entry failed verification and was discarded.
+    CacheCorrupt,
+    /// Finished compiling.
+    Compiled { elapsed: Duration },
+}
+
+impl Sandbox {
+    /// Builds the engine and linker. Starts the epoch ticker thread.
+    pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
+        let mut c = Config::new();
+        c.wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .cranelift_opt_level(OptLevel::Speed)
+            .max_wasm_stack(1 << 20);
+        let mut pool = PoolingAllocationConfig::default();
+        let n = config.max_concurrent_instances.max(1);
+        pool.total_component_instances(n)
+            .total_core_instances(n * 8)
+            .total_memories(n * 4)
+            .total_tables(n * 8)
+            .max_memories_per_component(8)
+            .max_memory_size(config.max_memory_bytes);
+        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&c).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        start_epoch_ticker(&engine);
+
+        let mut linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        let cache = match &config.cache_dir {
+            Some(dir) => CompileCache::open(dir).ok(),
+            None => None,
+        };
+        Ok(Sandbox {
+            engine,
+            linker: Arc::new(linker),
+            cache,
+        })
+    }
+
+    /// Compiles (or reads from the cache) and pre-links a component.
+    pub fn load(&self, bytes: &[u8], progress: &dyn Fn(LoadEvent)) -> Result<Plugin, SandboxError> {
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let component = self.compile_cached(bytes, &sha256, progress)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+        let pre =
+            bindings::PluginPre::new(pre).map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+        Ok(Plugin {
+            engine: self.engine.clone(),
+            pre,
+            sha256,
+        })
+    }
+
+    fn compile_cached(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+        progress: &dyn Fn(LoadEvent),
+    ) -> Result<Component, SandboxError> {
+        let entry = self
+            .cache
+            .as_ref()
+            .map(|c| (c, c.entry_path(&self.engine, sha256)));
+        if let Some((cache, path)) = &entry {
+            match cache.get(path) {
+                Ok(artifact) => {
+                    // SAFETY: the artifact was written by this host into an
+                    // owner-only directory and its SHA-256 was just verified,
+                    // so it is exactly what `Component::serialize` produced;
+                    // wasmtime itself rejects artifacts from another version
+                    // or engine configuration.
+                    if let Ok(c) = unsafe { Component::deserialize(&self.engine, &artifact) } {
+                        progress(LoadEvent::CacheHit);
+                        return Ok(c);
+                    }
+                    cache.evict(path);
+                    progress(LoadEvent::CacheCorrupt);
+                }
+                Err(Miss::Corrupt) => {
+                    cache.evict(path);
+                    progress(LoadEvent::CacheCorrupt);
+                }
+                Err(Miss::Absent) => {}
+            }
+        }
+        progress(LoadEvent::Compiling { bytes: bytes.len() });
+        let start = Instant::now();
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| SandboxError::Compile(format!("{e:#}")))?;
+        progress(LoadEvent::Compiled {
+            elapsed: start.elapsed(),
+        });
+        if let Some((cache, path)) = &entry {
+            if let Ok(artifact) = component.serialize() {
+                let _ = cache.put(path, &artifact);
+            }
+        }
+        Ok(component)
+    }
+
+    /// The compile cache, if enabled.
+    pub fn cache(&self) -> Option<&CompileCache> {
+        self.cache.as_ref()
+    }
+}
+
+fn start_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(EPOCH_TICK);
+            match weak.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
+        })
+        .expect("spawning the epoch thread");
+}
+
+/// A compiled, pre-linked component, ready for fresh instances.
+#[derive(Clone)]
+pub struct Plugin {
+    engine: Engine,
+    pre: bindings::PluginPre<State>,
+    sha256: String,
+}
+
+/// A handle that stops a running call at its next epoch check.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Plugin {
+    /// SHA-256 of the component bytes.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Reads the plugin's descriptors, under fixed limits.
+    pub fn describe(&self) -> Result<Vec<ToolDescriptorText>, SandboxError> {
+        let limits = Limits {
+            fuel: 5_000_000_000,
+            timeout: Duration::from_secs(10),
+            memory_bytes: 256 << 20,
+            max_output_bytes: MAX_DESCRIPTOR_BYTES,
+            max_log_bytes: 4096,
+        };
+        let mut store = self
+            .new_store(&[], &limits)
+            .map_err(|e| SandboxError::Describe(format!("{e:#}")))?;
+        let instance = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| SandboxError::Describe(describe_trap(&e, &store)))?;
+        let list = instance
+            .toolhost_plugin_tools()
+            .call_describe(&mut store)
+            .map_err(|e| SandboxError::Describe(describe_trap(&e, &store)))?;
+        let bytes: usize = list
+            .iter()
+            .map(|d| {
+                d.name.len()
+                    + d.description.len()
+                    + d.input_schema.len()
+                    + d.output_schema.as_ref().map_or(0, |s| s.len())
+                    + d.title.as_ref().map_or(0, |s| s.len())
+                    + d.error_codes.iter().map(|c| c.len()).sum::<usize>()
+                    + d.needs.network_hosts.iter().map(|c| c.len()).sum::<usize>()
+            })
+            .sum();
+        if bytes > MAX_DESCRIPTOR_BYTES {
+            return Err(SandboxError::DescriptorTooLarge {
+                bytes,
+                limit: MAX_DESCRIPTOR_BYTES,
+            });
+        }
+        Ok(list.into_iter().map(ToolDescriptorText::from).collect())
+    }
+
+    fn new_store(&self, mounts: &[Mount], limits: &Limits) -> std::io::Result<Store<State>> {
+        let mut b = WasiCtxBuilder::new();
+        b.allow_blocking_current_thread(true);
+        let stdout = Capture::new(limits.max_log_bytes);
+        let stderr = Capture::new(limits.max_log_bytes);
+        b.stdout(stdout.clone()).stderr(stderr.clone());
+        for m in mounts {
+            let perms = if m.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            b.preopened_dir(&m.host, &m.guest, perms)
+                .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        }
+        let state = State {
+            wasi: b.build(),
+            table: ResourceTable::new(),
+            memory: MemoryLimiter::new(limits.memory_bytes),
+            stdout,
+            stderr,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.memory);
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        let ticks = (limits.timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
+        store.set_epoch_deadline(ticks + 1);
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+
+    /// Runs one call in a fresh instance.
+    pub fn call(&self, req: &CallRequest<'_>) -> CallOutcome {
+        self.call_cancellable(req, None)
+    }
+
+    /// Runs one call; `cancel` stops it at the next epoch tick.
+    pub fn call_cancellable(
+        &self,
+        req: &CallRequest<'_>,
+        cancel: Option<&CancelToken>,
+    ) -> CallOutcome {
+        let start = Instant::now();
+        let mut store = match self.new_store(req.mounts, &req.limits) {
+            Ok(s) => s,
+            Err(e) => {
+                return CallOutcome {
+                    result: Err(Failure::Unavailable {
+                        reason: format!("could not prepare the sandbox: {e}"),
+                    }),
+                    usage: Usage::default(),
+                    logs: Logs::default(),
+                }
+            }
+        };
+        if let Some(token) = cancel {
+            let token = token.clone();
+            let deadline = start + req.limits.timeout;
+            store.epoch_deadline_callback(move |_| {
+                if token.is_cancelled() {
+                    return Err(wasmtime::Error::msg(CANCELLED));
+                }
+                if Instant::now() >= deadline {
+                    return Err(Trap::Interrupt.into());
+                }
+                Ok(wasmtime::UpdateDeadline::Continue(1))
+            });
+        }
+        let ctx = wit::CallContext {
+            call_id: req.call_id.to_string(),
+            workspace_root: req.workspace_root.to_string(),
+            idempotency_key: req.idempotency_key.map(str::to_string),
+        };
+        let ran = self.pre.instantiate(&mut store).and_then(|instance| {
+            instance
+                .toolhost_plugin_tools()
+                .call_call(&mut store, req.tool, req.args_json, &ctx)
+        });
+        let fuel_left = store.get_fuel().unwrap_or(0);
+        let mut usage = Usage {
+            fuel_consumed: req.limits.fuel.saturating_sub(fuel_left),
+            wall_time: Duration::ZERO,
+            peak_memory_bytes: store.data().memory.peak_bytes() as u64,
+            output_bytes: 0,
+        };
+        let result = match ran {
+            Ok(Ok(out)) => {
+                usage.output_bytes = out.len() as u64;
+                if out.len() > req.limits.max_output_bytes {
+                    Err(Failure::OutputTooLarge { bytes: out.len() })
+                } else {
+                    Ok(Ok(out))
+                }
+            }
+            Ok(Err(e)) => Ok(Err(ToolError {
+                code: e.code,
+                message: e.message,
+                field: e.field,
+                correctable: e.correctable,
+                details: e.details,
+            })),
+            Err(e) => Err(classify_trap(&e, &store)),
+        };
+        let logs = {
+            let state = store.data();
+            let (stdout, stdout_omitted) = state.stdout.take();
+            let (stderr, stderr_omitted) = state.stderr.take();
+            Logs {
+                stdout,
+                stdout_omitted,
+                stderr,
+                stderr_omitted,
+            }
+        };
+        usage.wall_time = start.elapsed();
+        CallOutcome {
+            result,
+            usage,
+            logs,
+        }
+    }
+}
+
+const CANCELLED: &str = "toolhost: call cancelled";
+
+fn classify_trap(e: &wasmtime::Error, store: &Store<State>) -> Failure {
+    if let Some(trap) = e.downcast_ref::<Trap>() {
+        match trap {
+            Trap::OutOfFuel => return Failure::FuelExhausted,
+            Trap::Interrupt => return Failure::Timeout,
+            _ => {}
+        }
+    }
+    if e.to_string() == CANCELLED || format!("{e:#}").contains(CANCELLED) {
+        return Failure::Cancelled;
+    }
+    if store.data().memory.refused() {
+        return Failure::MemoryExhausted;
+    }
+    Failure::Crashed {
+        reason: describe_trap(e, store),
+    }
+}
+
+fn describe_trap(e: &wasmtime::Error, _store: &Store<State>) -> String {
+    let mut s = match e.downcast_ref::<Trap>() {
+        Some(t) => format!("{t}"),
+        None => format!("{e}"),
+    };
+    if s.len() > 500 {
+        let mut cut = 500;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// A descriptor as the plugin sent it: schemas still JSON text.
+#[derive(Debug, Clone)]
+pub struct ToolDescriptorText {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: String,
+    pub output_schema: Option<String>,
+    pub side_effect: SideEffect,
+    pub needs: Needs,
+    pub error_codes: Vec<String>,
+    pub default_timeout_ms: u32,
+    pub max_output_bytes: u32,
+}
+
+impl From<wit::ToolDescriptor> for ToolDescriptorText {
+    fn from(d: wit::ToolDescriptor) -> Self {
+        ToolDescriptorText {
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            input_schema: d.input_schema,
+            output_schema: d.output_schema,
+            side_effect: match d.side_effect {
+                wit::SideEffect::ReadOnly => SideEffect::ReadOnly,
+                wit::SideEffect::Idempotent => SideEffect::Idempotent,
+                wit::SideEffect::Reversible => SideEffect::Reversible,
+                wit::SideEffect::Irreversible => SideEffect::Irreversible,
+            },
+            needs: Needs {
+                fs_read: d.needs.fs_read,
+                fs_write: d.needs.fs_write,
+                network_hosts: d.needs.network_hosts,
+            },
+            error_codes: d.error_codes,
+            default_timeout_ms: d.default_timeout_ms,
+            max_output_bytes: d.max_output_bytes,
+        }
+    }
+}
+
+impl ToolDescriptorText {
+    /// Parses the schema texts. Errors name the schema that failed.
+    pub fn parse(self) -> Result<ToolDescriptor, String> {
+        let input_schema = serde_json::from_str(&self.input_schema)
+            .map_err(|e| format!("input-schema is not valid JSON: {e}"))?;
+        let output_schema = match &self.output_schema {
+            Some(s) => Some(
+                serde_json::from_str(s)
+                    .map_err(|e| format!("output-schema is not valid JSON: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(ToolDescriptor {
+            name: self.name,
+            title: self.title,
+            description: self.description,
+            input_schema,
+            output_schema,
+            side_effect: self.side_effect,
+            needs: self.needs,
+            error_codes: self.error_codes,
+            default_timeout_ms: self.default_timeout_ms,
+            max_output_bytes: self.max_output_bytes,
+        })
+    }
+}
+
+impl Plugin {
+    /// The baseline the benchmark compares against: a fresh store with a
+    /// default WASI context, instantiate from the pre-linked component and
+    /// call, with none of toolhost's checks, mounts, capture or limits.
+    /// Panics on failure; for benchmarks only.
+    #[doc(hidden)]
+    pub fn bare_call(&self, tool: &str, args_json: &str) -> String {
+        let state = State {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            memory: MemoryLimiter::new(usize::MAX),
+            stdout: Capture::new(0),
+            stderr: Capture::new(0),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_fuel(u64::MAX).unwrap();
+        store.set_epoch_deadline(u64::MAX / 2);
+        let ctx = wit::CallContext {
+            call_id: String::new(),
+            workspace_root: String::new(),
+            idempotency_key: None,
+        };
+        let instance = self.pre.instantiate(&mut store).unwrap();
+        instance
+            .toolhost_plugin_tools()
+            .call_call(&mut store, tool, args_json, &ctx)
+            .unwrap()
+            .unwrap()
+    }
+}

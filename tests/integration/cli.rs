@@ -1,0 +1,168 @@
+//! The `toolhost` binary, as a user runs it.
+
+use crate::support::*;
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn toolhost(args: &[&str], cwd: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(cwd)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            repo_root().join("target/test-compile-cache"),
+        )
+        .output()
+        .expect("running toolhost")
+}
+
+fn observation(out: &Output) -> Value {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON observation ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_valid_observation(&v);
+    v
+}
+
+#[test]
+fn list_shows_the_reference_tools() {
+    let out = toolhost(&["list"], &repo_root());
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in ["file_view", "file_edit", "grep_search"] {
+        assert!(text.contains(name), "{text}");
+    }
+}
+
+#[test]
+fn call_on_the_repository_readme_like_the_readme_says() {
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"README.md","offset":1,"limit":3}"#,
+            "--allow-read",
+            ".",
+        ],
+        &repo_root(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let obs = observation(&out);
+    assert_eq!(obs["output"]["lines"][0]["number"], 1);
+}
+
+#[test]
+fn exit_codes_follow_the_status() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let dir = ws.dir.path();
+    let denied = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt","offset":1,"limit":1}"#,
+        ],
+        dir,
+    );
+    assert_eq!(denied.status.code(), Some(3));
+    assert_eq!(observation(&denied)["status"], "denied");
+    let invalid = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt","offset":0,"limit":1}"#,
+            "--allow-read",
+            ".",
+        ],
+        dir,
+    );
+    assert_eq!(invalid.status.code(), Some(1));
+    assert_eq!(observation(&invalid)["error"]["code"], "invalid_arguments");
+    let usage = toolhost(&["call", "file_view", "{}", "--allow-read", "../.."], dir);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("toolhost:"));
+}
+
+#[test]
+fn describe_prints_the_contract() {
+    let out = toolhost(&["describe", "file_edit"], &repo_root());
+    assert!(out.status.success());
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["side_effect"], "reversible");
+    assert_eq!(d["input_schema"]["additionalProperties"], false);
+    assert_eq!(
+        d["input_schema"]["properties"]["path"]["x-toolhost-path"],
+        "write"
+    );
+    assert!(d["error_codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "multiple_matches"));
+}
+
+#[test]
+fn lint_reports_refusals_and_provider_compatibility() {
+    let out = toolhost(
+        &[
+            "lint",
+            "--json",
+            test_plugin("tp_open_object").to_str().unwrap(),
+        ],
+        &repo_root(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["refused"] == true));
+    assert!(tools.iter().any(|t| t["refused"] == false));
+    for t in tools {
+        assert!(
+            t["compat"]["openai"].is_array() && t["compat"]["anthropic"].is_array(),
+            "{t}"
+        );
+    }
+    let ok = toolhost(
+        &["lint", test_plugin("tp_trivial").to_str().unwrap()],
+        &repo_root(),
+    );
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+}
+
+#[test]
+fn a_plugins_dir_adds_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(test_plugin("tp_trivial"), dir.path().join("trivial.wasm")).unwrap();
+    let out = toolhost(
+        &[
+            "--plugins-dir",
+            dir.path().to_str().unwrap(),
+            "call",
+            "echo_value",
+            r#"{"value":7}"#,
+        ],
+        &repo_root(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(observation(&out)["output"]["value"], 7);
+}

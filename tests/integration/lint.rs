@@ -1,0 +1,24 @@
+//! `toolhost lint` and the lint reports of the reference tools.
+
+use crate::support::*;
+
+#[test]
+fn reference_tools_pass_the_lint_without_errors() {
+    let h = reference_host();
+    assert!(
+        h.catalog().problems().is_empty(),
+        "{:?}",
+        h.catalog().problems()
+    );
+    let names: Vec<_> = h
+        .catalog()
+        .tools()
+        .map(|t| t.descriptor.name.clone())
+        .collect();
+    assert_eq!(names, ["file_edit", "file_view", "grep_search"]);
+    for t in h.catalog().tools() {
+        assert!(!t.report.refused, "{}", t.report);
+        // Every path field is annotated, so the host checks it.
+        assert!(t.input.has_path_fields(), "{}", t.descriptor.name);
+    }
+}

@@ -1,0 +1,225 @@
+//! Shared helpers: building guests, a shared sandbox, workspaces, calls.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use toolhost::catalog::{Catalog, Source};
+use toolhost::paths::{Grants, Workspace};
+use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::sandbox::{Sandbox, SandboxConfig};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Builds `tests/plugins` (once per run) and returns the path of one
+/// component, e.g. `test_plugin("tp_hostile")`.
+pub fn test_plugin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let root = repo_root();
+        let target = root.join("target").join("guests");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "--target",
+                "wasm32-wasip2",
+            ])
+            .arg("--manifest-path")
+            .arg(root.join("tests/plugins/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .status()
+            .expect("running cargo for tests/plugins");
+        assert!(status.success(), "building tests/plugins failed");
+        target.join("wasm32-wasip2/release")
+    });
+    let path = dir.join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+/// One sandbox for the whole test binary, with a cache under `target/`.
+pub fn sandbox() -> &'static Sandbox {
+    static S: OnceLock<Sandbox> = OnceLock::new();
+    S.get_or_init(|| {
+        Sandbox::new(&SandboxConfig {
+            cache_dir: Some(repo_root().join("target/test-compile-cache")),
+            ..SandboxConfig::default()
+        })
+        .expect("sandbox")
+    })
+}
+
+/// A host with the embedded reference tools.
+pub fn reference_host() -> &'static Host {
+    static H: OnceLock<Host> = OnceLock::new();
+    H.get_or_init(|| host_with(&[Source::reference()]))
+}
+
+/// A host with the hostile test tools.
+pub fn hostile_host() -> &'static Host {
+    static H: OnceLock<Host> = OnceLock::new();
+    H.get_or_init(|| host_with(&[Source::File(test_plugin("tp_hostile"))]))
+}
+
+/// A host over the given sources.
+pub fn host_with(sources: &[Source]) -> Host {
+    let catalog = Catalog::load(sandbox(), sources, &|_, _| {});
+    Host::new(sandbox().clone(), catalog)
+}
+
+/// A temporary workspace with helpers to make files.
+pub struct Ws {
+    pub dir: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new() -> Ws {
+        Ws {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> &Self {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+        self
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.path(rel)).unwrap()
+    }
+
+    /// Every file under the workspace with its content, for "nothing
+    /// changed" checks.
+    pub fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            let mut entries: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            entries.sort();
+            for p in entries {
+                let meta = std::fs::symlink_metadata(&p).unwrap();
+                if meta.is_dir() {
+                    walk(&p, out);
+                } else if meta.is_file() {
+                    out.push((p.clone(), std::fs::read(&p).unwrap()));
+                } else {
+                    out.push((
+                        p.clone(),
+                        std::fs::read_link(&p)
+                            .unwrap()
+                            .into_os_string()
+                            .into_encoded_bytes(),
+                    ));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.dir.path(), &mut out);
+        out
+    }
+}
+
+/// Grants for a call: read and write prefixes.
+pub struct Grant<'a> {
+    pub read: &'a [&'a str],
+    pub write: &'a [&'a str],
+}
+
+pub const READ_ALL: Grant<'static> = Grant {
+    read: &["."],
+    write: &[],
+};
+pub const WRITE_ALL: Grant<'static> = Grant {
+    read: &[],
+    write: &["."],
+};
+pub const NOTHING: Grant<'static> = Grant {
+    read: &[],
+    write: &[],
+};
+
+/// Calls a tool and returns the observation as JSON, after checking it
+/// against the published observation schema.
+pub fn call_with(
+    host: &Host,
+    ws: &Ws,
+    tool: &str,
+    args: &str,
+    grant: &Grant<'_>,
+    opts: &CallOptions,
+) -> Value {
+    let workspace = Workspace::open(ws.dir.path()).unwrap();
+    let grants = Grants::new(&workspace, grant.read, grant.write).unwrap();
+    let obs = host.call(
+        tool,
+        args,
+        &Scope {
+            workspace: &workspace,
+            grants: &grants,
+        },
+        opts,
+    );
+    let value = serde_json::to_value(&obs).unwrap();
+    assert_valid_observation(&value);
+    value
+}
+
+/// [`call_with`] with default options.
+pub fn call(host: &Host, ws: &Ws, tool: &str, args: &str, grant: &Grant<'_>) -> Value {
+    call_with(host, ws, tool, args, grant, &CallOptions::default())
+}
+
+/// Panics unless `obs` matches `schemas/observation.schema.json`.
+pub fn assert_valid_observation(obs: &Value) {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let v = V.get_or_init(|| {
+        let text =
+            std::fs::read_to_string(repo_root().join("schemas/observation.schema.json")).unwrap();
+        jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+    });
+    let errors: Vec<String> = v
+        .iter_errors(obs)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "observation does not match the schema: {errors:?}\n{obs:#}"
+    );
+}
+
+/// Asserts the observation is an error with this code and returns it.
+#[track_caller]
+pub fn expect_error<'a>(obs: &'a Value, status: &str, code: &str) -> &'a Value {
+    assert_eq!(obs["status"], status, "{obs:#}");
+    assert_eq!(obs["error"]["code"], code, "{obs:#}");
+    assert!(obs["output"].is_null(), "{obs:#}");
+    &obs["error"]
+}
+
+/// Asserts the observation is ok and returns its output.
+#[track_caller]
+pub fn expect_ok(obs: &Value) -> &Value {
+    assert_eq!(obs["status"], "ok", "{obs:#}");
+    assert!(obs["error"].is_null(), "{obs:#}");
+    &obs["output"]
+}
