@@ -63,10 +63,10 @@ fn main() {
 
     let ws = Ws::new();
     let line = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
-    ws.write("four_kib.txt", line.repeat(4096 / line.len()));
+    ws.write("data/four_kib.txt", line.repeat(4096 / line.len()));
     let workspace = Workspace::open(ws.dir.path()).unwrap();
     let none = Grants::new(&workspace, &[], &[]).unwrap();
-    let read = Grants::new(&workspace, &["four_kib.txt"], &[]).unwrap();
+    let read = Grants::new(&workspace, &["data"], &[]).unwrap();
     let opts = CallOptions::default();
 
     let a = measure(|| {
@@ -76,6 +76,8 @@ fn main() {
     let scope = Scope {
         workspace: &workspace,
         grants: &none,
+        net: Vec::new(),
+        capability: None,
     };
     let b = measure(|| {
         let obs = host.call("echo_value", r#"{"value":7}"#, &scope, &opts);
@@ -85,14 +87,45 @@ fn main() {
     let scope = Scope {
         workspace: &workspace,
         grants: &read,
+        net: Vec::new(),
+        capability: None,
     };
     let c = measure(|| {
         let obs = host.call(
             "file_view",
-            r#"{"path":"four_kib.txt","offset":1,"limit":100}"#,
+            r#"{"path":"data/four_kib.txt","offset":1,"limit":100}"#,
             &scope,
             &opts,
         );
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+
+    // (d) the same trivial tool declared idempotent: key + SQLite claim +
+    // complete on every call (a fresh key each time).
+    let db = tempfile::tempdir().unwrap();
+    let store = toolhost::idempotency::sqlite::SqliteStore::open(
+        db.path().join("bench.sqlite"),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    let recorded = host_with(&[Source::File(trivial.clone())]).with_records(
+        toolhost::effects::Records::new(std::sync::Arc::new(store), b"bench-key"),
+    );
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &none,
+        net: Vec::new(),
+        capability: None,
+    };
+    let mut n = 0u64;
+    let d = measure(|| {
+        n += 1;
+        let o = CallOptions {
+            idempotency: Some(toolhost::effects::KeySource::Explicit(format!("k{n}"))),
+            ..CallOptions::default()
+        };
+        let obs = recorded.call("echo_value_idempotent", r#"{"value":7}"#, &scope, &o);
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
@@ -105,6 +138,7 @@ fn main() {
         ("(a) bare wasmtime: store + instantiate + call", &a),
         ("(b) toolhost call, trivial tool", &b),
         ("(c) toolhost file_view, 4 KiB file", &c),
+        ("(d) toolhost call, trivial idempotent tool (SQLite)", &d),
     ] {
         println!(
             "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
@@ -114,4 +148,8 @@ fn main() {
         );
     }
     println!("ratio (b)/(a): {:.2}", us(b.median) / us(a.median));
+    println!(
+        "idempotency overhead (d)-(b): {:.1} µs",
+        us(d.median) - us(b.median)
+    );
 }

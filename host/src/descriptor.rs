@@ -56,4 +56,12 @@ pub struct ToolDescriptor {
     pub error_codes: Vec<String>,
     pub default_timeout_ms: u32,
     pub max_output_bytes: u32,
+    /// The plugin can plan a call of this tool without performing it
+    /// (`planner.dry-run`).
+    #[serde(default)]
+    pub supports_dry_run: bool,
+    /// The plugin can tell whether a call of this tool took effect
+    /// (`prober.probe`).
+    #[serde(default)]
+    pub supports_probe: bool,
 }

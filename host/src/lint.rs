@@ -1034,7 +1034,8 @@ impl Linter {
             }
         }
         for (i, host) in desc.needs.network_hosts.iter().enumerate() {
-            if !is_origin(host) {
+            // `any`: whatever origins the caller grants (see the WIT `needs`).
+            if host != "any" && !is_origin(host) {
                 self.push(
                     Rule::NeedsConsistency,
                     Severity::Error,
@@ -1635,6 +1636,8 @@ mod tests {
             error_codes: vec!["not_found".into(), "invalid_path".into()],
             default_timeout_ms: 5000,
             max_output_bytes: 262144,
+            supports_dry_run: false,
+            supports_probe: false,
         }
     }
 
@@ -2218,6 +2221,7 @@ mod tests {
             "https://api.example.com".into(),
             "api.example.com:443".into(),
             "https://x:99999".into(),
+            "any".into(),
         ];
         let r = lint_tool(&d);
         let bad: Vec<_> = r

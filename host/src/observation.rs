@@ -173,11 +173,25 @@ pub enum ErrorCode {
     PluginUnavailable,
     /// A fault in the host itself.
     Internal,
+    /// A side-effecting call came without an idempotency key.
+    IdempotencyKeyRequired,
+    /// The same key was used with other arguments.
+    IdempotencyConflict,
+    /// A call with this key is still running.
+    InFlight,
+    /// An earlier call with this key may have acted; settle it first.
+    InDoubt,
+    /// The idempotency record store cannot be reached; nothing ran.
+    StoreUnavailable,
+    /// An irreversible call needs an approved plan token.
+    ApprovalRequired,
+    /// A target changed since the plan was made; plan again.
+    StalePlan,
 }
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -190,6 +204,13 @@ impl ErrorCode {
         ErrorCode::PluginCrashed,
         ErrorCode::PluginUnavailable,
         ErrorCode::Internal,
+        ErrorCode::IdempotencyKeyRequired,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::InFlight,
+        ErrorCode::InDoubt,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::ApprovalRequired,
+        ErrorCode::StalePlan,
     ];
 
     /// The wire name, e.g. `invalid_arguments`.
@@ -207,6 +228,13 @@ impl ErrorCode {
             ErrorCode::PluginCrashed => "plugin_crashed",
             ErrorCode::PluginUnavailable => "plugin_unavailable",
             ErrorCode::Internal => "internal",
+            ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
+            ErrorCode::IdempotencyConflict => "idempotency_conflict",
+            ErrorCode::InFlight => "in_flight",
+            ErrorCode::InDoubt => "in_doubt",
+            ErrorCode::StoreUnavailable => "store_unavailable",
+            ErrorCode::ApprovalRequired => "approval_required",
+            ErrorCode::StalePlan => "stale_plan",
         }
     }
 
@@ -227,6 +255,9 @@ impl ErrorCode {
                 | ErrorCode::FuelExhausted
                 | ErrorCode::MemoryExhausted
                 | ErrorCode::OutputTooLarge
+                | ErrorCode::IdempotencyKeyRequired
+                | ErrorCode::ApprovalRequired
+                | ErrorCode::StalePlan
         )
     }
 
@@ -240,8 +271,16 @@ impl ErrorCode {
             | ErrorCode::InvalidArguments
             | ErrorCode::FuelExhausted
             | ErrorCode::MemoryExhausted
-            | ErrorCode::OutputTooLarge => Retry::AfterCorrection,
-            ErrorCode::Timeout | ErrorCode::PluginUnavailable => Retry::Safe,
+            | ErrorCode::OutputTooLarge
+            | ErrorCode::IdempotencyKeyRequired
+            | ErrorCode::ApprovalRequired
+            | ErrorCode::StalePlan => Retry::AfterCorrection,
+            ErrorCode::Timeout
+            | ErrorCode::PluginUnavailable
+            | ErrorCode::InFlight
+            | ErrorCode::StoreUnavailable => Retry::Safe,
+            ErrorCode::InDoubt => Retry::AfterSettlement,
+            ErrorCode::IdempotencyConflict => Retry::Never,
             ErrorCode::UnknownTool
             | ErrorCode::Denied
             | ErrorCode::InvalidOutput

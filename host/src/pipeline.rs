@@ -25,7 +25,7 @@ use crate::descriptor::SideEffect;
 use crate::json::{self, JsonError};
 use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
 use crate::paths::{Access, Grants, Workspace, GUEST_ROOT};
-use crate::sandbox::{CallRequest, Failure, Limits, Mount, Sandbox};
+use crate::sandbox::{CallRequest, CancelToken, Failure, Limits, Mount, Sandbox};
 use crate::schema::PathAccess;
 
 /// Largest argument text accepted, in bytes.
@@ -46,23 +46,72 @@ pub struct CallOptions {
     pub max_output_bytes: Option<usize>,
     /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
     pub max_text_bytes: Option<usize>,
+    /// Where a side-effecting call's idempotency key comes from.
+    pub idempotency: Option<crate::effects::KeySource>,
+    /// The approval of an irreversible call: a token from [`Host::plan`].
+    pub plan_token: Option<String>,
 }
 
 /// What the caller may touch: a workspace and grants inside it.
 pub struct Scope<'a> {
     pub workspace: &'a Workspace,
     pub grants: &'a Grants,
+    /// Network origins the caller grants (`scheme://host:port`). A call gets
+    /// those its tool declares in `needs.network_hosts` (all of them for
+    /// `any`); see [`crate::sandbox::net_grant`].
+    pub net: Vec<String>,
+    /// The verified capability the caller holds, when the scope comes from a
+    /// token: every path argument is also checked against its caveats (so a
+    /// denial names the caveat), and its fuel ceiling and expiry cap the
+    /// call's limits.
+    pub capability: Option<&'a crate::capability::Grant>,
 }
 
 /// The catalog plus the sandbox that runs it.
 pub struct Host {
     sandbox: Sandbox,
     catalog: Catalog,
+    records: Option<crate::effects::Records>,
+}
+
+/// A call that passed steps 1–4, ready for the sandbox.
+pub(crate) struct Prepared<'t> {
+    pub tool: &'t Tool,
+    pub call_id: String,
+    pub text_bytes: usize,
+    /// The validated arguments, path arguments normalized.
+    pub value: Value,
+    /// `value` as the text the guest receives.
+    pub args: String,
+    pub mounts: Vec<Mount>,
+    pub net: Vec<String>,
+    pub limits: Limits,
+    /// The workspace root on the host.
+    pub workspace_root: std::path::PathBuf,
 }
 
 impl Host {
+    /// A host without idempotency records: side-effecting tools run
+    /// unrecorded. Embedders that let agents cause effects should use
+    /// [`with_records`](Self::with_records); the CLI and the MCP server do.
     pub fn new(sandbox: Sandbox, catalog: Catalog) -> Host {
-        Host { sandbox, catalog }
+        Host {
+            sandbox,
+            catalog,
+            records: None,
+        }
+    }
+
+    /// Turns on the side-effect policy: idempotent and reversible calls need
+    /// an idempotency key and go through the record store; irreversible
+    /// calls also need an approved plan.
+    pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+        self.records = Some(records);
+        self
+    }
+
+    pub(crate) fn records(&self) -> Option<&crate::effects::Records> {
+        self.records.as_ref()
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -81,6 +130,42 @@ impl Host {
         scope: &Scope<'_>,
         opts: &CallOptions,
     ) -> Observation {
+        self.call_cancellable(tool, args, scope, opts, None)
+    }
+
+    /// [`call`](Self::call), stoppable: cancelling `cancel` stops the
+    /// running instance at its next epoch tick. A side-effecting call
+    /// stopped that way is reported `unknown` (it may have acted).
+    pub fn call_cancellable(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let prepared = match self.prepare(tool, args, scope, opts) {
+            Ok(p) => p,
+            Err(obs) => return *obs,
+        };
+        // 5. Side effects.
+        match &self.records {
+            Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
+                self.guarded(records, &prepared, opts, cancel)
+            }
+            _ => self.execute(&prepared, None, cancel),
+        }
+    }
+
+    /// Steps 1–4: name, strict parse, schema, objects; then the mounts and
+    /// limits of the sandbox.
+    pub(crate) fn prepare(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+    ) -> Result<Prepared<'_>, Box<Observation>> {
         let call_id = opts.call_id.clone().unwrap_or_else(new_call_id);
         let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
 
@@ -98,10 +183,16 @@ impl Host {
             }
             message.push_str(&format!(" Available tools: {}.", names.join(", ")));
             let info = ErrorCode::UnknownTool.info(message);
-            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, info);
+            return Err(Box::new(Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                info,
+            )));
         };
         let level = t.descriptor.side_effect;
-        let fail = |info: ErrorInfo| Observation::failure(&call_id, tool, level, info);
+        let fail =
+            |info: ErrorInfo| Err(Box::new(Observation::failure(&call_id, tool, level, info)));
 
         // 2. Strict parse.
         if args.len() > MAX_ARGS_BYTES {
@@ -132,6 +223,15 @@ impl Host {
                 PathAccess::Read => Access::Read,
                 PathAccess::Write => Access::Write,
             };
+            if let Some(cap) = scope.capability {
+                let cap_access = match access {
+                    Access::Read => crate::capability::Access::Read,
+                    Access::Write => crate::capability::Access::Write,
+                };
+                if let Err(d) = cap.check_path(arg.value, cap_access) {
+                    return fail(denial_error(&d).with_field(arg.pointer.clone()));
+                }
+            }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
                     if resolved.rel.as_str() != arg.value {
@@ -141,20 +241,18 @@ impl Host {
                 Err(e) => return fail(e.to_error_info(Some(&arg.pointer))),
             }
         }
-        let args_for_guest;
-        let args: &str = if rewrites.is_empty() {
-            args
+        let args: String = if rewrites.is_empty() {
+            args.to_string()
         } else {
             for (pointer, rel) in rewrites {
                 if let Some(slot) = value.pointer_mut(&pointer) {
                     *slot = Value::String(rel);
                 }
             }
-            args_for_guest = value.to_string();
-            &args_for_guest
+            value.to_string()
         };
 
-        // 6. Sandbox.
+        // The sandbox this call gets.
         let needs = &t.descriptor.needs;
         let mounts: Vec<Mount> = if needs.fs_read || needs.fs_write {
             let may_write = needs.fs_write && level != SideEffect::ReadOnly;
@@ -171,16 +269,56 @@ impl Host {
         } else {
             Vec::new()
         };
-        let limits = limits_for(t, opts);
-        let outcome = t.plugin.call(&CallRequest {
-            tool,
-            args_json: args,
-            call_id: &call_id,
-            workspace_root: GUEST_ROOT,
-            idempotency_key: None,
-            mounts: &mounts,
+        let mut limits = limits_for(t, opts);
+        if let Some(cap) = scope.capability {
+            limits.fuel = cap.fuel(limits.fuel);
+            limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
+        }
+        let net = crate::sandbox::net_grant(&needs.network_hosts, &scope.net);
+        Ok(Prepared {
+            tool: t,
+            call_id,
+            text_bytes,
+            value,
+            args,
+            mounts,
+            net,
             limits,
-        });
+            workspace_root: scope.workspace.root().to_path_buf(),
+        })
+    }
+
+    /// The request the sandbox runs for a prepared call.
+    pub(crate) fn request<'p>(p: &'p Prepared<'_>, key: Option<&'p str>) -> CallRequest<'p> {
+        CallRequest {
+            tool: &p.tool.descriptor.name,
+            args_json: &p.args,
+            call_id: &p.call_id,
+            workspace_root: GUEST_ROOT,
+            idempotency_key: key,
+            mounts: &p.mounts,
+            net_origins: &p.net,
+            limits: p.limits,
+        }
+    }
+
+    /// Steps 6–7: a fresh instance runs the call; its outcome becomes the
+    /// observation.
+    pub(crate) fn execute(
+        &self,
+        p: &Prepared<'_>,
+        key: Option<&str>,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let t = p.tool;
+        let (call_id, tool, level, limits, text_bytes) = (
+            &p.call_id,
+            t.descriptor.name.as_str(),
+            t.descriptor.side_effect,
+            p.limits,
+            p.text_bytes,
+        );
+        let outcome = t.plugin.call_cancellable(&Host::request(p, key), cancel);
 
         // 7. Normalize.
         let usage = Usage {
@@ -197,7 +335,7 @@ impl Host {
         logs.stdout_omitted_bytes += outcome.logs.stdout_omitted;
         logs.stderr_omitted_bytes += outcome.logs.stderr_omitted;
         let obs = match outcome.result {
-            Ok(Ok(out)) => self.normalize_output(t, &call_id, &out, text_bytes),
+            Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
                 let details = e.details.and_then(|d| serde_json::from_str(&d).ok());
@@ -211,17 +349,21 @@ impl Host {
                     ))
                 };
                 // A tool error is the tool's own answer: it ran to the end.
-                Observation::failure(&call_id, tool, level, info)
+                Observation::failure(call_id, tool, level, info)
             }
             // The failure paths mark side-effecting calls `unknown`.
             Err(failure) => {
-                Observation::failure(&call_id, tool, level, failure_error(&failure, &limits))
+                Observation::failure(call_id, tool, level, failure_error(&failure, &limits))
             }
         };
-        obs.with_usage(usage).with_logs(logs)
+        let obs = obs.with_usage(usage).with_logs(logs);
+        match key {
+            Some(k) => obs.with_idempotency_key(k),
+            None => obs,
+        }
     }
 
-    fn normalize_output(
+    pub(crate) fn normalize_output(
         &self,
         t: &Tool,
         call_id: &str,
@@ -277,6 +419,17 @@ fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
             .min(HARD_MAX_OUTPUT_BYTES),
         max_log_bytes: d.max_log_bytes,
     }
+}
+
+/// A capability denial as the observation's error: it names the caveat.
+pub(crate) fn denial_error(d: &crate::capability::Denial) -> ErrorInfo {
+    ErrorCode::Denied
+        .info(d.message.clone())
+        .with_details(serde_json::json!({
+            "caveat": d.caveat.as_str(),
+            "allowed": d.allowed,
+            "requested": d.requested,
+        }))
 }
 
 fn json_error(e: &JsonError) -> ErrorInfo {

@@ -12,6 +12,8 @@ fn toolhost(args: &[&str], cwd: &std::path::Path) -> Output {
             "TOOLHOST_CACHE_DIR",
             repo_root().join("target/test-compile-cache"),
         )
+        .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
+        .env_remove("TOOLHOST_TOKEN")
         .output()
         .expect("running toolhost")
 }
@@ -165,4 +167,118 @@ fn a_plugins_dir_adds_tools() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(observation(&out)["output"]["value"], 7);
+}
+
+fn stdout_line(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(s.lines().count(), 1, "a token alone on stdout: {s}");
+    s.trim().to_string()
+}
+
+#[test]
+fn cap_mint_attenuate_inspect_and_token_scoped_calls() {
+    let ws = Ws::new();
+    ws.write("src/a.txt", "alpha\n");
+    ws.write("docs/b.txt", "beta\n");
+    let dir = ws.dir.path();
+    let parent = stdout_line(&toolhost(
+        &[
+            "cap",
+            "mint",
+            "--tool",
+            "file_view",
+            "--tool",
+            "grep_search",
+            "--read",
+            "src",
+            "--read",
+            "docs",
+            "--expires",
+            "1h",
+        ],
+        dir,
+    ));
+    let child = stdout_line(&toolhost(
+        &[
+            "cap",
+            "attenuate",
+            &parent,
+            "--tool",
+            "file_view",
+            "--read",
+            "src",
+        ],
+        dir,
+    ));
+
+    // Widening is refused, naming the component.
+    let wide = toolhost(&["cap", "attenuate", &parent, "--write", "src"], dir);
+    assert_eq!(wide.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&wide.stderr).contains("write"),
+        "{wide:?}"
+    );
+
+    let inspect = toolhost(&["cap", "inspect", &child], dir);
+    let info: Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(info["verification"]["valid"], true, "{info}");
+    assert!(info["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "read=src"));
+
+    // `list` shows only what the token allows.
+    let list = toolhost(&["list", "--token", &child], dir);
+    let text = String::from_utf8(list.stdout).unwrap();
+    assert!(
+        text.contains("file_view") && !text.contains("grep_search") && !text.contains("file_edit"),
+        "{text}"
+    );
+
+    let ok = toolhost(
+        &[
+            "call",
+            "--token",
+            &child,
+            "file_view",
+            r#"{"path":"src/a.txt","offset":1,"limit":1}"#,
+        ],
+        dir,
+    );
+    assert_eq!(observation(&ok)["status"], "ok");
+    let denied = toolhost(
+        &[
+            "call",
+            "--token",
+            &child,
+            "file_view",
+            r#"{"path":"docs/b.txt","offset":1,"limit":1}"#,
+        ],
+        dir,
+    );
+    assert_eq!(denied.status.code(), Some(3));
+    assert_eq!(observation(&denied)["error"]["details"]["caveat"], "read");
+
+    // A tampered token does not verify.
+    let mut bad = child.clone().into_bytes();
+    let i = bad.len() - 5;
+    bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+    let bad = String::from_utf8(bad).unwrap();
+    let refused = toolhost(
+        &[
+            "call",
+            "--token",
+            &bad,
+            "file_view",
+            r#"{"path":"src/a.txt","offset":1,"limit":1}"#,
+        ],
+        dir,
+    );
+    assert_eq!(refused.status.code(), Some(2));
 }

@@ -176,6 +176,8 @@ pub fn call_with(
         &Scope {
             workspace: &workspace,
             grants: &grants,
+            net: Vec::new(),
+            capability: None,
         },
         opts,
     );

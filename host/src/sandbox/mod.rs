@@ -1,8 +1,9 @@
 //! The sandbox: the only part of toolhost that touches wasmtime.
 //!
 //! [`Sandbox`] owns one engine (pooling allocator, copy-on-write heap images,
-//! fuel, epoch interruption), one linker with WASI preview 2 and a
-//! [`CompileCache`]. [`Sandbox::load`] turns component bytes into a
+//! fuel, epoch interruption), one linker with WASI preview 2 plus
+//! `wasi:http` (outgoing requests go through the host's checks in [`http`])
+//! and a [`CompileCache`]. [`Sandbox::load`] turns component bytes into a
 //! [`Plugin`]: compiled once (or read from the cache), type-checked against
 //! the `toolhost:plugin` world and pre-linked.
 //!
@@ -13,7 +14,9 @@
 //! |---------------------|------------------------------------------------|
 //! | filesystem          | none; only the request's preopens              |
 //! | environment, args   | empty                                          |
-//! | network, DNS        | denied                                         |
+//! | network             | `wasi:http` requests to the call's granted     |
+//! |                     | origins only, checked by the host ([`http`])   |
+//! | sockets, DNS        | denied (no raw TCP/UDP, no `ip-name-lookup`)   |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -26,9 +29,13 @@
 
 mod cache;
 mod capture;
+mod effects;
+pub mod http;
 mod limits;
 
 pub use cache::{CompileCache, Miss};
+pub use effects::{EffectOutcome, ProbeOutcome};
+pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,9 +48,11 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Trap,
 };
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
 use capture::Capture;
+use http::{NetHooks, NetPolicy};
 use limits::MemoryLimiter;
 
 mod bindings {
@@ -144,6 +153,10 @@ pub struct CallRequest<'a> {
     pub workspace_root: &'a str,
     pub idempotency_key: Option<&'a str>,
     pub mounts: &'a [Mount],
+    /// Network origins the guest may reach through `wasi:http`, normalized
+    /// `scheme://host:port` (see [`normalize_origin`] and [`net_grant`]).
+    /// Empty: every request is refused, without a DNS lookup.
+    pub net_origins: &'a [String],
     pub limits: Limits,
 }
 
@@ -199,16 +212,34 @@ pub struct Logs {
 pub struct CallOutcome {
     pub result: Result<Result<String, ToolError>, Failure>,
     pub usage: Usage,
+    /// Captured output. The host's own lines about refused network requests
+    /// (`toolhost: GET http://… refused: …`) come first in `stderr`.
     pub logs: Logs,
+    /// The network requests the host refused, one line each (the first 16;
+    /// `net_denied_omitted` counts the rest).
+    pub net_denied: Vec<String>,
+    pub net_denied_omitted: usize,
 }
 
-/// Per-store state: the WASI context and the limiter.
+/// Per-store state: the WASI and `wasi:http` contexts and the limiter.
 struct State {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    net: NetHooks,
     table: ResourceTable,
     memory: MemoryLimiter,
     stdout: Capture,
     stderr: Capture,
+}
+
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
+        }
+    }
 }
 
 impl WasiView for State {
@@ -264,6 +295,10 @@ impl Sandbox {
 
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        // `wasi:http` is always linked; each request meets `NetHooks`. A
+        // component that does not import it never sees it.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         let cache = match &config.cache_dir {
             Some(dir) => CompileCache::open(dir).ok(),
@@ -397,7 +432,7 @@ impl Plugin {
             max_log_bytes: 4096,
         };
         let mut store = self
-            .new_store(&[], &limits)
+            .new_store(&[], NetPolicy::none(), &limits)
             .map_err(|e| SandboxError::Describe(format!("{e:#}")))?;
         let instance = self
             .pre
@@ -428,9 +463,19 @@ impl Plugin {
         Ok(list.into_iter().map(ToolDescriptorText::from).collect())
     }
 
-    fn new_store(&self, mounts: &[Mount], limits: &Limits) -> std::io::Result<Store<State>> {
+    fn new_store(
+        &self,
+        mounts: &[Mount],
+        net: Arc<NetPolicy>,
+        limits: &Limits,
+    ) -> std::io::Result<Store<State>> {
         let mut b = WasiCtxBuilder::new();
         b.allow_blocking_current_thread(true);
+        // Raw sockets and DNS stay closed whatever the grant: the only way
+        // out is `wasi:http`, through `NetHooks`.
+        b.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         let stdout = Capture::new(limits.max_log_bytes);
         let stderr = Capture::new(limits.max_log_bytes);
         b.stdout(stdout.clone()).stderr(stderr.clone());
@@ -445,6 +490,8 @@ impl Plugin {
         }
         let state = State {
             wasi: b.build(),
+            http: WasiHttpCtx::new(),
+            net: NetHooks::new(net),
             table: ResourceTable::new(),
             memory: MemoryLimiter::new(limits.memory_bytes),
             stdout,
@@ -473,7 +520,8 @@ impl Plugin {
         cancel: Option<&CancelToken>,
     ) -> CallOutcome {
         let start = Instant::now();
-        let mut store = match self.new_store(req.mounts, &req.limits) {
+        let net = NetPolicy::new(req.net_origins, start + req.limits.timeout);
+        let mut store = match self.new_store(req.mounts, net.clone(), &req.limits) {
             Ok(s) => s,
             Err(e) => {
                 return CallOutcome {
@@ -482,6 +530,8 @@ impl Plugin {
                     }),
                     usage: Usage::default(),
                     logs: Logs::default(),
+                    net_denied: Vec::new(),
+                    net_denied_omitted: 0,
                 }
             }
         };
@@ -533,10 +583,21 @@ impl Plugin {
             })),
             Err(e) => Err(classify_trap(&e, &store)),
         };
+        let (net_denied, net_denied_omitted) = net.denials();
         let logs = {
             let state = store.data();
             let (stdout, stdout_omitted) = state.stdout.take();
-            let (stderr, stderr_omitted) = state.stderr.take();
+            let (guest_stderr, stderr_omitted) = state.stderr.take();
+            let mut stderr = Vec::new();
+            for line in &net_denied {
+                stderr.extend_from_slice(format!("toolhost: {line}\n").as_bytes());
+            }
+            if net_denied_omitted > 0 {
+                stderr.extend_from_slice(
+                    format!("toolhost: {net_denied_omitted} more requests refused\n").as_bytes(),
+                );
+            }
+            stderr.extend_from_slice(&guest_stderr);
             Logs {
                 stdout,
                 stdout_omitted,
@@ -549,6 +610,8 @@ impl Plugin {
             result,
             usage,
             logs,
+            net_denied,
+            net_denied_omitted,
         }
     }
 }
@@ -602,6 +665,8 @@ pub struct ToolDescriptorText {
     pub error_codes: Vec<String>,
     pub default_timeout_ms: u32,
     pub max_output_bytes: u32,
+    pub supports_dry_run: bool,
+    pub supports_probe: bool,
 }
 
 impl From<wit::ToolDescriptor> for ToolDescriptorText {
@@ -626,6 +691,8 @@ impl From<wit::ToolDescriptor> for ToolDescriptorText {
             error_codes: d.error_codes,
             default_timeout_ms: d.default_timeout_ms,
             max_output_bytes: d.max_output_bytes,
+            supports_dry_run: d.supports_dry_run,
+            supports_probe: d.supports_probe,
         }
     }
 }
@@ -653,6 +720,8 @@ impl ToolDescriptorText {
             error_codes: self.error_codes,
             default_timeout_ms: self.default_timeout_ms,
             max_output_bytes: self.max_output_bytes,
+            supports_dry_run: self.supports_dry_run,
+            supports_probe: self.supports_probe,
         })
     }
 }
@@ -666,6 +735,8 @@ impl Plugin {
     pub fn bare_call(&self, tool: &str, args_json: &str) -> String {
         let state = State {
             wasi: WasiCtx::builder().build(),
+            http: WasiHttpCtx::new(),
+            net: NetHooks::new(NetPolicy::none()),
             table: ResourceTable::new(),
             memory: MemoryLimiter::new(usize::MAX),
             stdout: Capture::new(0),

@@ -5,6 +5,8 @@
 //! | `file_view`   | read-only   | fs-read            | numbered lines of a text file, paged  |
 //! | `file_edit`   | reversible  | fs-read, fs-write  | exact replacement, written atomically |
 //! | `grep_search` | read-only   | fs-read            | regex search over files, cursor-paged |
+//! | `file_delete` | irreversible| fs-read, fs-write  | removes one file; dry-run plan, probe |
+//! | `http_get`    | read-only   | network `any`      | one GET via `wasi:http`, body as text |
 //!
 //! Every path argument is relative to the workspace root and is marked
 //! `"x-toolhost-path"` in the input schema, so the host authorizes it before
@@ -22,7 +24,9 @@
 //! The tool functions are plain Rust, so `cargo test` runs them natively
 //! against a temporary directory.
 
+mod delete;
 mod edit;
+mod fetch;
 mod grep;
 mod text;
 mod view;
@@ -34,7 +38,13 @@ use toolhost_sdk::Tool;
 
 /// The plugin's tools.
 pub fn tools() -> Vec<Tool> {
-    vec![view::tool(), edit::tool(), grep::tool()]
+    vec![
+        view::tool(),
+        edit::tool(),
+        grep::tool(),
+        delete::tool(),
+        fetch::tool(),
+    ]
 }
 
 toolhost_sdk::plugin!(tools);
@@ -67,8 +77,10 @@ mod tests {
                 }
                 assert!(prop.get("description").is_some(), "{name}.{field}");
             }
-            assert_eq!(props["path"]["minLength"], 1, "{name}");
-            assert!(props["path"]["x-toolhost-path"].is_string(), "{name}");
+            if name != "http_get" {
+                assert_eq!(props["path"]["minLength"], 1, "{name}");
+                assert!(props["path"]["x-toolhost-path"].is_string(), "{name}");
+            }
             assert_eq!(tool.output_schema()["type"], "object", "{name}");
         }
     }

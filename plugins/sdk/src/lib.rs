@@ -1,7 +1,9 @@
 //! Guest SDK for toolhost plugins.
 //!
 //! A plugin is a Wasm component (target `wasm32-wasip2`) that exports the
-//! `toolhost:plugin/tools` interface of `wit/toolhost.wit`. With this crate a
+//! `toolhost:plugin/tools` interface of `wit/toolhost.wit` (and, with this
+//! crate, `planner` and `prober` too: the `plugin-with-effects` world). With
+//! this crate a
 //! tool author writes a typed argument struct, a typed output struct and a
 //! function; the SDK does the rest:
 //!
@@ -13,7 +15,11 @@
 //! - failures are [`ToolError`]s with a machine-readable code, an optional
 //!   JSON Pointer to the argument at fault and optional structured details;
 //! - [`Context`] carries the per-call facts and turns workspace-relative
-//!   paths into guest paths.
+//!   paths into guest paths;
+//! - a side-effecting tool can add a dry-run ([`Tool::dry_run`], returning a
+//!   [`Plan`]) and a probe ([`Tool::probe`], returning a [`Probe`]), which
+//!   the host uses to approve irreversible calls and to settle calls whose
+//!   outcome is unknown.
 //!
 //! # Example
 //!
@@ -79,17 +85,23 @@
 //! The SDK adds the codes it can return itself to every descriptor:
 //! `invalid_arguments` always, and `invalid_path` for tools that read or
 //! write files (from [`Context::guest_path`]). A call of a tool name the
-//! plugin does not have fails with `unknown_tool`. A panicking tool aborts
+//! plugin does not have fails with `unknown_tool`. A dry-run of a tool without
+//! one fails with `dry_run_unsupported` (not listed in the descriptor: its
+//! `supports-dry-run` is false). A panicking tool aborts
 //! the instance, which the host reports as a trap; so does an output value
 //! that cannot be serialized to JSON (a bug in the tool).
 
 mod context;
 mod error;
+mod plan;
 mod tool;
 
 pub use context::Context;
 pub use error::ToolError;
-pub use tool::{dispatch, Tool, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS};
+pub use plan::{Change, ChangeAction, Counts, Plan, Probe};
+pub use tool::{
+    dispatch, dispatch_dry_run, dispatch_probe, Tool, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS,
+};
 
 /// How much a tool can change the world; see the WIT `side-effect` enum.
 pub use bindings::toolhost::plugin::types::SideEffect;
@@ -98,11 +110,12 @@ pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
 pub use serde_json::{self, json, Value};
 
-/// The `wit-bindgen` bindings of the `plugin` world. Used by [`plugin!`].
+/// The `wit-bindgen` bindings of the `plugin-with-effects` world. Used by
+/// [`plugin!`].
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "plugin",
+        world: "plugin-with-effects",
         path: "../../wit",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
@@ -113,16 +126,25 @@ pub mod bindings {
 /// Items used by the expansion of [`plugin!`]; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::exports::toolhost::plugin::tools::Guest;
+    pub use crate::bindings::exports::toolhost::plugin::planner::Guest as PlannerGuest;
+    pub use crate::bindings::exports::toolhost::plugin::prober::{
+        Guest as ProberGuest, ProbeOutcome as WitProbeOutcome,
+    };
+    pub use crate::bindings::exports::toolhost::plugin::tools::Guest as ToolsGuest;
     pub use crate::bindings::toolhost::plugin::types::{
         CallContext as WitCallContext, ToolDescriptor as WitToolDescriptor,
         ToolError as WitToolError,
     };
-    pub use crate::tool::{call_wit, describe_wit};
+    pub use crate::tool::{call_wit, describe_wit, dry_run_wit, probe_wit};
 }
 
 /// Exports the tools returned by a `fn() -> Vec<Tool>` as this component's
-/// `toolhost:plugin/tools` interface.
+/// `toolhost:plugin/tools`, `planner` and `prober` interfaces (the
+/// `plugin-with-effects` world).
+///
+/// `planner.dry-run` runs a tool's [`Tool::dry_run`] function and answers
+/// `dry_run_unsupported` for a tool without one; `prober.probe` runs its
+/// [`Tool::probe`] function and answers `unknown` for a tool without one.
 ///
 /// Use it once, at the root of the plugin crate:
 ///
@@ -138,7 +160,7 @@ macro_rules! plugin {
         #[doc(hidden)]
         struct __ToolhostPlugin;
 
-        impl $crate::__private::Guest for __ToolhostPlugin {
+        impl $crate::__private::ToolsGuest for __ToolhostPlugin {
             fn describe() -> ::std::vec::Vec<$crate::__private::WitToolDescriptor> {
                 $crate::__private::describe_wit($tools())
             }
@@ -150,6 +172,31 @@ macro_rules! plugin {
             ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError>
             {
                 $crate::__private::call_wit($tools(), &name, &args_json, context)
+            }
+        }
+
+        impl $crate::__private::PlannerGuest for __ToolhostPlugin {
+            fn dry_run(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                context: $crate::__private::WitCallContext,
+            ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError>
+            {
+                $crate::__private::dry_run_wit($tools(), &name, &args_json, context)
+            }
+        }
+
+        impl $crate::__private::ProberGuest for __ToolhostPlugin {
+            fn probe(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                idempotency_key: ::std::string::String,
+                context: $crate::__private::WitCallContext,
+            ) -> ::std::result::Result<
+                $crate::__private::WitProbeOutcome,
+                $crate::__private::WitToolError,
+            > {
+                $crate::__private::probe_wit($tools(), &name, &args_json, &idempotency_key, context)
             }
         }
 

@@ -1,5 +1,6 @@
 //! [`Tool`]: one typed tool and how it becomes a WIT descriptor and a call.
 
+use std::any::{type_name, TypeId};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -9,12 +10,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bindings::exports::toolhost::plugin::prober::ProbeOutcome as WitProbeOutcome;
 use crate::bindings::toolhost::plugin::types::{
     CallContext as WitCallContext, Needs as WitNeeds, SideEffect,
     ToolDescriptor as WitToolDescriptor, ToolError as WitToolError,
 };
 use crate::context::Context;
 use crate::error::ToolError;
+use crate::plan::{Plan, Probe};
 
 /// Default wall-clock budget of one call: 30 s.
 pub const DEFAULT_TIMEOUT_MS: u32 = 30_000;
@@ -22,13 +25,33 @@ pub const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 pub const DEFAULT_MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
 
 type Handler = Box<dyn Fn(&Context, &str) -> Result<String, ToolError>>;
+type PlanHandler = Box<dyn Fn(&Context, &str) -> Result<Plan, ToolError>>;
+type ProbeHandler = Box<dyn Fn(&Context, &str, &str) -> Result<Probe<String>, ToolError>>;
+
+/// The argument and output types of a tool, to check that its dry-run and
+/// probe functions take the same ones.
+#[derive(Clone, Copy)]
+struct Types {
+    args: (TypeId, &'static str),
+    output: (TypeId, &'static str),
+}
+
+impl Types {
+    fn of<A: 'static, O: 'static>() -> Self {
+        Types {
+            args: (TypeId::of::<A>(), type_name::<A>()),
+            output: (TypeId::of::<O>(), type_name::<O>()),
+        }
+    }
+}
 
 /// One tool: its descriptor facts and its typed function.
 ///
 /// Build it with [`Tool::new`] and the builder methods. Defaults: no title,
 /// empty description, side effect [`SideEffect::Irreversible`] (the safe
 /// assumption when the author forgets to say), no needs, no error codes of
-/// its own, [`DEFAULT_TIMEOUT_MS`], [`DEFAULT_MAX_OUTPUT_BYTES`].
+/// its own, [`DEFAULT_TIMEOUT_MS`], [`DEFAULT_MAX_OUTPUT_BYTES`], no
+/// dry-run and no probe.
 pub struct Tool {
     name: Cow<'static, str>,
     title: Option<Cow<'static, str>>,
@@ -42,6 +65,9 @@ pub struct Tool {
     max_output_bytes: u32,
     schemas: fn() -> (Schema, Schema),
     handler: Handler,
+    types: Types,
+    planner: Option<PlanHandler>,
+    prober: Option<ProbeHandler>,
 }
 
 impl Tool {
@@ -52,8 +78,8 @@ impl Tool {
     /// as its output; both schemas are generated from these types, lazily.
     pub fn new<A, O, F>(name: impl Into<Cow<'static, str>>, run: F) -> Self
     where
-        A: DeserializeOwned + JsonSchema,
-        O: Serialize + JsonSchema,
+        A: DeserializeOwned + JsonSchema + 'static,
+        O: Serialize + JsonSchema + 'static,
         F: Fn(&Context, A) -> Result<O, ToolError> + 'static,
     {
         let handler: Handler = Box::new(move |ctx, args_json| {
@@ -77,7 +103,93 @@ impl Tool {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             schemas: schemas_of::<A, O>,
             handler,
+            types: Types::of::<A, O>(),
+            planner: None,
+            prober: None,
         }
+    }
+
+    /// Lets the host plan a call without performing it: `plan` gets the
+    /// same context and arguments as the tool function and returns the
+    /// [`Plan`] of what a call would change. It must not change anything; it
+    /// should check everything the call would (and fail with the same error
+    /// codes), skipping only the final effect.
+    ///
+    /// Sets the descriptor's `supports-dry-run`. Without it, the plugin's
+    /// `dry-run` answers this tool with code `dry_run_unsupported`.
+    ///
+    /// # Panics
+    ///
+    /// When `A` is not the argument type of the tool function: a bug the
+    /// plugin's first `describe()` (and any native test) reveals.
+    #[must_use]
+    pub fn dry_run<A, F>(mut self, plan: F) -> Self
+    where
+        A: DeserializeOwned + 'static,
+        F: Fn(&Context, A) -> Result<Plan, ToolError> + 'static,
+    {
+        self.check_type(
+            "dry_run",
+            "argument",
+            self.types.args,
+            Types::of::<A, ()>().args,
+        );
+        self.planner = Some(Box::new(move |ctx, args_json| {
+            let args: A =
+                serde_json::from_str(args_json).map_err(|e| ToolError::invalid_arguments(&e))?;
+            plan(ctx, args)
+        }));
+        self
+    }
+
+    /// Lets the host settle a call whose outcome is unknown (the host
+    /// crashed or timed out mid-call): `probe` gets the call's context,
+    /// arguments and idempotency key, inspects the world without changing
+    /// it, and answers [`Probe::Done`] with the output the call returned (as
+    /// far as the world shows it), [`Probe::NotDone`] when the call did not
+    /// take effect (retrying is safe), or [`Probe::Unknown`].
+    ///
+    /// Sets the descriptor's `supports-probe`. Without it, the plugin's
+    /// `probe` answers this tool with `unknown`.
+    ///
+    /// # Panics
+    ///
+    /// When `A` or `O` is not the argument or output type of the tool
+    /// function.
+    #[must_use]
+    pub fn probe<A, O, F>(mut self, probe: F) -> Self
+    where
+        A: DeserializeOwned + 'static,
+        O: Serialize + 'static,
+        F: Fn(&Context, A, &str) -> Result<Probe<O>, ToolError> + 'static,
+    {
+        let types = Types::of::<A, O>();
+        self.check_type("probe", "argument", self.types.args, types.args);
+        self.check_type("probe", "output", self.types.output, types.output);
+        self.prober = Some(Box::new(move |ctx, args_json, key| {
+            let args: A =
+                serde_json::from_str(args_json).map_err(|e| ToolError::invalid_arguments(&e))?;
+            Ok(probe(ctx, args, key)?.map(|output| {
+                serde_json::to_string(&output).expect("tool output must serialize to JSON")
+            }))
+        }));
+        self
+    }
+
+    fn check_type(
+        &self,
+        method: &str,
+        what: &str,
+        tool: (TypeId, &'static str),
+        given: (TypeId, &'static str),
+    ) {
+        assert!(
+            tool.0 == given.0,
+            "Tool::{method} of `{}`: the function's {what} type is `{}`, but the tool's is `{}`",
+            self.name,
+            given.1,
+            tool.1
+        );
     }
 
     /// A short human-readable title.
@@ -153,6 +265,16 @@ impl Tool {
         &self.name
     }
 
+    /// Whether the tool has a dry-run ([`Tool::dry_run`]).
+    pub fn supports_dry_run(&self) -> bool {
+        self.planner.is_some()
+    }
+
+    /// Whether the tool has a probe ([`Tool::probe`]).
+    pub fn supports_probe(&self) -> bool {
+        self.prober.is_some()
+    }
+
     /// Generates the input schema (a closed object if the argument type
     /// uses `#[serde(deny_unknown_fields)]`).
     pub fn input_schema(&self) -> Value {
@@ -180,9 +302,40 @@ impl Tool {
         (self.handler)(ctx, args_json)
     }
 
+    /// Plans a call on JSON arguments: what the host's `dry-run` does.
+    /// Fails with `dry_run_unsupported` when the tool has no dry-run.
+    pub fn dry_run_json(&self, ctx: &Context, args_json: &str) -> Result<Plan, ToolError> {
+        match &self.planner {
+            Some(plan) => plan(ctx, args_json),
+            None => Err(ToolError::new(
+                "dry_run_unsupported",
+                format!(
+                    "tool {:?} cannot plan a call without performing it",
+                    self.name
+                ),
+            )),
+        }
+    }
+
+    /// Probes a call on JSON arguments: what the host's `probe` does. The
+    /// output of [`Probe::Done`] is JSON text. [`Probe::Unknown`] when the
+    /// tool has no probe.
+    pub fn probe_json(
+        &self,
+        ctx: &Context,
+        args_json: &str,
+        idempotency_key: &str,
+    ) -> Result<Probe<String>, ToolError> {
+        match &self.prober {
+            Some(probe) => probe(ctx, args_json, idempotency_key),
+            None => Ok(Probe::Unknown),
+        }
+    }
+
     fn into_descriptor(self) -> WitToolDescriptor {
         let (input, output) = (self.schemas)();
         let error_codes = self.all_error_codes();
+        let (supports_dry_run, supports_probe) = (self.supports_dry_run(), self.supports_probe());
         WitToolDescriptor {
             name: self.name.into_owned(),
             title: self.title.map(Cow::into_owned),
@@ -202,6 +355,8 @@ impl Tool {
             error_codes,
             default_timeout_ms: self.timeout_ms,
             max_output_bytes: self.max_output_bytes,
+            supports_dry_run,
+            supports_probe,
         }
     }
 }
@@ -214,6 +369,8 @@ impl fmt::Debug for Tool {
             .field("fs_read", &self.fs_read)
             .field("fs_write", &self.fs_write)
             .field("error_codes", &self.error_codes)
+            .field("supports_dry_run", &self.supports_dry_run())
+            .field("supports_probe", &self.supports_probe())
             .finish_non_exhaustive()
     }
 }
@@ -226,13 +383,41 @@ pub fn dispatch(
     args_json: &str,
     ctx: &Context,
 ) -> Result<String, ToolError> {
-    match tools.iter().find(|tool| tool.name == name) {
-        Some(tool) => tool.call_json(ctx, args_json),
-        None => Err(ToolError::new(
+    find(tools, name)?.call_json(ctx, args_json)
+}
+
+/// Finds tool `name` in `tools` and plans a call: the plugin's `dry-run`
+/// export (see [`Tool::dry_run_json`]). Fails with `unknown_tool` when there
+/// is no such tool.
+pub fn dispatch_dry_run(
+    tools: &[Tool],
+    name: &str,
+    args_json: &str,
+    ctx: &Context,
+) -> Result<Plan, ToolError> {
+    find(tools, name)?.dry_run_json(ctx, args_json)
+}
+
+/// Finds tool `name` in `tools` and probes a call: the plugin's `probe`
+/// export (see [`Tool::probe_json`]). Fails with `unknown_tool` when there
+/// is no such tool.
+pub fn dispatch_probe(
+    tools: &[Tool],
+    name: &str,
+    args_json: &str,
+    idempotency_key: &str,
+    ctx: &Context,
+) -> Result<Probe<String>, ToolError> {
+    find(tools, name)?.probe_json(ctx, args_json, idempotency_key)
+}
+
+fn find<'t>(tools: &'t [Tool], name: &str) -> Result<&'t Tool, ToolError> {
+    tools.iter().find(|tool| tool.name == name).ok_or_else(|| {
+        ToolError::new(
             "unknown_tool",
             format!("this plugin has no tool named {name:?}"),
-        )),
-    }
+        )
+    })
 }
 
 /// The `describe` export.
@@ -248,6 +433,33 @@ pub fn call_wit(
     context: WitCallContext,
 ) -> Result<String, WitToolError> {
     dispatch(&tools, name, args_json, &Context::from(context)).map_err(Into::into)
+}
+
+/// The `dry-run` export: the plan as JSON text.
+pub fn dry_run_wit(
+    tools: Vec<Tool>,
+    name: &str,
+    args_json: &str,
+    context: WitCallContext,
+) -> Result<String, WitToolError> {
+    let plan = dispatch_dry_run(&tools, name, args_json, &Context::from(context))?;
+    Ok(serde_json::to_string(&plan).expect("a plan always serializes"))
+}
+
+/// The `probe` export. The context's idempotency key is set to `key`.
+pub fn probe_wit(
+    tools: Vec<Tool>,
+    name: &str,
+    args_json: &str,
+    key: &str,
+    context: WitCallContext,
+) -> Result<WitProbeOutcome, WitToolError> {
+    let ctx = Context::from(context).with_idempotency_key(key);
+    Ok(match dispatch_probe(&tools, name, args_json, key, &ctx)? {
+        Probe::Done(output) => WitProbeOutcome::Done(output),
+        Probe::NotDone => WitProbeOutcome::NotDone,
+        Probe::Unknown => WitProbeOutcome::Unknown,
+    })
 }
 
 fn push_unique(codes: &mut Vec<Cow<'static, str>>, code: Cow<'static, str>) {
@@ -411,5 +623,73 @@ mod tests {
         assert!(err.correctable);
         let err = dispatch(&tools, "nope", "{}", &ctx).unwrap_err();
         assert_eq!(err.code, "unknown_tool");
+    }
+
+    fn plan_add(_: &Context, args: AddArgs) -> Result<Plan, ToolError> {
+        Ok(Plan::new(format!("would add {} and {}", args.a, args.b)))
+    }
+
+    fn probe_add(ctx: &Context, args: AddArgs, key: &str) -> Result<Probe<AddOutput>, ToolError> {
+        assert_eq!(ctx.idempotency_key(), Some(key));
+        Ok(match key {
+            "done" => Probe::Done(AddOutput {
+                sum: args.a + args.b,
+            }),
+            "not-done" => Probe::NotDone,
+            _ => Probe::Unknown,
+        })
+    }
+
+    #[test]
+    fn dry_run_and_probe_are_optional_per_tool() {
+        let ctx = Context::new("c", "/workspace").with_idempotency_key("done");
+        let tools = vec![
+            Tool::new("add", add).dry_run(plan_add).probe(probe_add),
+            Tool::new("nothing", nothing),
+        ];
+        let d = describe_wit(tools);
+        assert!(d[0].supports_dry_run && d[0].supports_probe);
+        assert!(!d[1].supports_dry_run && !d[1].supports_probe);
+
+        let tools = vec![
+            Tool::new("add", add).dry_run(plan_add).probe(probe_add),
+            Tool::new("nothing", nothing),
+        ];
+        let plan = dispatch_dry_run(&tools, "add", r#"{"a":1,"b":2}"#, &ctx).unwrap();
+        assert_eq!(plan.summary, "would add 1 and 2");
+        let err = dispatch_dry_run(&tools, "add", r#"{"a":"x"}"#, &ctx).unwrap_err();
+        assert_eq!(err.code, "invalid_arguments");
+        let err = dispatch_dry_run(&tools, "nothing", "{}", &ctx).unwrap_err();
+        assert_eq!(err.code, "dry_run_unsupported");
+        let err = dispatch_dry_run(&tools, "nope", "{}", &ctx).unwrap_err();
+        assert_eq!(err.code, "unknown_tool");
+
+        let probe = |name: &str, key: &str| {
+            let ctx = Context::new("c", "/workspace").with_idempotency_key(key);
+            dispatch_probe(&tools, name, r#"{"a":1,"b":2}"#, key, &ctx)
+        };
+        assert_eq!(
+            probe("add", "done").unwrap(),
+            Probe::Done(r#"{"sum":3}"#.to_string())
+        );
+        assert_eq!(probe("add", "not-done").unwrap(), Probe::NotDone);
+        assert_eq!(probe("add", "other").unwrap(), Probe::Unknown);
+        assert_eq!(probe("nothing", "done").unwrap(), Probe::Unknown);
+        assert_eq!(probe("nope", "done").unwrap_err().code, "unknown_tool");
+    }
+
+    #[test]
+    #[should_panic(expected = "Tool::dry_run of `nothing`")]
+    fn dry_run_with_other_argument_type_panics() {
+        let _ = Tool::new("nothing", nothing).dry_run(plan_add);
+    }
+
+    #[test]
+    #[should_panic(expected = "output type")]
+    fn probe_with_other_output_type_panics() {
+        fn wrong(_: &Context, _: AddArgs, _: &str) -> Result<Probe<u32>, ToolError> {
+            Ok(Probe::Unknown)
+        }
+        let _ = Tool::new("add", add).probe(wrong);
     }
 }

@@ -39,6 +39,8 @@ fn descriptor(name: &str, title: &str) -> ToolDescriptor {
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
         max_output_bytes: 256,
+        supports_dry_run: false,
+        supports_probe: false,
     }
 }
 

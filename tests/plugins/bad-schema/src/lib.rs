@@ -40,6 +40,8 @@ fn descriptor(name: &str, input_schema: &str) -> ToolDescriptor {
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
         max_output_bytes: 64,
+        supports_dry_run: false,
+        supports_probe: false,
     }
 }
 

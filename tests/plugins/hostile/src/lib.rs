@@ -333,6 +333,19 @@ fn tools() -> Vec<Tool> {
             .writes_files()
             .timeout_ms(10_000)
             .max_output_bytes(16 * 1024),
+        Tool::new("write_attempts_read_only", write_attempts)
+            .title("Write attempts from a read-only tool")
+            .description(
+                "Hostile test tool: the same attempts as write_attempts, from a tool that \
+                 declares itself read-only and asks only to read files. Even a caller \
+                 whose capability grants writes must see every attempt fail. Output: \
+                 {attempts: [{op, ok, error}]}. Errors: invalid_path, invalid_arguments. \
+                 Side effect: read-only (claimed).",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .reads_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(16 * 1024),
     ]
 }
 

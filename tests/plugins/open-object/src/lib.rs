@@ -75,6 +75,8 @@ fn descriptor(name: &str, input_schema: &str, output_schema: &str) -> ToolDescri
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
         max_output_bytes: 256,
+        supports_dry_run: false,
+        supports_probe: false,
     }
 }
 

@@ -25,17 +25,30 @@ fn echo(_: &Context, args: EchoArgs) -> Result<EchoOutput, ToolError> {
 }
 
 fn tools() -> Vec<Tool> {
-    vec![Tool::new("echo_value", echo)
-        .title("Echo a number")
-        .description(
-            "Returns the number it is given, unchanged. Use it to measure call overhead or to \
+    vec![
+        Tool::new("echo_value", echo)
+            .title("Echo a number")
+            .description(
+                "Returns the number it is given, unchanged. Use it to measure call overhead or to \
              check that the host works; never for real work. Input: value = integer \
              0-1000000. Output: {value} (under 32 bytes). Errors: invalid_arguments only. \
              Side effect: none (read-only); needs no files or network.",
-        )
-        .side_effect(SideEffect::ReadOnly)
-        .timeout_ms(1_000)
-        .max_output_bytes(64)]
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(1_000)
+            .max_output_bytes(64),
+        Tool::new("echo_value_idempotent", echo)
+            .title("Echo a number, declared idempotent")
+            .description(
+                "The same as echo_value, but declared idempotent, so the host keys and \
+                 records every call. Use it to measure the cost of the idempotency path; \
+                 never for real work. Input: value = integer 0-1000000. Output: {value}. \
+                 Errors: invalid_arguments only. Side effect: idempotent (none in fact).",
+            )
+            .side_effect(SideEffect::Idempotent)
+            .timeout_ms(1_000)
+            .max_output_bytes(64),
+    ]
 }
 
 toolhost_sdk::plugin!(tools);

@@ -1,0 +1,463 @@
+//! Side effects that are safe to retry: the policy each level gets.
+//!
+//! | level        | key needed | record store | approval |
+//! |--------------|------------|--------------|----------|
+//! | read-only    | no         | no           | no       |
+//! | idempotent   | yes        | yes          | no       |
+//! | reversible   | yes        | yes          | no       |
+//! | irreversible | yes        | yes          | a plan token from [`Host::plan`] |
+//!
+//! A side-effecting call claims its key in the [`Store`] before it runs:
+//!
+//! - **acquired** → it runs; an outcome that ran to the end (success or the
+//!   tool's own error) completes the record; one that may have acted
+//!   (trap, timeout, crash: status `unknown`) marks it in doubt; one where
+//!   nothing started (the sandbox could not be built) releases it;
+//! - **completed** → the stored observation is returned, `replayed: true`,
+//!   its output byte for byte;
+//! - **in flight** → `in_flight`, retry later; **conflict** (same key, other
+//!   arguments) → `idempotency_conflict`;
+//! - **in doubt** → the plugin's `probe` is asked first: done settles the
+//!   record with the probed result, not-done settles it and the call runs;
+//!   unknown (or no probe) → `in_doubt` until an operator settles it
+//!   (`toolhost settle`);
+//! - the store cannot be reached → `store_unavailable`; nothing runs.
+//!
+//! Nothing is recorded for a call rejected before execution (steps 1–4).
+//!
+//! Plans bind a tool, its canonical arguments and the SHA-256 of every
+//! target path as it was when planned; the token is an HMAC under the host
+//! key. Running the irreversible call needs that token; if a target changed
+//! since, the call is refused with `stale_plan` and nothing runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::canonical;
+use crate::descriptor::SideEffect;
+use crate::idempotency::{self, Claim, Settlement, Store};
+use crate::observation::{ErrorCode, Observation};
+use crate::pipeline::{CallOptions, Host, Prepared, Scope};
+use crate::sandbox::{CancelToken, ProbeOutcome};
+
+/// Extra lease time beyond a call's deadline.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// Where a call's idempotency key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// A key the caller chose.
+    Explicit(String),
+    /// Derived from the logical call: the same trajectory, turn, call id,
+    /// tool and canonical arguments give the same key, also after a restart.
+    Derived {
+        trajectory_id: String,
+        turn: u64,
+        call_id: String,
+    },
+}
+
+/// The record store and the key that derives idempotency keys and signs
+/// plans.
+#[derive(Clone)]
+pub struct Records {
+    store: Arc<dyn Store>,
+    host_key: Arc<[u8]>,
+    lease_margin: Duration,
+}
+
+impl Records {
+    pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> Records {
+        Records {
+            store,
+            host_key: host_key.into(),
+            lease_margin: LEASE_MARGIN,
+        }
+    }
+
+    /// How much longer than a call's deadline its lease lasts (default
+    /// [`LEASE_MARGIN`]). After the lease, a record whose host died reads
+    /// as in doubt.
+    pub fn with_lease_margin(mut self, margin: Duration) -> Records {
+        self.lease_margin = margin;
+        self
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    fn key_for(&self, p: &Prepared<'_>, source: &KeySource, canonical_args: &str) -> String {
+        match source {
+            KeySource::Explicit(k) => k.clone(),
+            KeySource::Derived {
+                trajectory_id,
+                turn,
+                call_id,
+            } => idempotency::derive_key(
+                &self.host_key,
+                trajectory_id,
+                *turn,
+                call_id,
+                &p.tool.descriptor.name,
+                canonical_args,
+            ),
+        }
+    }
+
+    fn sign(&self, payload: &[u8]) -> String {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.host_key).expect("any key length");
+        mac.update(b"toolhost/plan/v1\0");
+        mac.update(payload);
+        hex::encode(mac.finalize().into_bytes())
+    }
+}
+
+impl Host {
+    /// The record-store path of a side-effecting call (step 5).
+    pub(crate) fn guarded(
+        &self,
+        records: &Records,
+        p: &Prepared<'_>,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let t = p.tool;
+        let (name, level) = (t.descriptor.name.as_str(), t.descriptor.side_effect);
+        let fail = |code: ErrorCode, msg: String| {
+            Observation::failure(&p.call_id, name, level, code.info(msg))
+        };
+        let canonical_args = match canonical::canonicalize(&p.value) {
+            Ok(c) => c,
+            Err(e) => {
+                return fail(
+                    ErrorCode::InvalidArguments,
+                    format!("the arguments cannot be canonicalized: {e}"),
+                )
+            }
+        };
+        let Some(source) = &opts.idempotency else {
+            return fail(
+                ErrorCode::IdempotencyKeyRequired,
+                format!(
+                    "`{name}` is {} and runs only with an idempotency key: pass the trajectory id, turn and call id (or an explicit key) so a retry of the same logical call is recognised",
+                    level.as_str()
+                ),
+            );
+        };
+        let key = records.key_for(p, source, &canonical_args);
+        let digest = idempotency::args_digest(&canonical_args);
+        let lease = p.limits.timeout + records.lease_margin;
+        for _attempt in 0..2 {
+            let claim = match records.store.claim(&key, name, &digest, lease) {
+                Ok(c) => c,
+                Err(e) => {
+                    return fail(
+                        ErrorCode::StoreUnavailable,
+                        format!(
+                            "the idempotency store cannot be reached, so the call did not run: {e}"
+                        ),
+                    )
+                    .with_idempotency_key(&key)
+                }
+            };
+            match claim {
+                Claim::Acquired { fence } => {
+                    // The approval is checked once the key is ours, so a
+                    // repeat of a completed call still replays.
+                    if level == SideEffect::Irreversible {
+                        let token = opts.plan_token.as_deref();
+                        if let Err(obs) = self.check_plan(records, p, &canonical_args, token) {
+                            // Nothing ran: free the key.
+                            let _ = records.store.release(&key, fence);
+                            return *obs;
+                        }
+                    }
+                    return self.run_claimed(records, p, &key, fence, cancel);
+                }
+                Claim::Completed { observation } => return replay(&observation, &p.call_id, name, level, &key),
+                Claim::InFlight { .. } => {
+                    return fail(ErrorCode::InFlight, "a call with this idempotency key is still running; retry in a moment".into())
+                        .with_idempotency_key(&key)
+                }
+                Claim::Conflict { .. } => {
+                    return fail(
+                        ErrorCode::IdempotencyConflict,
+                        "this idempotency key was already used with other arguments; a different call needs a different key".into(),
+                    )
+                    .with_idempotency_key(&key)
+                }
+                Claim::InDoubt { reason } => match self.settle_by_probe(records, p, &key) {
+                    Some(Settled::Done(obs)) => return *obs,
+                    Some(Settled::NotDone) => continue,
+                    None => {
+                        return fail(
+                            ErrorCode::InDoubt,
+                            format!("an earlier call with this key may have taken effect ({reason}) and the tool cannot tell; it is not retried until an operator settles it (toolhost settle KEY --done | --not-done)"),
+                        )
+                        .with_idempotency_key(&key)
+                    }
+                },
+            }
+        }
+        fail(ErrorCode::InDoubt, "the record could not be settled".into())
+            .with_idempotency_key(&key)
+    }
+
+    fn run_claimed(
+        &self,
+        records: &Records,
+        p: &Prepared<'_>,
+        key: &str,
+        fence: u64,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let obs = self.execute(p, Some(key), cancel);
+        let nothing_started = obs
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code == ErrorCode::PluginUnavailable.as_str());
+        let recorded = if nothing_started {
+            records.store.release(key, fence)
+        } else if obs.status == crate::observation::Status::Unknown {
+            let reason = obs
+                .error
+                .as_ref()
+                .map_or("unknown", |e| e.code.as_str())
+                .to_string();
+            records.store.mark_in_doubt(key, fence, &reason)
+        } else {
+            match serde_json::to_string(&obs) {
+                Ok(text) => records.store.complete(key, fence, &text),
+                Err(_) => records
+                    .store
+                    .mark_in_doubt(key, fence, "unserializable observation"),
+            }
+        };
+        if let Err(e) = recorded {
+            // The effect happened (or may have); only the record is missing.
+            let mut obs = obs;
+            if let Some(err) = &mut obs.error {
+                err.message
+                    .push_str(&format!(" (recording the outcome failed: {e})"));
+            }
+            return obs;
+        }
+        obs
+    }
+
+    fn settle_by_probe(&self, records: &Records, p: &Prepared<'_>, key: &str) -> Option<Settled> {
+        let t = p.tool;
+        if !t.descriptor.supports_probe {
+            return None;
+        }
+        let outcome = t.plugin.probe(&Host::request(p, Some(key)), key);
+        match outcome.result {
+            Ok(Ok(ProbeOutcome::Done(out))) => {
+                let obs = self
+                    .normalize_output(t, &p.call_id, &out, p.text_bytes)
+                    .with_idempotency_key(key);
+                if !obs.is_ok() {
+                    return None;
+                }
+                let text = serde_json::to_string(&obs).ok()?;
+                records.store.settle(key, Settlement::Done(text)).ok()?;
+                Some(Settled::Done(Box::new(obs.with_replayed(true))))
+            }
+            Ok(Ok(ProbeOutcome::NotDone)) => {
+                records.store.settle(key, Settlement::NotDone).ok()?;
+                Some(Settled::NotDone)
+            }
+            _ => None,
+        }
+    }
+
+    /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
+    /// run as for a call, then the plan comes back as the output with a
+    /// `plan_token` that approves exactly this call while its targets stay
+    /// as they are.
+    pub fn plan(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+    ) -> Observation {
+        let p = match self.prepare(tool, args, scope, opts) {
+            Ok(p) => p,
+            Err(obs) => return *obs,
+        };
+        let t = p.tool;
+        let level = t.descriptor.side_effect;
+        let fail = |code: ErrorCode, msg: String| {
+            Observation::failure(&p.call_id, tool, level, code.info(msg))
+        };
+        let Some(records) = self.records() else {
+            return fail(
+                ErrorCode::Internal,
+                "plans need the host's record store and key".into(),
+            );
+        };
+        if !t.descriptor.supports_dry_run {
+            return fail(
+                ErrorCode::InvalidArguments,
+                format!("`{tool}` cannot plan (it has no dry-run)"),
+            );
+        }
+        let canonical_args = match canonical::canonicalize(&p.value) {
+            Ok(c) => c,
+            Err(e) => return fail(ErrorCode::InvalidArguments, e.to_string()),
+        };
+        let outcome = t.plugin.dry_run(&Host::request(&p, None));
+        let plan = match outcome.result {
+            Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    return fail(
+                        ErrorCode::InvalidOutput,
+                        format!("the plan is not JSON: {e}"),
+                    )
+                }
+            },
+            Ok(Err(e)) => {
+                let details = e.details.and_then(|d| serde_json::from_str(&d).ok());
+                let info = crate::observation::ErrorInfo::from_tool(
+                    e.code,
+                    e.message,
+                    e.field,
+                    e.correctable,
+                    details,
+                );
+                return Observation::failure(&p.call_id, tool, SideEffect::ReadOnly, info);
+            }
+            Err(f) => {
+                return fail(
+                    ErrorCode::PluginCrashed,
+                    format!("the dry-run failed: {f:?}"),
+                )
+            }
+        };
+        let payload = json!({
+            "tool": tool,
+            "args_digest": idempotency::args_digest(&canonical_args),
+            "targets": target_digests(&p),
+        });
+        let payload_text = payload.to_string();
+        let token = format!(
+            "{}.{}",
+            base64_url(payload_text.as_bytes()),
+            records.sign(payload_text.as_bytes())
+        );
+        let output = json!({ "plan": plan, "plan_token": token, "targets": payload["targets"] });
+        Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes)
+    }
+
+    fn check_plan(
+        &self,
+        records: &Records,
+        p: &Prepared<'_>,
+        canonical_args: &str,
+        token: Option<&str>,
+    ) -> Result<(), Box<Observation>> {
+        let name = p.tool.descriptor.name.as_str();
+        let level = p.tool.descriptor.side_effect;
+        let fail = |code: ErrorCode, msg: &str| {
+            Err(Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                level,
+                code.info(msg.to_string()),
+            )))
+        };
+        let Some(token) = token else {
+            return fail(
+                ErrorCode::ApprovalRequired,
+                "this tool is irreversible: plan the call first (toolhost plan), show the plan for approval, then call again with its plan token",
+            );
+        };
+        let Some((payload_b64, sig)) = token.split_once('.') else {
+            return fail(ErrorCode::Denied, "the plan token is malformed");
+        };
+        let Some(payload) = base64_url_decode(payload_b64) else {
+            return fail(ErrorCode::Denied, "the plan token is malformed");
+        };
+        let expected = records.sign(&payload);
+        if !constant_time_eq(expected.as_bytes(), sig.as_bytes()) {
+            return fail(
+                ErrorCode::Denied,
+                "the plan token was not issued by this host",
+            );
+        }
+        let Ok(payload) = serde_json::from_slice::<Value>(&payload) else {
+            return fail(ErrorCode::Denied, "the plan token is malformed");
+        };
+        if payload["tool"] != name
+            || payload["args_digest"] != idempotency::args_digest(canonical_args)
+        {
+            return fail(
+                ErrorCode::Denied,
+                "the plan token approves a different call (another tool or other arguments)",
+            );
+        }
+        if payload["targets"] != target_digests(p) {
+            return fail(ErrorCode::StalePlan, "a target changed since the plan was made; nothing ran. Plan again and get the new plan approved");
+        }
+        Ok(())
+    }
+}
+
+enum Settled {
+    Done(Box<Observation>),
+    NotDone,
+}
+
+/// A stored observation, replayed: same output bytes, `replayed: true`.
+fn replay(stored: &str, call_id: &str, tool: &str, level: SideEffect, key: &str) -> Observation {
+    match serde_json::from_str::<Observation>(stored) {
+        Ok(obs) => obs.with_replayed(true),
+        Err(e) => Observation::failure(
+            call_id,
+            tool,
+            level,
+            ErrorCode::Internal.info(format!(
+                "the stored result for this key cannot be read: {e}"
+            )),
+        )
+        .with_idempotency_key(key),
+    }
+}
+
+/// SHA-256 of each path argument's target (`null` when absent).
+fn target_digests(p: &Prepared<'_>) -> Value {
+    let mut out = Vec::new();
+    for arg in p.tool.input.path_args(&p.value) {
+        let path = p.workspace_root.join(arg.value);
+        let digest = std::fs::read(&path)
+            .ok()
+            .map(|b| hex::encode(Sha256::digest(&b)));
+        out.push(json!({ "path": arg.value, "sha256": digest }));
+    }
+    Value::Array(out)
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn base64_url_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}

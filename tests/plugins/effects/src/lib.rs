@@ -1,0 +1,224 @@
+//! `tp-effects`: side-effecting tools for the host's dry-run, probe and
+//! idempotency tests.
+//!
+//! | tool                   | side effect | dry-run | probe | does                               |
+//! |------------------------|-------------|---------|-------|------------------------------------|
+//! | `append_line`          | reversible  | yes     | yes   | appends a line, then waits         |
+//! | `append_line_no_probe` | reversible  | no      | no    | the same; in-doubt needs a person  |
+//! | `count_calls`          | idempotent  | no      | no    | appends one byte, returns the count |
+//!
+//! The wait (`hold_ms`) comes AFTER the effect, so a test can kill the host
+//! (or let the call time out) once the effect has happened but before the
+//! call returns: the textbook in-doubt call. It waits in slices of at most
+//! 5 ms measured with `std::time::Instant` (WASI monotonic clock), so the
+//! host's epoch deadline and cancellation still stop it promptly while it
+//! burns almost no fuel or CPU.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use toolhost_sdk::{
+    Change, Context, Deserialize, JsonSchema, Plan, Probe, Serialize, SideEffect, Tool, ToolError,
+};
+
+/// Arguments of `append_line` and `append_line_no_probe`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    /// File to append to, relative to the workspace root; created if missing.
+    #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
+    path: String,
+    /// The line to append, without a line break.
+    #[schemars(length(min = 1, max = 200), pattern(r"^[^\r\n]+$"))]
+    line: String,
+    /// Milliseconds to wait after appending, before returning.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 60_000))]
+    hold_ms: u32,
+}
+
+/// Result of `append_line`.
+#[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
+struct AppendOutput {
+    /// The file, as given.
+    path: String,
+    /// Number of lines in the file after the append.
+    lines: u64,
+}
+
+/// Arguments of `count_calls`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CountArgs {
+    /// Counter file, relative to the workspace root; created if missing.
+    #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
+    path: String,
+    /// Milliseconds to wait after counting, before returning.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 60_000))]
+    hold_ms: u32,
+}
+
+/// Result of `count_calls`.
+#[derive(Serialize, JsonSchema)]
+struct CountOutput {
+    /// The counter file, as given.
+    path: String,
+    /// How many times the tool has run on this file (its size in bytes).
+    count: u64,
+}
+
+fn file_error(e: &io::Error, path: &str) -> ToolError {
+    ToolError::io(e, path).field("/path")
+}
+
+/// Appends `bytes` to the file (creating it) and flushes it to the host.
+fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().append(true).create(true).open(path)?;
+    file.write_all(bytes)?;
+    file.flush()?;
+    match file.sync_all() {
+        Err(e) if e.kind() != io::ErrorKind::Unsupported => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Waits `ms` milliseconds in short sleeps (see the crate docs).
+fn hold(ms: u32) {
+    let until = Instant::now() + Duration::from_millis(ms.into());
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(5)));
+    }
+}
+
+fn append_line(ctx: &Context, args: AppendArgs) -> Result<AppendOutput, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    append(&guest, format!("{}\n", args.line).as_bytes())
+        .map_err(|e| file_error(&e, &args.path))?;
+    let text = fs::read_to_string(&guest).map_err(|e| file_error(&e, &args.path))?;
+    let lines = text.lines().count() as u64;
+    hold(args.hold_ms);
+    Ok(AppendOutput {
+        path: args.path,
+        lines,
+    })
+}
+
+fn plan_append(ctx: &Context, args: AppendArgs) -> Result<Plan, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    let added = args.line.len() as u64 + 1;
+    let change = match fs::metadata(&guest) {
+        Ok(meta) => Change::modify(&args.path, 1, 0, meta.len(), meta.len() + added),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Change::create(&args.path, 1, added),
+        Err(e) => return Err(file_error(&e, &args.path)),
+    };
+    Ok(Plan::new(format!("append one line to {}", args.path)).change(change))
+}
+
+/// Done when the file holds the line (as a whole line): the append happened.
+fn probe_append(
+    ctx: &Context,
+    args: AppendArgs,
+    _key: &str,
+) -> Result<Probe<AppendOutput>, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    let text = match fs::read_to_string(&guest) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Probe::NotDone),
+        Err(e) => return Err(file_error(&e, &args.path)),
+    };
+    if text.lines().any(|l| l == args.line) {
+        Ok(Probe::Done(AppendOutput {
+            path: args.path,
+            lines: text.lines().count() as u64,
+        }))
+    } else {
+        Ok(Probe::NotDone)
+    }
+}
+
+fn count_calls(ctx: &Context, args: CountArgs) -> Result<CountOutput, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    append(&guest, b".").map_err(|e| file_error(&e, &args.path))?;
+    let count = fs::metadata(&guest)
+        .map_err(|e| file_error(&e, &args.path))?
+        .len();
+    hold(args.hold_ms);
+    Ok(CountOutput {
+        path: args.path,
+        count,
+    })
+}
+
+const APPEND_CONTRACT: &str = "\
+Inputs: path = workspace-relative file (1-1024 chars), created if missing; line = text to \
+append (1-200 chars, no line break); hold_ms = milliseconds to wait AFTER appending and before \
+returning (0-60000, default 0). Output: {path, lines} = the path as given and the file's line \
+count after the append (under 1 KiB). Errors: not_found (a parent directory is missing), \
+permission_denied, io_error, invalid_path, invalid_arguments.";
+
+fn append_tool(name: &'static str, title: &'static str, description: String) -> Tool {
+    Tool::new(name, append_line)
+        .title(title)
+        .description(description)
+        .side_effect(SideEffect::Reversible)
+        .reads_files()
+        .writes_files()
+        .error_codes(&["not_found", "permission_denied", "io_error"])
+        .timeout_ms(70_000)
+        .max_output_bytes(1024)
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        append_tool(
+            "append_line",
+            "Append a line",
+            format!(
+                "Test tool: appends one line to a file, then waits hold_ms. Use only in \
+                 toolhost's own tests. {APPEND_CONTRACT} Side effect: reversible (one more \
+                 line). Dry-run: plans the append. Probe: done when the file contains the \
+                 line, not-done otherwise."
+            ),
+        )
+        .dry_run(plan_append)
+        .probe(probe_append),
+        append_tool(
+            "append_line_no_probe",
+            "Append a line (no probe)",
+            format!(
+                "Test tool: appends one line to a file, then waits hold_ms. Use only in \
+                 toolhost's own tests. {APPEND_CONTRACT} Side effect: reversible (one more \
+                 line). No dry-run and no probe: an interrupted call stays in doubt until an \
+                 operator settles it."
+            ),
+        ),
+        Tool::new("count_calls", count_calls)
+            .title("Count calls")
+            .description(
+                "Test tool: appends one byte to a counter file and returns how many bytes it \
+                 now has, i.e. how many times it ran; then waits hold_ms. Use only in \
+                 toolhost's own tests, to prove a call ran exactly once. Inputs: path = \
+                 workspace-relative counter file (1-1024 chars), created if missing; hold_ms = \
+                 milliseconds to wait after counting (0-60000, default 0). Output: {path, \
+                 count} (under 1 KiB). Errors: not_found, permission_denied, io_error, \
+                 invalid_path, invalid_arguments. Side effect: declared idempotent so that the \
+                 host deduplicates it by key; each real execution adds one byte. No dry-run, \
+                 no probe.",
+            )
+            .side_effect(SideEffect::Idempotent)
+            .reads_files()
+            .writes_files()
+            .error_codes(&["not_found", "permission_denied", "io_error"])
+            .timeout_ms(70_000)
+            .max_output_bytes(1024),
+    ]
+}
+
+toolhost_sdk::plugin!(tools);
