@@ -5,7 +5,12 @@
 //! toolhost describe TOOL                         one tool's full descriptor
 //! toolhost call TOOL 'ARGS_JSON' [grants, limits] run one call, print the observation
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
+//! toolhost serve --stdio | --http ADDR            serve the tools over MCP
+//! toolhost cap mint|attenuate|inspect             capability tokens
 //! ```
+//!
+//! Every call runs under a capability token: `--token` (or `TOOLHOST_TOKEN`),
+//! or, as a convenience, one minted for that call from the `--allow-*` flags.
 //!
 //! By default the embedded reference tools are loaded; add components with
 //! `--plugin FILE` or `--plugins-dir DIR`. `call` exits 0 when the
@@ -19,11 +24,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::{self, Catalog, Source};
+use toolhost::effects::KeySource;
 use toolhost::observation::Status;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::paths::Workspace;
+use toolhost::pipeline::{CallOptions, Host};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
+use toolhost::session::Session;
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +63,131 @@ struct PluginArgs {
     /// Do not read or write the compiled-code cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// The host's root key file, created owner-only on first use
+    /// (default: ~/.local/share/toolhost/root.key). `TOOLHOST_ROOT_KEY`
+    /// (hex) takes precedence.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_KEY_FILE", global = true)]
+    key_file: Option<PathBuf>,
+    /// Idempotency record store: a SQLite file path or a postgres:// URL
+    /// (default: records.sqlite beside the root key).
+    #[arg(long, value_name = "PATH|URL", env = "TOOLHOST_STORE", global = true)]
+    store: Option<String>,
+    /// How long completed records are kept, in hours.
+    #[arg(long, value_name = "N", default_value_t = 24, global = true)]
+    retention_hours: u64,
+    /// How much longer than a call's deadline its record lease lasts.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, global = true)]
+    lease_margin_ms: u64,
+}
+
+/// How a side-effecting call names itself.
+#[derive(Args, Default, Clone)]
+struct KeyArgs {
+    /// Trajectory id of the logical call (with --turn and --call-id).
+    #[arg(long, value_name = "ID", requires = "turn")]
+    trajectory: Option<String>,
+    /// Turn number of the logical call.
+    #[arg(long, value_name = "N", requires = "trajectory")]
+    turn: Option<u64>,
+    /// An explicit idempotency key instead of a derived one.
+    #[arg(long, value_name = "KEY", conflicts_with = "trajectory")]
+    idempotency_key: Option<String>,
+    /// The plan token that approves an irreversible call (from `toolhost plan`).
+    #[arg(long, value_name = "TOKEN")]
+    plan_token: Option<String>,
+}
+
+/// Caveats, as flags (each repeatable).
+#[derive(Args, Default)]
+struct CaveatArgs {
+    /// Tools the token may call: a name, `ns_*`, or `*`.
+    #[arg(long = "tool", value_name = "NAME")]
+    tools: Vec<String>,
+    /// Rights: read, write, net (implied by --read/--write/--net when minting).
+    #[arg(long = "right", value_name = "RIGHT")]
+    rights: Vec<String>,
+    /// A workspace path prefix the token may read.
+    #[arg(long = "read", value_name = "PREFIX")]
+    read: Vec<String>,
+    /// A workspace path prefix the token may write (and read).
+    #[arg(long = "write", value_name = "PREFIX")]
+    write: Vec<String>,
+    /// A network origin, scheme://host:port.
+    #[arg(long = "net", value_name = "ORIGIN")]
+    net: Vec<String>,
+    /// Fuel ceiling per call.
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+    /// Calls a session may make with the token.
+    #[arg(long, value_name = "N")]
+    max_calls: Option<u64>,
+    /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    expires: Option<String>,
+}
+
+impl CaveatArgs {
+    /// The caveats these flags name. `imply_rights` adds the rights the
+    /// prefixes and origins need (for minting).
+    fn caveats(&self, imply_rights: bool) -> Result<Vec<Caveat>> {
+        let now = std::time::SystemTime::now();
+        let mut texts = Vec::new();
+        if !self.tools.is_empty() {
+            texts.push(format!("tool={}", self.tools.join(",")));
+        }
+        let mut rights = self.rights.clone();
+        if imply_rights {
+            if !self.read.is_empty() || !self.write.is_empty() {
+                rights.push("read".into());
+            }
+            if !self.write.is_empty() {
+                rights.push("write".into());
+            }
+            if !self.net.is_empty() {
+                rights.push("net".into());
+            }
+            rights.dedup();
+        }
+        if !rights.is_empty() {
+            texts.push(format!("right={}", rights.join(",")));
+        }
+        if !self.read.is_empty() {
+            texts.push(format!("read={}", self.read.join(",")));
+        }
+        if !self.write.is_empty() {
+            texts.push(format!("write={}", self.write.join(",")));
+        }
+        if !self.net.is_empty() {
+            texts.push(format!("net={}", self.net.join(",")));
+        }
+        if let Some(f) = self.fuel {
+            texts.push(format!("fuel={f}"));
+        }
+        if let Some(m) = self.max_calls {
+            texts.push(format!("max_calls={m}"));
+        }
+        if let Some(e) = &self.expires {
+            texts.push(format!("expires={e}"));
+        }
+        texts
+            .iter()
+            .map(|t| Caveat::parse_at(t, now).with_context(|| format!("caveat `{t}`")))
+            .collect()
+    }
+}
+
+#[derive(Subcommand)]
+enum CapCommand {
+    /// Mint a token (needs the root key); prints the token alone.
+    Mint(CaveatArgs),
+    /// Narrow a token by appending caveats (no key needed); prints the token.
+    Attenuate {
+        token: String,
+        #[command(flatten)]
+        caveats: CaveatArgs,
+    },
+    /// Decode a token's caveats; with the root key, say whether it verifies.
+    Inspect { token: String },
 }
 
 #[derive(Subcommand)]
@@ -64,11 +197,42 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// List only the tools this token allows.
+        #[arg(long, env = "TOOLHOST_TOKEN")]
+        token: Option<String>,
     },
     /// Print one tool's descriptor as JSON.
     Describe { tool: String },
     /// Call a tool and print the observation as JSON.
     Call(CallArgs),
+    /// Serve the tools over MCP (stdio or Streamable HTTP).
+    Serve(toolhost::mcp::ServeArgs),
+    /// Plan a side-effecting call (its dry-run) and print the plan with the
+    /// plan token that approves it.
+    Plan(CallArgs),
+    /// Settle an in-doubt idempotency record by hand.
+    Settle {
+        key: String,
+        /// The effect happened: repeats get a recorded "settled" result.
+        #[arg(
+            long,
+            conflicts_with = "not_done",
+            required_unless_present = "not_done"
+        )]
+        done: bool,
+        /// The effect did not happen: the next repeat runs.
+        #[arg(long)]
+        not_done: bool,
+    },
+    /// List idempotency records.
+    Records {
+        /// Only records in this state: in_flight, completed, in_doubt.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Capability tokens: mint, attenuate, inspect.
+    #[command(subcommand)]
+    Cap(CapCommand),
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -93,6 +257,13 @@ struct CallArgs {
     /// Grant read and write access to a path under the workspace (repeatable).
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
+    /// Run under this capability token instead of the --allow-* flags.
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    token: Option<String>,
+    /// Grant a network origin, scheme://host[:port] (repeatable; http and
+    /// https only, exact match: default ports 80/443 are filled in).
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    allow_net: Vec<String>,
     /// Wall-clock limit (default: the tool's own).
     #[arg(long, value_name = "N")]
     timeout_ms: Option<u64>,
@@ -105,9 +276,12 @@ struct CallArgs {
     /// Output size limit (default: the tool's own).
     #[arg(long, value_name = "N")]
     max_output_bytes: Option<usize>,
-    /// Call id to record (default: generated).
+    /// Call id to record (default: generated); with --trajectory and
+    /// --turn it names the logical call for its idempotency key.
     #[arg(long)]
     call_id: Option<String>,
+    #[command(flatten)]
+    keys: KeyArgs,
     /// Pretty-print the observation.
     #[arg(long)]
     pretty: bool,
@@ -135,12 +309,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         ..SandboxConfig::default()
     };
+    if let Command::Cap(cmd) = &cli.command {
+        return cap(cmd, &cli.plugins);
+    }
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
+        Command::Cap(_) => unreachable!("handled above"),
         Command::Lint { plugin, json } => lint(&sandbox, plugin, json),
-        Command::List { json } => {
+        Command::List { json, token } => {
             let host = load(sandbox, &cli.plugins)?;
-            list(&host, json)
+            let session = match token {
+                Some(t) => Some(open_session(&cli.plugins, &t, PathBuf::from("."))?),
+                None => None,
+            };
+            list(&host, session.as_ref(), json)
         }
         Command::Describe { tool } => {
             let host = load(sandbox, &cli.plugins)?;
@@ -154,8 +336,67 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
-            let host = load(sandbox, &cli.plugins)?;
-            call(&host, args)
+            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            call(&host, &cli.plugins, args, false)
+        }
+        Command::Plan(args) => {
+            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            call(&host, &cli.plugins, args, true)
+        }
+        Command::Settle { key, done, .. } => {
+            let r = records(&cli.plugins)?;
+            let store = r.store();
+            let Some(rec) = store.get(&key)? else {
+                bail!("no record with key {key}");
+            };
+            let settlement = if done {
+                let obs = toolhost::observation::Observation::ok(
+                    "settled-by-operator",
+                    &rec.tool,
+                    toolhost::descriptor::SideEffect::Irreversible,
+                    serde_json::json!({"settled": "done", "by": "operator"}),
+                    1024,
+                )
+                .with_idempotency_key(&key);
+                toolhost::idempotency::Settlement::Done(serde_json::to_string(&obs)?)
+            } else {
+                toolhost::idempotency::Settlement::NotDone
+            };
+            store.settle(&key, settlement)?;
+            eprintln!(
+                "toolhost: settled {key} as {}",
+                if done { "done" } else { "not done" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Records { state } => {
+            let r = records(&cli.plugins)?;
+            let state = match state {
+                Some(s) => Some(s.parse().map_err(|e| anyhow::anyhow!("--state: {e}"))?),
+                None => None,
+            };
+            let list: Vec<_> = r
+                .store()
+                .list(state)?
+                .into_iter()
+                .map(|rec| {
+                    serde_json::json!({
+                        "key": rec.key, "tool": rec.tool, "state": rec.state.as_str(),
+                        "fence": rec.fence, "reason": rec.reason,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&list)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve(args) => {
+            let plugins = toolhost::mcp::Plugins {
+                builtin: !cli.plugins.no_builtin,
+                dir: cli.plugins.plugins_dir.clone(),
+                files: cli.plugins.plugins.clone(),
+            };
+            toolhost::mcp::run(sandbox, plugins, args)?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
@@ -199,11 +440,14 @@ fn show_progress(plugin: &str, event: LoadEvent) {
     }
 }
 
-fn list(host: &Host, json: bool) -> Result<ExitCode> {
+fn list(host: &Host, session: Option<&Session>, json: bool) -> Result<ExitCode> {
+    let tools: Vec<_> = match session {
+        Some(s) => host.visible_tools(s).collect(),
+        None => host.catalog().tools().collect(),
+    };
     if json {
-        let tools: Vec<_> = host
-            .catalog()
-            .tools()
+        let tools: Vec<_> = tools
+            .iter()
             .map(|t| {
                 serde_json::json!({
                     "name": t.descriptor.name,
@@ -217,7 +461,7 @@ fn list(host: &Host, json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&tools)?);
     } else {
         let mut out = std::io::stdout().lock();
-        for t in host.catalog().tools() {
+        for t in tools {
             writeln!(
                 out,
                 "{:<20} {:<13} {}",
@@ -230,7 +474,69 @@ fn list(host: &Host, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn call(host: &Host, a: CallArgs) -> Result<ExitCode> {
+/// The root key: `TOOLHOST_ROOT_KEY` (hex), else the key file (created
+/// owner-only on first use).
+fn root_key(p: &PluginArgs) -> Result<RootKey> {
+    if let Some(key) = RootKey::from_env().context("reading TOOLHOST_ROOT_KEY")? {
+        return Ok(key);
+    }
+    let path = match &p.key_file {
+        Some(f) => f.clone(),
+        None => default_state_dir()?.join("root.key"),
+    };
+    RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
+}
+
+/// The record store and the key that derives idempotency keys.
+fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+    use std::sync::Arc;
+    use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+    let key = root_key(p)?;
+    let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
+    let store: Arc<dyn Store> = match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Arc::new(
+                PostgresStore::connect(url, retention)
+                    .context("opening the PostgreSQL record store")?,
+            )
+        }
+        other => {
+            let path = match other {
+                Some(path) => PathBuf::from(path.strip_prefix("sqlite:").unwrap_or(path)),
+                None => default_state_dir()?.join("records.sqlite"),
+            };
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            Arc::new(
+                SqliteStore::open(&path, retention)
+                    .with_context(|| format!("opening the record store {}", path.display()))?,
+            )
+        }
+    };
+    Ok(
+        toolhost::effects::Records::new(store, &key.derive("idempotency"))
+            .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms)),
+    )
+}
+
+fn default_state_dir() -> Result<PathBuf> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .context("no HOME: give --key-file and --store")?;
+    Ok(base.join("toolhost"))
+}
+
+fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Session> {
+    let key = root_key(p)?;
+    let ws = Workspace::open(&workspace)
+        .with_context(|| format!("opening workspace {}", workspace.display()))?;
+    Session::open(&key, token, ws).context("--token")
+}
+
+fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
     let args = if a.args == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -240,25 +546,62 @@ fn call(host: &Host, a: CallArgs) -> Result<ExitCode> {
     } else {
         a.args.clone()
     };
-    let workspace = Workspace::open(&a.workspace)
-        .with_context(|| format!("opening workspace {}", a.workspace.display()))?;
-    let read: Vec<&str> = a.allow_read.iter().map(String::as_str).collect();
-    let write: Vec<&str> = a.allow_write.iter().map(String::as_str).collect();
-    let grants =
-        Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
+    let token = match &a.token {
+        Some(t) => t.clone(),
+        None => {
+            // The convenience flags mint a token for this one call.
+            let workspace = Workspace::open(&a.workspace)
+                .with_context(|| format!("opening workspace {}", a.workspace.display()))?;
+            let read: Vec<&str> = a.allow_read.iter().map(String::as_str).collect();
+            let write: Vec<&str> = a.allow_write.iter().map(String::as_str).collect();
+            toolhost::paths::Grants::new(&workspace, &read, &write)
+                .context("checking --allow-read/--allow-write")?;
+            let net = a
+                .allow_net
+                .iter()
+                .map(|o| toolhost::sandbox::normalize_origin(o))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
+            let flags = CaveatArgs {
+                tools: vec!["*".into()],
+                read: a.allow_read.clone(),
+                write: a.allow_write.clone(),
+                net,
+                ..CaveatArgs::default()
+            };
+            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
+        }
+    };
+    let session = open_session(p, &token, a.workspace.clone())?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
         timeout_ms: a.timeout_ms,
         fuel: a.fuel,
         memory_mb: a.memory_mb,
         max_output_bytes: a.max_output_bytes,
-        max_text_bytes: None,
+        idempotency: match (
+            &a.keys.idempotency_key,
+            &a.keys.trajectory,
+            a.keys.turn,
+            &a.call_id,
+        ) {
+            (Some(k), ..) => Some(KeySource::Explicit(k.clone())),
+            (None, Some(t), Some(turn), Some(c)) => Some(KeySource::Derived {
+                trajectory_id: t.clone(),
+                turn,
+                call_id: c.clone(),
+            }),
+            (None, Some(_), Some(_), None) => bail!("--trajectory and --turn need --call-id"),
+            _ => None,
+        },
+        plan_token: a.keys.plan_token.clone(),
+        ..CallOptions::default()
     };
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
+    let obs = if plan {
+        host.plan_in(&session, &a.tool, &args, &opts)
+    } else {
+        host.call_in(&session, &a.tool, &args, &opts)
     };
-    let obs = host.call(&a.tool, &args, &scope, &opts);
     let text = if a.pretty || std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(&obs)?
     } else {
@@ -271,6 +614,42 @@ fn call(host: &Host, a: CallArgs) -> Result<ExitCode> {
         Status::Denied => 3,
         Status::Unknown | Status::Partial => 4,
     }))
+}
+
+fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
+    match cmd {
+        CapCommand::Mint(flags) => {
+            let caveats = flags.caveats(true)?;
+            if caveats.is_empty() {
+                bail!("a token with no caveats grants nothing; give at least --tool");
+            }
+            println!("{}", Token::mint(&root_key(p)?, &caveats)?.encode());
+        }
+        CapCommand::Attenuate { token, caveats } => {
+            let parent = Token::decode(token.trim()).context("decoding the token")?;
+            let child = parent.attenuate(&caveats.caveats(false)?)?;
+            println!("{}", child.encode());
+        }
+        CapCommand::Inspect { token } => {
+            let t = Token::decode(token.trim()).context("decoding the token")?;
+            let verified = match root_key(p) {
+                Ok(key) => match key.verify(&t, std::time::SystemTime::now()) {
+                    Ok(_) => serde_json::json!({"valid": true}),
+                    Err(e) => serde_json::json!({"valid": false, "error": e.to_string()}),
+                },
+                Err(e) => serde_json::json!({"valid": null, "error": format!("{e:#}")}),
+            };
+            let out = serde_json::json!({
+                "key_id": t.key_id().to_string(),
+                "token_id": t.id_hex(),
+                "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+                "minted_caveats": t.minted_len(),
+                "verification": verified,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {

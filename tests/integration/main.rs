@@ -9,7 +9,13 @@ mod support;
 
 mod bad_input;
 mod cache;
+mod capability;
 mod cli;
+mod effects;
 mod hostile;
+mod idempotency;
+mod languages;
 mod lint;
+mod mcp;
+mod network;
 mod reference_tools;

@@ -1,0 +1,229 @@
+//! MCP tool definitions and result shapes as plain JSON (no rmcp types).
+//!
+//! Everything here is deterministic and testable without a transport:
+//! the `Tool` object published for a catalog tool, cursor pagination over a
+//! name-ordered list, and the `CallToolResult` built from an observation.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Tool;
+use crate::descriptor::SideEffect;
+use crate::observation::{Observation, Status};
+
+/// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
+pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
+/// `_meta` key: SHA-256 of the published definition (everything but this
+/// key), so a client can pin what it approved and notice a changed tool.
+pub const META_DEFINITION_SHA256: &str = "dev.toolhost/definition_sha256";
+
+/// The observation schema as published in `outputSchema`: the file from
+/// `schemas/`, minus `$id` (a client that compiles every tool's schema in
+/// one validator would otherwise see the same id many times) and `$schema`
+/// (2020-12 is MCP's default dialect).
+pub fn observation_output_schema() -> Value {
+    let mut schema: Value = serde_json::from_str(crate::observation::SCHEMA_JSON)
+        .expect("the embedded observation schema is JSON");
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$id");
+        obj.remove("$schema");
+    }
+    schema
+}
+
+/// The four annotation hints for a level. All four are always emitted: the
+/// MCP defaults (destructive, open world) are pessimistic.
+pub fn annotations(level: SideEffect, network: bool) -> Map<String, Value> {
+    let (read_only, destructive, idempotent) = match level {
+        SideEffect::ReadOnly => (true, false, true),
+        SideEffect::Idempotent => (false, false, true),
+        SideEffect::Reversible => (false, false, false),
+        SideEffect::Irreversible => (false, true, false),
+    };
+    let mut m = Map::new();
+    m.insert("readOnlyHint".into(), Value::Bool(read_only));
+    m.insert("destructiveHint".into(), Value::Bool(destructive));
+    m.insert("idempotentHint".into(), Value::Bool(idempotent));
+    m.insert("openWorldHint".into(), Value::Bool(network));
+    m
+}
+
+/// The MCP `Tool` object for one catalog tool.
+pub fn tool_definition(tool: &Tool, output_schema: &Value) -> Value {
+    let d = &tool.descriptor;
+    let mut annotations = annotations(d.side_effect, !d.needs.network_hosts.is_empty());
+    let mut def = Map::new();
+    def.insert("name".into(), Value::String(d.name.clone()));
+    if let Some(title) = &d.title {
+        def.insert("title".into(), Value::String(title.clone()));
+        annotations.insert("title".into(), Value::String(title.clone()));
+    }
+    def.insert("description".into(), Value::String(d.description.clone()));
+    def.insert("inputSchema".into(), d.input_schema.clone());
+    def.insert("outputSchema".into(), output_schema.clone());
+    def.insert("annotations".into(), Value::Object(annotations));
+    let mut meta = Map::new();
+    meta.insert(
+        META_SIDE_EFFECT.into(),
+        Value::String(d.side_effect.as_str().into()),
+    );
+    let digest = Sha256::digest(Value::Object(def.clone()).to_string().as_bytes());
+    meta.insert(
+        META_DEFINITION_SHA256.into(),
+        Value::String(hex::encode(digest)),
+    );
+    def.insert("_meta".into(), Value::Object(meta));
+    Value::Object(def)
+}
+
+/// Why a cursor was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadCursor;
+
+/// An opaque cursor that resumes after `name`.
+pub fn cursor_after(name: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("after:{name}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<String, BadCursor> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| BadCursor)?;
+    let text = String::from_utf8(bytes).map_err(|_| BadCursor)?;
+    text.strip_prefix("after:")
+        .map(str::to_string)
+        .ok_or(BadCursor)
+}
+
+/// One page of `items` (sorted by name) after `cursor`: the page and the
+/// cursor of the next one. The cursor names the last tool returned, so a
+/// page stays correct when tools come and go between requests.
+pub fn page<'a, T>(
+    items: &'a [(String, T)],
+    cursor: Option<&str>,
+    page_size: usize,
+) -> Result<(Vec<&'a T>, Option<String>), BadCursor> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => {
+            let after = decode_cursor(c)?;
+            items.partition_point(|(name, _)| name.as_str() <= after.as_str())
+        }
+    };
+    let page_size = page_size.max(1);
+    let end = (start + page_size).min(items.len());
+    let page: Vec<&T> = items[start..end].iter().map(|(_, t)| t).collect();
+    let next = (end < items.len()).then(|| cursor_after(&items[end - 1].0));
+    Ok((page, next))
+}
+
+/// Output convention: a tool whose output object has a `content` array of
+/// MCP content blocks (`text`, `image`, `audio`, `resource_link`,
+/// `resource`) gets those blocks in the result's `content`, ahead of the
+/// observation text block. Anything else yields no extra blocks.
+pub fn content_blocks(output: Option<&Value>) -> Vec<Value> {
+    let Some(blocks) = output
+        .and_then(|o| o.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    if blocks.iter().all(is_content_block) {
+        blocks.clone()
+    } else {
+        Vec::new()
+    }
+}
+
+fn is_content_block(b: &Value) -> bool {
+    let s = |k: &str| b.get(k).is_some_and(Value::is_string);
+    match b.get("type").and_then(Value::as_str) {
+        Some("text") => s("text"),
+        Some("image") | Some("audio") => s("data") && s("mimeType"),
+        Some("resource_link") => s("uri") && s("name"),
+        Some("resource") => b
+            .get("resource")
+            .is_some_and(|r| r.get("uri").is_some_and(Value::is_string)),
+        _ => false,
+    }
+}
+
+/// The `CallToolResult` for an observation: `structuredContent` is the
+/// observation, mirrored as a JSON text block; `isError` for anything but
+/// `ok`.
+pub fn call_result(obs: &Observation) -> Value {
+    let structured = serde_json::to_value(obs).expect("observations serialize");
+    let mut content = if obs.status == Status::Ok {
+        content_blocks(obs.output.as_ref())
+    } else {
+        Vec::new()
+    };
+    content.push(json!({"type": "text", "text": structured.to_string()}));
+    json!({
+        "content": content,
+        "structuredContent": structured,
+        "isError": obs.status != Status::Ok,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_for_every_level() {
+        let a = annotations(SideEffect::ReadOnly, false);
+        assert_eq!(
+            Value::Object(a),
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        let a = annotations(SideEffect::Irreversible, true);
+        assert_eq!(
+            Value::Object(a),
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+        );
+        let a = annotations(SideEffect::Idempotent, false);
+        assert_eq!(a["idempotentHint"], true);
+        assert_eq!(a["readOnlyHint"], false);
+        let a = annotations(SideEffect::Reversible, false);
+        assert_eq!(a["destructiveHint"], false);
+        assert_eq!(a["idempotentHint"], false);
+    }
+
+    #[test]
+    fn pages_resume_after_the_last_name() {
+        let items: Vec<(String, u32)> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i as u32))
+            .collect();
+        let (p, next) = page(&items, None, 2).unwrap();
+        assert_eq!(p, vec![&0, &1]);
+        let (p, next) = page(&items, next.as_deref(), 2).unwrap();
+        assert_eq!(p, vec![&2, &3]);
+        let (p, next) = page(&items, next.as_deref(), 2).unwrap();
+        assert_eq!(p, vec![&4]);
+        assert!(next.is_none());
+        assert_eq!(page(&items, Some("!!"), 2).unwrap_err(), BadCursor);
+        // A removed name still resumes at the right place.
+        let (p, _) = page(&items, Some(&cursor_after("bb")), 10).unwrap();
+        assert_eq!(p, vec![&2, &3, &4]);
+    }
+
+    #[test]
+    fn output_schema_has_no_id() {
+        let s = observation_output_schema();
+        assert!(s.get("$id").is_none());
+        assert_eq!(s["type"], "object");
+    }
+
+    #[test]
+    fn content_convention_requires_valid_blocks() {
+        let ok = json!({"content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}]});
+        assert_eq!(content_blocks(Some(&ok)).len(), 2);
+        let bad = json!({"content": [{"type": "text"}]});
+        assert!(content_blocks(Some(&bad)).is_empty());
+        let other = json!({"value": 1});
+        assert!(content_blocks(Some(&other)).is_empty());
+    }
+}

@@ -1,0 +1,354 @@
+//! `toolhost serve`: the catalog as an MCP server, over stdio or Streamable
+//! HTTP.
+//!
+//! A thin adapter on the official Rust SDK (`rmcp`, pinned in
+//! `host/Cargo.toml`); every rmcp type stays inside this module. It serves
+//! both protocol eras rmcp speaks: the 2025-11-25 handshake (`initialize`)
+//! and the stateless 2026-07-28 revision (`server/discover`, per-request
+//! `_meta`, `resultType`, list cache hints, `subscriptions/listen`).
+//!
+//! - `tools/list`: every tool the session's [`SessionScope`] allows, in name
+//!   order, paginated by an opaque cursor (see [`listing`]). Annotations come
+//!   from the declared side-effect level; all four hints are always emitted.
+//!   `outputSchema` is the observation schema, because `structuredContent`
+//!   is the observation.
+//! - `tools/call`: [`Host::call_cancellable`] on a blocking thread. Any
+//!   non-`ok` observation is `isError: true`; an unknown (or hidden) tool is
+//!   JSON-RPC `-32602`. With a progress token the server sends
+//!   `notifications/progress` while the call runs (0 at the start, the share
+//!   of the wall-clock budget used so far, 100 at the end);
+//!   `notifications/cancelled` stops the running instance (a side-effecting
+//!   call stopped that way is `unknown`). Content blocks: see
+//!   [`listing::content_blocks`].
+//! - Logging: a call's captured stderr lines are forwarded as
+//!   `notifications/message` (level `info`, logger = tool name) after the
+//!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
+//!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
+//!   a `logLevel` of `info` or lower.
+//! - The plugin directory is polled (every `--watch-ms`, default 1 s); a
+//!   changed set of `*.wasm` files (added, removed, replaced) reloads the
+//!   catalog and sends `notifications/tools/list_changed` to every session
+//!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
+//!
+//! Security: HTTP binds to loopback unless `--allow-remote`; `Origin` must be
+//! absent or `http(s)://localhost|127.0.0.1|[::1]` (any port), else 403; the
+//! `Host` header must be a loopback name; a message over `--max-message-bytes`
+//! (default 4 MiB) is refused (HTTP 413; on stdio the line is dropped with a
+//! JSON-RPC error). Logs go to stderr. Who may do what is decided per request
+//! by a [`SessionPolicy`] from the bearer token.
+
+mod http;
+pub mod listing;
+mod server;
+mod watch;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::catalog::{Catalog, Source};
+use crate::paths::{Grants, Workspace};
+use crate::pipeline::{CallOptions, Host};
+use crate::sandbox::{LoadEvent, Sandbox};
+
+/// Default cap on one incoming message.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
+/// Default `tools/list` page size.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+/// How long a 2026-07-28 client may cache a `tools/list` page (`ttlMs`).
+pub const LIST_TTL_MS: u64 = 10_000;
+
+/// `toolhost serve` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC).
+    #[arg(long, conflicts_with = "http", required_unless_present = "http")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080), path /mcp.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Allow binding --http to a non-loopback address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Workspace root; argument paths are relative to it.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Grant read access to a path under the workspace (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub allow_read: Vec<String>,
+    /// Grant read and write access to a path under the workspace (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<String>,
+    /// Grant a network origin, scheme://host[:port] (repeatable).
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    pub allow_net: Vec<String>,
+    /// Wall-clock limit of every call (default: each tool's own).
+    #[arg(long, value_name = "N")]
+    pub timeout_ms: Option<u64>,
+    /// Fuel limit of every call (default: 2e9).
+    #[arg(long, value_name = "N")]
+    pub fuel: Option<u64>,
+    /// Memory limit of every call, in MiB (default: 256).
+    #[arg(long, value_name = "N")]
+    pub memory_mb: Option<u64>,
+    /// Output size limit of every call (default: each tool's own).
+    #[arg(long, value_name = "N")]
+    pub max_output_bytes: Option<usize>,
+    /// Largest incoming message, in bytes.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+    /// Tools per tools/list page.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
+    pub page_size: usize,
+    /// How often the plugin directory is polled, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub watch_ms: u64,
+}
+
+/// Where the catalog comes from; re-read whenever the directory changes.
+#[derive(Debug, Clone, Default)]
+pub struct Plugins {
+    /// Load the embedded reference tools.
+    pub builtin: bool,
+    /// Every `*.wasm` here (watched).
+    pub dir: Option<PathBuf>,
+    /// Single component files.
+    pub files: Vec<PathBuf>,
+}
+
+impl Plugins {
+    fn sources(&self) -> Vec<Source> {
+        let mut sources = Vec::new();
+        if self.builtin {
+            sources.push(Source::reference());
+        }
+        if let Some(dir) = &self.dir {
+            match Source::dir(dir) {
+                Ok(s) => sources.extend(s),
+                Err(e) => eprintln!("toolhost: cannot read {}: {e}", dir.display()),
+            }
+        }
+        sources.extend(self.files.iter().cloned().map(Source::File));
+        sources
+    }
+}
+
+/// What one client session may see and touch.
+#[derive(Debug, Clone)]
+pub struct SessionScope {
+    pub workspace: Workspace,
+    pub grants: Grants,
+    /// Network origins granted (`scheme://host:port`).
+    pub net: Vec<String>,
+    /// Tools the session may list and call; `None` means all of them.
+    pub tools: Option<BTreeSet<String>>,
+}
+
+impl SessionScope {
+    /// Whether the session may see and call `tool`.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_none_or(|t| t.contains(tool))
+    }
+}
+
+/// A request the policy refused (HTTP 401).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unauthorized(pub String);
+
+/// Decides, for every request, which scope a client gets from its bearer
+/// token (`Authorization: Bearer …` over HTTP; `None` on stdio or without
+/// the header). A capability-token policy plugs in here: verify the token,
+/// derive the grants and the visible tools from its caveats.
+pub trait SessionPolicy: Send + Sync + 'static {
+    fn scope_for(&self, bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized>;
+}
+
+/// The same scope for every client, token or not (what the command-line
+/// grants give until capability tokens are wired in).
+pub struct FixedScope(pub Arc<SessionScope>);
+
+impl SessionPolicy for FixedScope {
+    fn scope_for(&self, _bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized> {
+        Ok(self.0.clone())
+    }
+}
+
+/// One loaded catalog, with its published definitions.
+pub(crate) struct Generation {
+    pub host: Host,
+    /// MCP `Tool` objects in name order.
+    pub tools: Vec<(String, Value)>,
+    /// Digest of every definition, to tell whether a reload changed anything.
+    pub fingerprint: String,
+}
+
+impl Generation {
+    fn new(host: Host) -> Generation {
+        let schema = listing::observation_output_schema();
+        let tools: Vec<(String, Value)> = host
+            .catalog()
+            .tools()
+            .map(|t| {
+                (
+                    t.descriptor.name.clone(),
+                    listing::tool_definition(t, &schema),
+                )
+            })
+            .collect();
+        let mut all = String::new();
+        for (name, def) in &tools {
+            all.push_str(name);
+            all.push(' ');
+            all.push_str(
+                def["_meta"][listing::META_DEFINITION_SHA256]
+                    .as_str()
+                    .unwrap_or(""),
+            );
+            all.push('\n');
+        }
+        let fingerprint = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(all.as_bytes()))
+        };
+        Generation {
+            host,
+            tools,
+            fingerprint,
+        }
+    }
+}
+
+/// Shared by every session of one server.
+pub(crate) struct State {
+    current: RwLock<Arc<Generation>>,
+    /// Fires after a reload that changed the tool list.
+    pub changed: broadcast::Sender<()>,
+    pub defaults: CallOptions,
+    pub page_size: usize,
+}
+
+impl State {
+    pub fn current(&self) -> Arc<Generation> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Installs a new catalog; announces it when the tools changed.
+    pub fn install(&self, next: Generation) -> bool {
+        let changed = {
+            let mut cur = self.current.write().unwrap_or_else(|e| e.into_inner());
+            let changed = cur.fingerprint != next.fingerprint;
+            *cur = Arc::new(next);
+            changed
+        };
+        if changed {
+            let _ = self.changed.send(());
+        }
+        changed
+    }
+}
+
+fn load(sandbox: &Sandbox, plugins: &Plugins) -> Generation {
+    let catalog = Catalog::load(sandbox, &plugins.sources(), &|plugin, event| {
+        if let LoadEvent::Compiling { bytes } = event {
+            eprintln!(
+                "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
+                bytes as f64 / 1e6
+            );
+        }
+    });
+    for problem in catalog.problems() {
+        eprintln!("toolhost: warning: {problem}");
+    }
+    Generation::new(Host::new(sandbox.clone(), catalog))
+}
+
+/// Runs `toolhost serve` until stdin closes (stdio) or the process is
+/// stopped (HTTP).
+pub fn run(sandbox: Sandbox, plugins: Plugins, args: ServeArgs) -> Result<()> {
+    let workspace = Workspace::open(&args.workspace)
+        .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
+    let read: Vec<&str> = args.allow_read.iter().map(String::as_str).collect();
+    let write: Vec<&str> = args.allow_write.iter().map(String::as_str).collect();
+    let grants =
+        Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
+    let scope = Arc::new(SessionScope {
+        workspace,
+        grants,
+        net: args.allow_net.clone(),
+        tools: None,
+    });
+    serve(sandbox, plugins, args, Arc::new(FixedScope(scope)))
+}
+
+/// [`run`] with a custom [`SessionPolicy`].
+pub fn serve(
+    sandbox: Sandbox,
+    plugins: Plugins,
+    args: ServeArgs,
+    policy: Arc<dyn SessionPolicy>,
+) -> Result<()> {
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() && !args.allow_remote {
+            bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
+        }
+    }
+    let state = Arc::new(State {
+        current: RwLock::new(Arc::new(load(&sandbox, &plugins))),
+        changed: broadcast::channel(16).0,
+        defaults: CallOptions {
+            call_id: None,
+            timeout_ms: args.timeout_ms,
+            fuel: args.fuel,
+            memory_mb: args.memory_mb,
+            max_output_bytes: args.max_output_bytes,
+            ..CallOptions::default()
+        },
+        page_size: args.page_size.max(1),
+    });
+    if let Some(dir) = plugins.dir.clone() {
+        watch::spawn(
+            dir,
+            Duration::from_millis(args.watch_ms.max(10)),
+            sandbox.clone(),
+            plugins.clone(),
+            state.clone(),
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("toolhost-mcp")
+        .build()
+        .context("starting the async runtime")?;
+    let result = rt.block_on(async {
+        match args.http {
+            Some(addr) => {
+                http::serve(
+                    addr,
+                    args.allow_remote,
+                    args.max_message_bytes,
+                    state,
+                    policy,
+                )
+                .await
+            }
+            None => {
+                let scope = policy
+                    .scope_for(None)
+                    .map_err(|e| anyhow::anyhow!("no scope for the stdio client: {}", e.0))?;
+                server::serve_stdio(state, scope, args.max_message_bytes).await
+            }
+        }
+    });
+    // A call still running on a blocking thread must not hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    result
+}

@@ -1,0 +1,380 @@
+//! The rmcp `ServerHandler`: tools/list, tools/call, logging level,
+//! list-changed notifications for both protocol eras.
+#![allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); 2025-11-25 still has it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
+    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{listing, SessionScope, State, LIST_TTL_MS};
+use crate::observation::Observation;
+use crate::pipeline::{new_call_id, Scope};
+use crate::sandbox::{CancelToken, Limits};
+
+/// Most stderr lines forwarded as log messages per call.
+const MAX_LOG_LINES: usize = 100;
+
+#[derive(Clone)]
+pub(super) struct McpServer {
+    state: Arc<State>,
+    /// The scope when the transport carries none (stdio).
+    default_scope: Option<Arc<SessionScope>>,
+    /// `logging/setLevel` of this session (2025-11-25).
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+}
+
+impl McpServer {
+    pub(super) fn new(state: Arc<State>, default_scope: Option<Arc<SessionScope>>) -> McpServer {
+        McpServer {
+            state,
+            default_scope,
+            log_level: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// A handler for a new session: same state, own log level.
+    pub(super) fn fresh(&self) -> McpServer {
+        McpServer::new(self.state.clone(), self.default_scope.clone())
+    }
+
+    fn scope(&self, cx: &RequestContext<RoleServer>) -> Result<Arc<SessionScope>, ErrorData> {
+        if let Some(parts) = cx.extensions.get::<http::request::Parts>() {
+            if let Some(scope) = parts.extensions.get::<Arc<SessionScope>>() {
+                return Ok(scope.clone());
+            }
+        }
+        self.default_scope
+            .clone()
+            .ok_or_else(|| ErrorData::internal_error("no session scope for this request", None))
+    }
+
+    /// Forwards the call's stderr lines as log messages (when enabled) and
+    /// builds the `CallToolResult`.
+    async fn finish(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        name: &str,
+        obs: Observation,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !obs.logs.stderr.is_empty() && self.logs_enabled(cx) {
+            for line in obs.logs.stderr.lines().take(MAX_LOG_LINES) {
+                let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(line))
+                    .with_logger(name.to_string());
+                let _ = cx.peer.notify_logging_message(param).await;
+            }
+        }
+        let mut result = listing::call_result(&obs);
+        if is_stateless(cx) {
+            result["resultType"] = json!("complete");
+        }
+        let result: CallToolResult = from_json(result)?;
+        Ok(result.into())
+    }
+
+    /// Whether stderr lines of a call go out as `notifications/message`.
+    fn logs_enabled(&self, cx: &RequestContext<RoleServer>) -> bool {
+        if let Some(level) = cx.meta.log_level() {
+            return rank(level) <= rank(LoggingLevel::Info);
+        }
+        if is_stateless(cx) {
+            return false;
+        }
+        match *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(level) => rank(level) <= rank(LoggingLevel::Info),
+            None => true,
+        }
+    }
+}
+
+fn is_stateless(cx: &RequestContext<RoleServer>) -> bool {
+    cx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// When the next progress heartbeat is due: 50 ms, then doubling up to 1 s.
+fn next_heartbeat(previous: Duration) -> Duration {
+    if previous.is_zero() {
+        Duration::from_millis(50)
+    } else {
+        (previous * 2).min(Duration::from_secs(1))
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(json!({"tools": {"listChanged": true}, "logging": {}}))
+                .expect("static capabilities");
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolhost runs WebAssembly tools in a sandbox. Every tools/call result's \
+                 structuredContent is an observation: check `status` (ok, error, denied, \
+                 partial, unknown) and, when not ok, `error.code`, `error.correctable` and \
+                 `error.retry`. `unknown` means an effect may have happened: settle before \
+                 retrying.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let scope = self.scope(&cx)?;
+        let generation = self.state.current();
+        let visible: Vec<(String, &Value)> = generation
+            .tools
+            .iter()
+            .filter(|(name, _)| scope.allows(name))
+            .map(|(name, def)| (name.clone(), def))
+            .collect();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (page, next) = listing::page(&visible, cursor, self.state.page_size)
+            .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
+        let mut result = json!({ "tools": page });
+        if let Some(next) = next {
+            result["nextCursor"] = Value::String(next);
+        }
+        if is_stateless(&cx) {
+            result["resultType"] = json!("complete");
+            result["ttlMs"] = json!(LIST_TTL_MS);
+            result["cacheScope"] = json!("private");
+        }
+        from_json(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let scope = self.scope(&cx)?;
+        let generation = self.state.current();
+        let name = request.name.to_string();
+        let Some(tool) = generation
+            .host
+            .catalog()
+            .get(&name)
+            .filter(|_| scope.allows(&name))
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`"),
+                Some(json!({ "tool": name })),
+            ));
+        };
+        let budget = self
+            .state
+            .defaults
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(match tool.descriptor.default_timeout_ms {
+                0 => Limits::default().timeout,
+                ms => Duration::from_millis(ms.into()),
+            });
+        let args = match request.arguments {
+            Some(map) => Value::Object(map).to_string(),
+            None => "{}".to_string(),
+        };
+        let progress = cx.meta.get_progress_token();
+        let cancel = CancelToken::default();
+        let mut opts = self.state.defaults.clone();
+        opts.call_id = Some(new_call_id());
+
+        let started = Instant::now();
+        let run_call = {
+            let cancel = cancel.clone();
+            let generation = generation.clone();
+            let name = name.clone();
+            move || {
+                let scope = Scope {
+                    workspace: &scope.workspace,
+                    grants: &scope.grants,
+                    net: scope.net.clone(),
+                    capability: None,
+                };
+                generation
+                    .host
+                    .call_cancellable(&name, &args, &scope, &opts, Some(&cancel))
+            }
+        };
+        let Some(token) = progress else {
+            // No progress to report: run on this worker (cheaper than a
+            // hop to the blocking pool) and let a small task relay a
+            // cancellation.
+            let relay = {
+                let ct = cx.ct.clone();
+                let cancel = cancel.clone();
+                tokio::spawn(async move {
+                    ct.cancelled().await;
+                    cancel.cancel();
+                })
+            };
+            let t0 = Instant::now();
+            let obs = tokio::task::block_in_place(run_call);
+            let t1 = t0.elapsed();
+            relay.abort();
+            let r = self.finish(&cx, &name, obs).await;
+            let t2 = t0.elapsed();
+            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            static A: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            static B: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            A.fetch_add(t1.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+            B.fetch_add(t2.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+            if n % 1000 == 0 {
+                eprintln!(
+                    "TIMING call {} us, call+finish {} us, pre {} us",
+                    A.load(std::sync::atomic::Ordering::Relaxed) / n,
+                    B.load(std::sync::atomic::Ordering::Relaxed) / n,
+                    started.elapsed().as_micros()
+                );
+            }
+            return r;
+        };
+        let mut run = tokio::task::spawn_blocking(run_call);
+        let notify = |progress: f64, message: String| {
+            let peer = cx.peer.clone();
+            let param = ProgressNotificationParam::new(token.clone(), progress)
+                .with_total(100.0)
+                .with_message(message);
+            async move {
+                let _ = peer.notify_progress(param).await;
+            }
+        };
+        notify(0.0, format!("{name}: started")).await;
+        let mut interval = Duration::ZERO;
+        let mut due = started;
+        let mut cancelled = false;
+        let obs: Observation = loop {
+            interval = next_heartbeat(interval);
+            due += interval;
+            tokio::select! {
+                done = &mut run => {
+                    break done.map_err(|e| ErrorData::internal_error(format!("the call thread failed: {e}"), None))?;
+                }
+                _ = cx.ct.cancelled(), if !cancelled => {
+                    cancel.cancel();
+                    cancelled = true;
+                }
+                _ = tokio::time::sleep_until(due.into()) => {
+                    let elapsed = started.elapsed();
+                    let share = (elapsed.as_secs_f64() / budget.as_secs_f64() * 100.0).min(99.0);
+                    notify(share, format!(
+                        "{name}: running, {:.2} s of a {:.1} s budget",
+                        elapsed.as_secs_f64(),
+                        budget.as_secs_f64()
+                    )).await;
+                }
+            }
+        };
+        notify(100.0, format!("{name}: {}", obs.status)).await;
+        self.finish(&cx, &name, obs).await
+    }
+
+    /// The published definition; rmcp checks `Mcp-Param-*` headers
+    /// (SEP-2243) of HTTP requests against its `x-mcp-header` properties.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let generation = self.state.current();
+        let i = generation
+            .tools
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        serde_json::from_value(generation.tools[i].1.clone()).ok()
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        // 2025-11-25 sessions: forward catalog changes to this peer until it
+        // goes away.
+        let peer = cx.peer.clone();
+        let mut changes = self.state.changed.subscribe();
+        tokio::spawn(async move {
+            while let Ok(()) | Err(RecvError::Lagged(_)) = changes.recv().await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.state.changed.subscribe();
+        loop {
+            tokio::select! {
+                _ = subscription.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if subscription.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+/// Serves one client on stdin/stdout until stdin closes.
+pub(super) async fn serve_stdio(
+    state: Arc<State>,
+    scope: Arc<SessionScope>,
+    max_message_bytes: usize,
+) -> anyhow::Result<()> {
+    let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
+        .with_max_line_length(max_message_bytes);
+    let server = McpServer::new(state, Some(scope));
+    let running = server
+        .serve(transport)
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP session failed to start: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP session ended with an error: {e}"))?;
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! Polls the plugin directory and reloads the catalog when its `*.wasm`
+//! files change (added, removed, or replaced: size or mtime differs).
+//!
+//! A change is acted on once two polls in a row see the same new listing,
+//! so a file still being written is not loaded half-way.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::{load, Plugins, State};
+use crate::sandbox::Sandbox;
+
+type Listing = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+fn scan(dir: &Path) -> Listing {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Listing::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "wasm"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            meta.is_file()
+                .then(|| (e.path(), (meta.len(), meta.modified().ok())))
+        })
+        .collect()
+}
+
+pub(super) fn spawn(
+    dir: PathBuf,
+    every: Duration,
+    sandbox: Sandbox,
+    plugins: Plugins,
+    state: Arc<State>,
+) {
+    let spawned = std::thread::Builder::new()
+        .name("toolhost-watch".into())
+        .spawn(move || {
+            let mut loaded = scan(&dir);
+            let mut pending: Option<Listing> = None;
+            loop {
+                std::thread::sleep(every);
+                let now = scan(&dir);
+                if now == loaded {
+                    pending = None;
+                    continue;
+                }
+                if pending.as_ref() != Some(&now) {
+                    pending = Some(now);
+                    continue;
+                }
+                eprintln!("toolhost: {} changed; reloading the plugins", dir.display());
+                let next = load(&sandbox, &plugins);
+                let count = next.tools.len();
+                if state.install(next) {
+                    eprintln!("toolhost: {count} tools now; notifying clients");
+                }
+                loaded = now;
+                pending = None;
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("toolhost: warning: cannot watch the plugin directory: {e}");
+    }
+}
