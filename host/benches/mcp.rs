@@ -66,6 +66,8 @@ fn check_ok(line: &str) {
 
 fn bench_stdio(plugins: &std::path::Path) -> Duration {
     let mut child = serve(plugins, &["--stdio"]);
+    let err = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || err.lines().for_each(drop));
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -182,9 +184,9 @@ impl HttpClient {
 
 fn bench_http(plugins: &std::path::Path) -> (Duration, f64) {
     let mut child = serve(plugins, &["--http", "127.0.0.1:0"]);
-    let err = BufReader::new(child.stderr.take().unwrap());
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut port = 0;
-    for line in err.lines() {
+    for line in err.by_ref() {
         let line = line.unwrap();
         if let Some(rest) = line.split("serving MCP on http://").nth(1) {
             port = rest
@@ -198,6 +200,8 @@ fn bench_http(plugins: &std::path::Path) -> (Duration, f64) {
         }
     }
     assert!(port != 0, "toolhost serve --http did not start");
+    // Keep draining stderr: a closed pipe would fail the server's logging.
+    std::thread::spawn(move || err.for_each(drop));
 
     let mut client = HttpClient::connect(port);
     let mut samples = Vec::with_capacity(SAMPLES);

@@ -106,10 +106,48 @@ pub(crate) struct Built {
     pub(crate) js: PathBuf,
 }
 
+/// Takes `target/languages/` for this process: two test runs in one tree
+/// (a developer's and an editor's, say) would otherwise overwrite each
+/// other's components and cache. The lock is a directory holding the
+/// owner's pid; it is taken over when that process is gone, so a crashed
+/// run never blocks the next. The process keeps it until it exits.
+fn lock_output_dir() {
+    let dir = repo_root().join("target/languages");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = dir.join(".lock");
+    let me = std::process::id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20 * 60);
+    loop {
+        if std::fs::create_dir(&lock).is_ok() {
+            std::fs::write(lock.join("pid"), &me).unwrap();
+            return;
+        }
+        let owner = std::fs::read_to_string(lock.join("pid")).unwrap_or_default();
+        if owner == me {
+            return;
+        }
+        let alive = !owner.is_empty() && Path::new("/proc").join(owner.trim()).exists();
+        if !alive {
+            // Stale (or half-written: give the owner a moment first).
+            std::thread::sleep(Duration::from_millis(500));
+            if std::fs::read_to_string(lock.join("pid")).unwrap_or_default() == owner {
+                let _ = std::fs::remove_dir_all(&lock);
+            }
+            continue;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "target/languages is locked by process {owner} for over 20 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// Builds both examples once per run, in parallel.
 pub(crate) fn built() -> &'static Built {
     static B: OnceLock<Built> = OnceLock::new();
     B.get_or_init(|| {
+        lock_output_dir();
         ensure_toolchains();
         let root = repo_root();
         std::fs::create_dir_all(root.join("target/languages")).unwrap();
@@ -142,6 +180,7 @@ fn cache_dir() -> PathBuf {
 fn sandbox() -> &'static Sandbox {
     static S: OnceLock<Sandbox> = OnceLock::new();
     S.get_or_init(|| {
+        lock_output_dir();
         let _ = std::fs::remove_dir_all(cache_dir());
         Sandbox::new(&SandboxConfig {
             cache_dir: Some(cache_dir()),

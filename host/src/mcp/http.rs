@@ -163,12 +163,12 @@ pub(super) async fn serve(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    eprintln!("toolhost: serving MCP on http://{local}/mcp");
+    log!("toolhost: serving MCP on http://{local}/mcp");
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("toolhost: accept failed: {e}");
+                log!("toolhost: accept failed: {e}");
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }

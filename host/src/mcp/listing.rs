@@ -2,16 +2,15 @@
 //!
 //! Everything here is deterministic and testable without a transport:
 //! the `Tool` object published for a catalog tool, cursor pagination over a
-//! name-ordered list, and the `CallToolResult` built from an observation.
+//! name-ordered list, and the content blocks of the output convention.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Tool;
 use crate::descriptor::SideEffect;
-use crate::observation::{Observation, Status};
 
 /// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
 pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
@@ -148,27 +147,10 @@ fn is_content_block(b: &Value) -> bool {
     }
 }
 
-/// The `CallToolResult` for an observation: `structuredContent` is the
-/// observation, mirrored as a JSON text block; `isError` for anything but
-/// `ok`.
-pub fn call_result(obs: &Observation) -> Value {
-    let structured = serde_json::to_value(obs).expect("observations serialize");
-    let mut content = if obs.status == Status::Ok {
-        content_blocks(obs.output.as_ref())
-    } else {
-        Vec::new()
-    };
-    content.push(json!({"type": "text", "text": structured.to_string()}));
-    json!({
-        "content": content,
-        "structuredContent": structured,
-        "isError": obs.status != Status::Ok,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn annotations_for_every_level() {

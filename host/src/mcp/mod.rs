@@ -37,6 +37,14 @@
 //! JSON-RPC error). Logs go to stderr. Who may do what is decided per request
 //! by a [`SessionPolicy`] from the bearer token.
 
+/// A line on stderr; a closed stderr is ignored rather than fatal.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod http;
 pub mod listing;
 mod server;
@@ -131,7 +139,7 @@ impl Plugins {
         if let Some(dir) = &self.dir {
             match Source::dir(dir) {
                 Ok(s) => sources.extend(s),
-                Err(e) => eprintln!("toolhost: cannot read {}: {e}", dir.display()),
+                Err(e) => log!("toolhost: cannot read {}: {e}", dir.display()),
             }
         }
         sources.extend(self.files.iter().cloned().map(Source::File));
@@ -259,14 +267,14 @@ impl State {
 fn load(sandbox: &Sandbox, plugins: &Plugins) -> Generation {
     let catalog = Catalog::load(sandbox, &plugins.sources(), &|plugin, event| {
         if let LoadEvent::Compiling { bytes } = event {
-            eprintln!(
+            log!(
                 "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
                 bytes as f64 / 1e6
             );
         }
     });
     for problem in catalog.problems() {
-        eprintln!("toolhost: warning: {problem}");
+        log!("toolhost: warning: {problem}");
     }
     Generation::new(Host::new(sandbox.clone(), catalog))
 }

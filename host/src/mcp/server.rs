@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
-    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{listing, SessionScope, State, LIST_TTL_MS};
-use crate::observation::Observation;
+use crate::observation::{Observation, Status};
 use crate::pipeline::{new_call_id, Scope};
 use crate::sandbox::{CancelToken, Limits};
 
@@ -74,11 +74,27 @@ impl McpServer {
                 let _ = cx.peer.notify_logging_message(param).await;
             }
         }
-        let mut result = listing::call_result(&obs);
-        if is_stateless(cx) {
-            result["resultType"] = json!("complete");
-        }
-        let result: CallToolResult = from_json(result)?;
+        // structuredContent is the observation, mirrored as the last text
+        // block; the tool's own content blocks (output convention) first.
+        let blocks = if obs.status == Status::Ok {
+            listing::content_blocks(obs.output.as_ref())
+        } else {
+            Vec::new()
+        };
+        let structured = serde_json::to_value(&obs)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut content: Vec<ContentBlock> = if blocks.is_empty() {
+            Vec::with_capacity(1)
+        } else {
+            from_json(Value::Array(blocks))?
+        };
+        content.push(ContentBlock::text(structured.to_string()));
+        let mut result = if obs.status == Status::Ok {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        };
+        result.structured_content = Some(structured);
         Ok(result.into())
     }
 
@@ -238,27 +254,9 @@ impl ServerHandler for McpServer {
                     cancel.cancel();
                 })
             };
-            let t0 = Instant::now();
             let obs = tokio::task::block_in_place(run_call);
-            let t1 = t0.elapsed();
             relay.abort();
-            let r = self.finish(&cx, &name, obs).await;
-            let t2 = t0.elapsed();
-            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            static A: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            static B: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            A.fetch_add(t1.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
-            B.fetch_add(t2.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
-            if n % 1000 == 0 {
-                eprintln!(
-                    "TIMING call {} us, call+finish {} us, pre {} us",
-                    A.load(std::sync::atomic::Ordering::Relaxed) / n,
-                    B.load(std::sync::atomic::Ordering::Relaxed) / n,
-                    started.elapsed().as_micros()
-                );
-            }
-            return r;
+            return self.finish(&cx, &name, obs).await;
         };
         let mut run = tokio::task::spawn_blocking(run_call);
         let notify = |progress: f64, message: String| {
@@ -326,9 +324,14 @@ impl ServerHandler for McpServer {
         let peer = cx.peer.clone();
         let mut changes = self.state.changed.subscribe();
         tokio::spawn(async move {
-            while let Ok(()) | Err(RecvError::Lagged(_)) = changes.recv().await {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            loop {
+                match changes.recv().await {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(RecvError::Closed) => break,
                 }
             }
         });

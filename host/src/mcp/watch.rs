@@ -52,17 +52,17 @@ pub(super) fn spawn(
                     pending = Some(now);
                     continue;
                 }
-                eprintln!("toolhost: {} changed; reloading the plugins", dir.display());
+                log!("toolhost: {} changed; reloading the plugins", dir.display());
                 let next = load(&sandbox, &plugins);
                 let count = next.tools.len();
                 if state.install(next) {
-                    eprintln!("toolhost: {count} tools now; notifying clients");
+                    log!("toolhost: {count} tools now; notifying clients");
                 }
                 loaded = now;
                 pending = None;
             }
         });
     if let Err(e) = spawned {
-        eprintln!("toolhost: warning: cannot watch the plugin directory: {e}");
+        log!("toolhost: warning: cannot watch the plugin directory: {e}");
     }
 }

@@ -93,7 +93,13 @@ impl CompileCache {
         }
         let (magic, digest) = header.split_at(MAGIC.len());
         if magic != MAGIC {
-            return Err(Miss::Corrupt);
+            // An entry of an older format is stale, not damaged: it is
+            // recompiled and overwritten without a warning.
+            return Err(if magic.starts_with(&MAGIC[..7]) {
+                Miss::Absent
+            } else {
+                Miss::Corrupt
+            });
         }
         let expected = usize::try_from(len - header.len() as u64).map_err(|_| Miss::Corrupt)?;
         let mut payload = Vec::new();
@@ -212,6 +218,11 @@ mod tests {
         *bad.last_mut().unwrap() ^= 1;
         std::fs::write(&p, &bad).unwrap();
         assert_eq!(cache.get(&p), Err(Miss::Corrupt));
+        // An entry of an older format is stale, not damaged.
+        let mut old = data.clone();
+        old[..8].copy_from_slice(b"THCWASM1");
+        std::fs::write(&p, &old).unwrap();
+        assert_eq!(cache.get(&p), Err(Miss::Absent));
         // Foreign file.
         std::fs::write(&p, b"\0asm\x0d\0\x01\0").unwrap();
         assert_eq!(cache.get(&p), Err(Miss::Corrupt));

@@ -288,7 +288,12 @@ impl Sandbox {
             .total_memories(n * 4)
             .total_tables(n * 8)
             .max_memories_per_component(8)
-            .max_memory_size(config.max_memory_bytes);
+            .max_memory_size(config.max_memory_bytes)
+            // Reset a reused slot's first pages in place instead of
+            // unmapping them: a fresh instance per call stays cheap.
+            .linear_memory_keep_resident(64 << 20)
+            .table_keep_resident(1 << 20)
+            .pagemap_scan(wasmtime::Enabled::Auto);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&c).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         start_epoch_ticker(&engine);

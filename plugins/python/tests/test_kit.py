@@ -200,6 +200,25 @@ class DispatchTest(unittest.TestCase):
             ok, e = call("nope", {})
             self.assertEqual(e["code"], "unknown_tool")
 
+    def test_dataclass_and_enum_values_in_and_out(self):
+        @dataclasses.dataclass
+        class Result:
+            color: Color
+            ratio: float
+            tags: List[str]
+
+        @tool(side_effect="read-only")
+        def color_pick(color: Color, ratio: float, tags: List[str]) -> Result:
+            """Echoes typed values."""
+            assert isinstance(color, Color) and isinstance(ratio, float)
+            return Result(color, ratio, tags)
+
+        self.assertEqual(spec("color_pick").converted, frozenset({"color", "ratio"}))
+        self.assertEqual(
+            call("color_pick", {"color": "blue", "ratio": 1, "tags": ["a"]}),
+            (True, '{"color":"blue","ratio":1.0,"tags":["a"]}'),
+        )
+
     def test_context_paths(self):
         ctx = Context("c", "/workspace")
         self.assertEqual(ctx.path("a/./b"), "/workspace/a/b")

@@ -20,6 +20,8 @@ from .schema import (
     DRAFT,
     KitError,
     convert,
+    json_default,
+    needs_convert,
     object_schema,
     path_access,
     schema_for,
@@ -145,6 +147,8 @@ class ToolSpec:
     ctx_param: str | None
     #: Argument name -> "read"/"write" for Path fields (top level).
     path_fields: dict[str, str]
+    #: Parameters whose JSON value must be converted (dataclass, enum, float).
+    converted: frozenset = frozenset()
     #: Text of the schemas, computed once.
     input_schema_json: str = ""
     output_schema_json: str | None = None
@@ -381,6 +385,8 @@ def _make_spec(f: Callable[..., Any], **o: Any) -> ToolSpec:
         ctx_param=ctx_param,
         path_fields=path_fields,
     )
+    if used_params is not None:
+        spec.converted = frozenset(k for k, tp in used_params.items() if needs_convert(tp))
     spec.input_schema_json = json.dumps(input_schema, separators=(",", ":"))
     spec.output_schema_json = (
         json.dumps(output_schema, separators=(",", ":")) if output_schema else None
@@ -453,7 +459,9 @@ def dispatch(
                 for key, value in raw.items():
                     if key not in spec.params:
                         raise TypeError(f"unknown argument {key!r}")
-                    kwargs[key] = convert(value, spec.params[key])
+                    if key in spec.converted:
+                        value = convert(value, spec.params[key])
+                    kwargs[key] = value
         except (TypeError, ValueError, KeyError) as e:
             return False, _error(
                 "invalid_arguments",
@@ -465,7 +473,11 @@ def dispatch(
         result = spec.fn(**kwargs)
         try:
             out = json.dumps(
-                to_jsonable(result), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+                result,
+                default=json_default,
+                ensure_ascii=False,
+                allow_nan=False,
+                separators=(",", ":"),
             )
         except (TypeError, ValueError) as e:
             raise RuntimeError(f"the tool's output is not JSON: {e}") from e

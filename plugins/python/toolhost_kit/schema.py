@@ -343,6 +343,32 @@ def convert(value: Any, tp: Any) -> Any:
     return value
 
 
+def needs_convert(tp: Any) -> bool:
+    """Whether ``convert`` does anything for values of this type (JSON
+    strings, integers, booleans, lists and literals arrive as they are)."""
+    tp, _ = _unwrap_annotated(tp)
+    inner, _ = _split_optional(tp)
+    inner, _ = _unwrap_annotated(inner)
+    if inner in (str, int, bool):
+        return False
+    if typing.get_origin(inner) is typing.Literal:
+        return False
+    if typing.get_origin(inner) is list:
+        return needs_convert(typing.get_args(inner)[0])
+    return True
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps(default=...)`` for dataclasses, enums, sets."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, enums and tuples as plain JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
