@@ -130,6 +130,31 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
+    // (e) the trivial call under a capability token: a session bound to a
+    // verified token; every call checks tool, expiry and limits.
+    let key = toolhost::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
+    let caveats: Vec<toolhost::capability::Caveat> = [
+        "tool=echo_value",
+        "right=read",
+        "read=data",
+        "fuel=1000000000",
+        "expires=4000000000",
+    ]
+    .iter()
+    .map(|c| c.parse().unwrap())
+    .collect();
+    let token = toolhost::capability::Token::mint(&key, &caveats)
+        .unwrap()
+        .encode();
+    let session =
+        toolhost::session::Session::open(&key, &token, Workspace::open(ws.dir.path()).unwrap())
+            .unwrap();
+    let e = measure(|| {
+        let obs = host.call_in(&session, "echo_value", r#"{"value":7}"#, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+
     println!(
         "{:<52} {:>10} {:>10} {:>10}",
         "benchmark", "median µs", "p90 µs", "min µs"
@@ -139,6 +164,7 @@ fn main() {
         ("(b) toolhost call, trivial tool", &b),
         ("(c) toolhost file_view, 4 KiB file", &c),
         ("(d) toolhost call, trivial idempotent tool (SQLite)", &d),
+        ("(e) toolhost call, trivial tool, with a 5-caveat token", &e),
     ] {
         println!(
             "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
@@ -148,6 +174,7 @@ fn main() {
         );
     }
     println!("ratio (b)/(a): {:.2}", us(b.median) / us(a.median));
+    println!("token call (e)/(b): {:.2}", us(e.median) / us(b.median));
     println!(
         "idempotency overhead (d)-(b): {:.1} µs",
         us(d.median) - us(b.median)

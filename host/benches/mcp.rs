@@ -47,11 +47,7 @@ fn serve(plugins: &std::path::Path, extra: &[&str]) -> Child {
         .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(if extra.contains(&"--stdio") {
-            Stdio::inherit()
-        } else {
-            Stdio::piped()
-        })
+        .stderr(Stdio::piped())
         .spawn()
         .expect("starting toolhost serve")
 }
