@@ -254,11 +254,7 @@ impl ServerHandler for McpServer {
                     cancel.cancel();
                 })
             };
-            let obs = if std::env::var_os("TH_INLINE").is_some() {
-                run_call()
-            } else {
-                tokio::task::block_in_place(run_call)
-            };
+            let obs = tokio::task::block_in_place(run_call);
             relay.abort();
             return self.finish(&cx, &name, obs).await;
         };
@@ -328,9 +324,14 @@ impl ServerHandler for McpServer {
         let peer = cx.peer.clone();
         let mut changes = self.state.changed.subscribe();
         tokio::spawn(async move {
-            while let Ok(()) | Err(RecvError::Lagged(_)) = changes.recv().await {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            loop {
+                match changes.recv().await {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(RecvError::Closed) => break,
                 }
             }
         });
