@@ -33,8 +33,8 @@
 //! Security: HTTP binds to loopback unless `--allow-remote`; `Origin` must be
 //! absent or `http(s)://localhost|127.0.0.1|[::1]` (any port), else 403; the
 //! `Host` header must be a loopback name; a message over `--max-message-bytes`
-//! (default 4 MiB) is refused (HTTP 413; on stdio the line is dropped with a
-//! JSON-RPC error). Logs go to stderr. Who may do what is decided per request
+//! (default 4 MiB) is refused (HTTP 413; on stdio the line is dropped
+//! unanswered, since its id cannot be read, and the session goes on). Logs go to stderr. Who may do what is decided per request
 //! by a [`SessionPolicy`] from the bearer token.
 
 /// A line on stderr; a closed stderr is ignored rather than fatal.

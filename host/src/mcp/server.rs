@@ -269,12 +269,10 @@ impl ServerHandler for McpServer {
             }
         };
         notify(0.0, format!("{name}: started")).await;
-        let mut interval = Duration::ZERO;
-        let mut due = started;
+        let mut interval = next_heartbeat(Duration::ZERO);
+        let mut due = started + interval;
         let mut cancelled = false;
         let obs: Observation = loop {
-            interval = next_heartbeat(interval);
-            due += interval;
             tokio::select! {
                 done = &mut run => {
                     break done.map_err(|e| ErrorData::internal_error(format!("the call thread failed: {e}"), None))?;
@@ -291,6 +289,8 @@ impl ServerHandler for McpServer {
                         elapsed.as_secs_f64(),
                         budget.as_secs_f64()
                     )).await;
+                    interval = next_heartbeat(interval);
+                    due += interval;
                 }
             }
         };
@@ -324,14 +324,9 @@ impl ServerHandler for McpServer {
         let peer = cx.peer.clone();
         let mut changes = self.state.changed.subscribe();
         tokio::spawn(async move {
-            loop {
-                match changes.recv().await {
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        if peer.notify_tool_list_changed().await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(RecvError::Closed) => break,
+            while let Ok(()) | Err(RecvError::Lagged(_)) = changes.recv().await {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
                 }
             }
         });
