@@ -63,13 +63,14 @@ INSPECTOR="$NPM_DIR/node_modules/@modelcontextprotocol/inspector/clients/launche
 echo "== toolhost and the conformance fixture plugin"
 if [ -z "${TOOLHOST_BIN:-}" ]; then
     timeout 1800 cargo build --locked --bin toolhost
-    TOOLHOST_BIN="$ROOT/target/debug/toolhost"
+    TOOLHOST_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/toolhost"
 fi
 timeout 1200 cargo build --release --locked --target wasm32-wasip2 \
     --manifest-path tests/plugins/Cargo.toml --target-dir target/guests -p tp-conformance
 FIXTURES="$ROOT/target/guests/wasm32-wasip2/release/tp_conformance.wasm"
 
-TMP="$(mktemp -d)"
+mkdir -p "$ROOT/target"
+TMP="$(mktemp -d "$ROOT/target/mcp-conformance-tmp.XXXXXX")"
 SERVER_PID=""
 cleanup() {
     if [ -n "$SERVER_PID" ]; then

@@ -395,7 +395,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 dir: cli.plugins.plugins_dir.clone(),
                 files: cli.plugins.plugins.clone(),
             };
-            toolhost::mcp::run(sandbox, plugins, args)?;
+            toolhost::mcp::run(sandbox, plugins, args, root_key(&cli.plugins).ok())?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -644,7 +644,18 @@ fn stateless_meta() -> Value {
     })
 }
 
-fn stateless(server: &HttpServer, id: i64, method: &str, mut params: Value) -> Response {
+fn stateless(server: &HttpServer, id: i64, method: &str, params: Value) -> Response {
+    stateless_as(server, None, id, method, params)
+}
+
+/// A stateless request, with `Authorization: Bearer` when `token` is given.
+fn stateless_as(
+    server: &HttpServer,
+    token: Option<&str>,
+    id: i64,
+    method: &str,
+    mut params: Value,
+) -> Response {
     params["_meta"] = stateless_meta();
     let name = params["name"].as_str().unwrap_or_default().to_string();
     let mut headers = vec![
@@ -653,6 +664,10 @@ fn stateless(server: &HttpServer, id: i64, method: &str, mut params: Value) -> R
     ];
     if method == "tools/call" {
         headers.push(("Mcp-Name", &name));
+    }
+    let auth = token.map(|t| format!("Bearer {t}"));
+    if let Some(auth) = &auth {
+        headers.push(("Authorization", auth));
     }
     server.post_json(
         &headers,
@@ -832,4 +847,76 @@ fn http_session_gets_list_changed_after_replacing_a_plugin() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"test_simple_text"), "{names:?}");
+}
+
+/// Mints a capability token with the `toolhost cap mint` command.
+fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--key-file")
+        .arg(key)
+        .args(["cap", "mint"])
+        .args(caveats)
+        .output()
+        .expect("running toolhost cap mint");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn http_a_narrower_token_sees_and_calls_fewer_tools() {
+    let setup = Setup::new(&["tp_conformance"]);
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("root.key");
+    let broad = mint(&key, &["--tool", "*", "--read", "pub"]);
+    let narrow = mint(&key, &["--tool", "file_view", "--read", "pub"]);
+    let key_arg = key.to_str().unwrap();
+    let server = HttpServer::start(&setup, &["--require-token", "--key-file", key_arg]);
+    let names = |token: &str| -> Vec<String> {
+        let list = stateless_as(&server, Some(token), 1, "tools/list", json!({})).reply();
+        list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = names(&broad);
+    assert!(all.contains(&"test_simple_text".to_string()), "{all:?}");
+    assert!(all.contains(&"file_view".to_string()), "{all:?}");
+    assert_eq!(names(&narrow), vec!["file_view"]);
+
+    // The narrow client cannot call what it cannot see; what it can see
+    // runs inside its token's prefixes.
+    let call = |token: &str, id: i64, tool: &str, args: Value| {
+        stateless_as(
+            &server,
+            Some(token),
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+        )
+        .reply()
+    };
+    let r = call(&narrow, 2, "test_simple_text", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = call(&broad, 3, "test_simple_text", json!({}));
+    assert_eq!(observation_of(&r)["status"], "ok");
+    let r = call(&narrow, 4, "file_view", json!({"path": "pub/a.txt"}));
+    assert_eq!(observation_of(&r)["status"], "ok", "{r}");
+    let r = call(&narrow, 5, "file_view", json!({"path": "secret/b.txt"}));
+    assert_eq!(observation_of(&r)["status"], "denied", "{r}");
+
+    // No token, or a forged one: 401.
+    let r = stateless(&server, 6, "tools/list", json!({}));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let mut forged = narrow.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let r = stateless_as(&server, Some(&forged), 7, "tools/list", json!({}));
+    assert_eq!(r.status, 401, "{}", r.body);
 }

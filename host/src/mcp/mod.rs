@@ -34,8 +34,12 @@
 //! absent or `http(s)://localhost|127.0.0.1|[::1]` (any port), else 403; the
 //! `Host` header must be a loopback name; a message over `--max-message-bytes`
 //! (default 4 MiB) is refused (HTTP 413; on stdio the line is dropped
-//! unanswered, since its id cannot be read, and the session goes on). Logs go to stderr. Who may do what is decided per request
-//! by a [`SessionPolicy`] from the bearer token.
+//! unanswered, since its id cannot be read, and the session goes on). Logs
+//! go to stderr. Who may do what is decided per request by a
+//! [`SessionPolicy`] from the bearer token: [`TokenPolicy`] binds a client
+//! that presents a capability token to a session on it (fewer tools, the
+//! token's grants and limits), and gives the others the command-line grants
+//! (or 401 with `--require-token`).
 
 /// A line on stderr; a closed stderr is ignored rather than fatal.
 macro_rules! log {
@@ -50,20 +54,22 @@ pub mod listing;
 mod server;
 mod watch;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::capability::RootKey;
 use crate::catalog::{Catalog, Source};
 use crate::paths::{Grants, Workspace};
 use crate::pipeline::{CallOptions, Host};
 use crate::sandbox::{LoadEvent, Sandbox};
+use crate::session::{Session, Verifier};
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -108,6 +114,14 @@ pub struct ServeArgs {
     /// Output size limit of every call (default: each tool's own).
     #[arg(long, value_name = "N")]
     pub max_output_bytes: Option<usize>,
+    /// Capability token of the stdio client (HTTP clients send theirs as
+    /// `Authorization: Bearer …`). Verified with the host's root key.
+    #[arg(long, value_name = "TOKEN", env = "TOOLHOST_TOKEN")]
+    pub token: Option<String>,
+    /// Refuse clients without a valid capability token (HTTP 401) instead of
+    /// giving them the command-line grants.
+    #[arg(long)]
+    pub require_token: bool,
     /// Largest incoming message, in bytes.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
@@ -148,7 +162,7 @@ impl Plugins {
 }
 
 /// What one client session may see and touch.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionScope {
     pub workspace: Workspace,
     pub grants: Grants,
@@ -156,12 +170,21 @@ pub struct SessionScope {
     pub net: Vec<String>,
     /// Tools the session may list and call; `None` means all of them.
     pub tools: Option<BTreeSet<String>>,
+    /// The verified capability token the client presented: when set, the
+    /// token decides the visible tools, the grants and the limits of every
+    /// call ([`Host::call_in`](crate::pipeline::Host::call_in)), and
+    /// `workspace`/`grants`/`net` above are not used.
+    pub session: Option<Arc<Session>>,
 }
 
 impl SessionScope {
     /// Whether the session may see and call `tool`.
     pub fn allows(&self, tool: &str) -> bool {
         self.tools.as_ref().is_none_or(|t| t.contains(tool))
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|s| s.grant().allows_tool(tool))
     }
 }
 
@@ -184,6 +207,68 @@ pub struct FixedScope(pub Arc<SessionScope>);
 impl SessionPolicy for FixedScope {
     fn scope_for(&self, _bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized> {
         Ok(self.0.clone())
+    }
+}
+
+/// Capability tokens: a client presenting a bearer token gets a session
+/// bound to it (verified with the host's root key; sessions are cached per
+/// token, so `max_calls` counts across requests); a client without one gets
+/// `fallback`, or 401 when there is none.
+pub struct TokenPolicy {
+    pub verifier: Box<dyn Verifier + Send + Sync>,
+    /// The workspace tokens' path prefixes are relative to.
+    pub workspace: PathBuf,
+    pub fallback: Option<Arc<SessionScope>>,
+    sessions: Mutex<HashMap<String, Arc<SessionScope>>>,
+}
+
+/// Most cached token sessions; the cache starts over beyond it.
+const MAX_CACHED_SESSIONS: usize = 1024;
+
+impl TokenPolicy {
+    pub fn new(
+        verifier: Box<dyn Verifier + Send + Sync>,
+        workspace: PathBuf,
+        fallback: Option<Arc<SessionScope>>,
+    ) -> TokenPolicy {
+        TokenPolicy {
+            verifier,
+            workspace,
+            fallback,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl SessionPolicy for TokenPolicy {
+    fn scope_for(&self, bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized> {
+        let Some(token) = bearer.filter(|t| !t.is_empty()) else {
+            return self
+                .fallback
+                .clone()
+                .ok_or_else(|| Unauthorized("a capability token is required".into()));
+        };
+        let mut cache = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(scope) = cache.get(token) {
+            return Ok(scope.clone());
+        }
+        let workspace =
+            Workspace::open(&self.workspace).map_err(|e| Unauthorized(e.to_string()))?;
+        let session = Session::open(self.verifier.as_ref(), token, workspace)
+            .map_err(|e| Unauthorized(e.to_string()))?;
+        let scope = Arc::new(SessionScope {
+            workspace: session.workspace().clone(),
+            grants: Grants::new(session.workspace(), &[], &[])
+                .map_err(|e| Unauthorized(e.to_string()))?,
+            net: Vec::new(),
+            tools: None,
+            session: Some(Arc::new(session)),
+        });
+        if cache.len() >= MAX_CACHED_SESSIONS {
+            cache.clear();
+        }
+        cache.insert(token.to_string(), scope.clone());
+        Ok(scope)
     }
 }
 
@@ -280,8 +365,14 @@ fn load(sandbox: &Sandbox, plugins: &Plugins) -> Generation {
 }
 
 /// Runs `toolhost serve` until stdin closes (stdio) or the process is
-/// stopped (HTTP).
-pub fn run(sandbox: Sandbox, plugins: Plugins, args: ServeArgs) -> Result<()> {
+/// stopped (HTTP). With a root key, clients may present capability tokens
+/// ([`TokenPolicy`]); without one, every client gets the command-line grants.
+pub fn run(
+    sandbox: Sandbox,
+    plugins: Plugins,
+    args: ServeArgs,
+    root_key: Option<RootKey>,
+) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
     let read: Vec<&str> = args.allow_read.iter().map(String::as_str).collect();
@@ -293,8 +384,20 @@ pub fn run(sandbox: Sandbox, plugins: Plugins, args: ServeArgs) -> Result<()> {
         grants,
         net: args.allow_net.clone(),
         tools: None,
+        session: None,
     });
-    serve(sandbox, plugins, args, Arc::new(FixedScope(scope)))
+    let policy: Arc<dyn SessionPolicy> = match root_key {
+        Some(key) => Arc::new(TokenPolicy::new(
+            Box::new(key),
+            args.workspace.clone(),
+            (!args.require_token).then_some(scope),
+        )),
+        None if args.require_token || args.token.is_some() => {
+            bail!("capability tokens need the root key (--key-file or TOOLHOST_ROOT_KEY)")
+        }
+        None => Arc::new(FixedScope(scope)),
+    };
+    serve(sandbox, plugins, args, policy)
 }
 
 /// [`run`] with a custom [`SessionPolicy`].
@@ -350,7 +453,7 @@ pub fn serve(
             }
             None => {
                 let scope = policy
-                    .scope_for(None)
+                    .scope_for(args.token.as_deref())
                     .map_err(|e| anyhow::anyhow!("no scope for the stdio client: {}", e.0))?;
                 server::serve_stdio(state, scope, args.max_message_bytes).await
             }

@@ -231,6 +231,15 @@ impl ServerHandler for McpServer {
             let generation = generation.clone();
             let name = name.clone();
             move || {
+                if let Some(session) = &scope.session {
+                    return generation.host.call_in_cancellable(
+                        session,
+                        &name,
+                        &args,
+                        &opts,
+                        Some(&cancel),
+                    );
+                }
                 let scope = Scope {
                     workspace: &scope.workspace,
                     grants: &scope.grants,
