@@ -434,11 +434,18 @@ pub fn serve(
             state.clone(),
         );
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("toolhost-mcp")
-        .build()
-        .context("starting the async runtime")?;
+    // One stdio client: a single-threaded runtime saves the cross-thread
+    // wake-ups between rmcp's tasks; calls run on the blocking pool. HTTP
+    // serves many clients at once: one worker per core.
+    let rt = if args.http.is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    }
+    .enable_all()
+    .thread_name("toolhost-mcp")
+    .build()
+    .context("starting the async runtime")?;
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {

@@ -251,6 +251,29 @@ impl ServerHandler for McpServer {
                     .call_cancellable(&name, &args, &scope, &opts, Some(&cancel))
             }
         };
+        let multi_thread = matches!(
+            tokio::runtime::Handle::current().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::MultiThread
+        );
+        let progress = match progress {
+            // On a single-threaded runtime, a call without progress still
+            // needs the blocking pool; report nothing for it.
+            None if !multi_thread => {
+                let mut run = tokio::task::spawn_blocking(run_call);
+                let obs = tokio::select! {
+                    done = &mut run => done,
+                    _ = cx.ct.cancelled() => {
+                        cancel.cancel();
+                        run.await
+                    }
+                }
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("the call thread failed: {e}"), None)
+                })?;
+                return self.finish(&cx, &name, obs).await;
+            }
+            p => p,
+        };
         let Some(token) = progress else {
             // No progress to report: run on this worker (cheaper than a
             // hop to the blocking pool) and let a small task relay a
