@@ -18,7 +18,9 @@ use wasmtime::component::Instance;
 use wasmtime::Store;
 
 use super::http::NetPolicy;
-use super::{classify_trap, CallRequest, Failure, Logs, Plugin, State, ToolError, Usage};
+use super::{
+    classify_trap, collect_logs, CallRequest, Failure, Logs, Plugin, State, ToolError, Usage,
+};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -191,28 +193,7 @@ impl Plugin {
             output_bytes: 0,
         };
         let result = ran.map_err(|e| classify_trap(&e, &store));
-        let (net_denied, net_denied_omitted) = net.denials();
-        let logs = {
-            let state = store.data();
-            let (stdout, stdout_omitted) = state.stdout.take();
-            let (guest_stderr, stderr_omitted) = state.stderr.take();
-            let mut stderr = Vec::new();
-            for line in &net_denied {
-                stderr.extend_from_slice(format!("toolhost: {line}\n").as_bytes());
-            }
-            if net_denied_omitted > 0 {
-                stderr.extend_from_slice(
-                    format!("toolhost: {net_denied_omitted} more requests refused\n").as_bytes(),
-                );
-            }
-            stderr.extend_from_slice(&guest_stderr);
-            Logs {
-                stdout,
-                stdout_omitted,
-                stderr,
-                stderr_omitted,
-            }
-        };
+        let logs = collect_logs(&store, &net);
         EffectOutcome {
             result,
             usage,

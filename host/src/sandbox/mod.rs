@@ -589,27 +589,7 @@ impl Plugin {
             Err(e) => Err(classify_trap(&e, &store)),
         };
         let (net_denied, net_denied_omitted) = net.denials();
-        let logs = {
-            let state = store.data();
-            let (stdout, stdout_omitted) = state.stdout.take();
-            let (guest_stderr, stderr_omitted) = state.stderr.take();
-            let mut stderr = Vec::new();
-            for line in &net_denied {
-                stderr.extend_from_slice(format!("toolhost: {line}\n").as_bytes());
-            }
-            if net_denied_omitted > 0 {
-                stderr.extend_from_slice(
-                    format!("toolhost: {net_denied_omitted} more requests refused\n").as_bytes(),
-                );
-            }
-            stderr.extend_from_slice(&guest_stderr);
-            Logs {
-                stdout,
-                stdout_omitted,
-                stderr,
-                stderr_omitted,
-            }
-        };
+        let logs = collect_logs(&store, &net);
         usage.wall_time = start.elapsed();
         CallOutcome {
             result,
@@ -618,6 +598,31 @@ impl Plugin {
             net_denied,
             net_denied_omitted,
         }
+    }
+}
+
+/// The captured output of a finished store: the host's network refusals
+/// first, then the guest's stderr.
+fn collect_logs(store: &Store<State>, net: &NetPolicy) -> Logs {
+    let (net_denied, net_denied_omitted) = net.denials();
+    let state = store.data();
+    let (stdout, stdout_omitted) = state.stdout.take();
+    let (guest_stderr, stderr_omitted) = state.stderr.take();
+    let mut stderr = Vec::new();
+    for line in &net_denied {
+        stderr.extend_from_slice(format!("toolhost: {line}\n").as_bytes());
+    }
+    if net_denied_omitted > 0 {
+        stderr.extend_from_slice(
+            format!("toolhost: {net_denied_omitted} more requests refused\n").as_bytes(),
+        );
+    }
+    stderr.extend_from_slice(&guest_stderr);
+    Logs {
+        stdout,
+        stdout_omitted,
+        stderr,
+        stderr_omitted,
     }
 }
 
