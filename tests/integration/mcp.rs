@@ -383,8 +383,6 @@ fn cpu_during(pid: u32, window: Duration) -> Duration {
 }
 
 #[test]
-#[ignore = "needs sandbox::Plugin::call_cancellable to check the token every epoch tick \
-            (today the callback first runs at the deadline); see docs/mcp.md"]
 fn stdio_cancellation_stops_the_running_instance() {
     let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
     let mut s = StdioServer::initialized(

@@ -324,6 +324,11 @@ pub(crate) struct State {
     pub changed: broadcast::Sender<()>,
     pub defaults: CallOptions,
     pub page_size: usize,
+    /// Calls running at once: two per core. Many more only make instances
+    /// fight for the cores (and the allocator), each call getting slower;
+    /// the rest wait their turn without holding a thread. (Two, not one, so
+    /// that a slow call does not hold up every quick one.)
+    pub running: tokio::sync::Semaphore,
 }
 
 impl State {
@@ -424,6 +429,9 @@ pub fn serve(
             ..CallOptions::default()
         },
         page_size: args.page_size.max(1),
+        running: tokio::sync::Semaphore::new(
+            2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+        ),
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(

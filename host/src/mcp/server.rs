@@ -193,6 +193,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Wait for a free core without holding a thread.
+        let _running = self.state.running.acquire().await;
         let scope = self.scope(&cx)?;
         let generation = self.state.current();
         let name = request.name.to_string();
@@ -395,8 +397,10 @@ pub(super) async fn serve_stdio(
     scope: Arc<SessionScope>,
     max_message_bytes: usize,
 ) -> anyhow::Result<()> {
-    let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
-        .with_max_line_length(max_message_bytes);
+    // Non-blocking pipes on the reactor when stdin/stdout are FIFOs (as MCP
+    // clients launch servers): no hop through the blocking pool per message.
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let transport = AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes);
     let server = McpServer::new(state, Some(scope));
     let running = server
         .serve(transport)

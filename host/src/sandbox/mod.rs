@@ -552,6 +552,9 @@ impl Plugin {
                 }
                 Ok(wasmtime::UpdateDeadline::Continue(1))
             });
+            // Check the token at every tick; the callback enforces the
+            // deadline itself from here on.
+            store.set_epoch_deadline(1);
         }
         let ctx = wit::CallContext {
             call_id: req.call_id.to_string(),
