@@ -145,7 +145,7 @@ impl Host {
             return fail(
                 ErrorCode::IdempotencyKeyRequired,
                 format!(
-                    "`{name}` is {} and runs only with an idempotency key: pass the trajectory id, turn and call id (or an explicit key) so a retry of the same logical call is recognised",
+                    "`{name}` is {} and runs only with an idempotency key: pass the trajectory id, turn and call id (or an explicit key; over MCP in `_meta`, see docs/mcp.md) so a retry of the same logical call is recognised",
                     level.as_str()
                 ),
             );
@@ -377,7 +377,7 @@ impl Host {
         let Some(token) = token else {
             return fail(
                 ErrorCode::ApprovalRequired,
-                "this tool is irreversible: plan the call first (toolhost plan), show the plan for approval, then call again with its plan token",
+                "this tool is irreversible: plan the call first (a dry run: `toolhost plan`, or `_meta[\"dev.toolhost/dry_run\"]: true` over MCP), have the plan approved, then call again with its plan token (`--plan-token`, or `_meta[\"dev.toolhost/plan_token\"]`)",
             );
         };
         let Some((payload_b64, sig)) = token.split_once('.') else {

@@ -395,7 +395,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 dir: cli.plugins.plugins_dir.clone(),
                 files: cli.plugins.plugins.clone(),
             };
-            toolhost::mcp::run(sandbox, plugins, args, root_key(&cli.plugins).ok())?;
+            let records = records(&cli.plugins)?;
+            toolhost::mcp::run(
+                sandbox,
+                plugins,
+                args,
+                root_key(&cli.plugins).ok(),
+                Some(records),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -19,11 +19,13 @@ use crate::support::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A workspace with a granted `pub/` and an ungranted `secret/`, and a
-/// plugin directory holding `plugins`.
+/// A workspace with a granted `pub/` and an ungranted `secret/`, a plugin
+/// directory holding `plugins`, and the server's own root key and record
+/// store.
 struct Setup {
     ws: Ws,
     plugins: tempfile::TempDir,
+    state: tempfile::TempDir,
 }
 
 impl Setup {
@@ -35,7 +37,11 @@ impl Setup {
         for p in plugins {
             std::fs::copy(test_plugin(p), dir.path().join(format!("{p}.wasm"))).unwrap();
         }
-        Setup { ws, plugins: dir }
+        Setup {
+            ws,
+            plugins: dir,
+            state: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn command(&self, extra: &[&str]) -> Command {
@@ -48,6 +54,10 @@ impl Setup {
             .arg(self.plugins.path())
             .arg("--cache-dir")
             .arg(repo_root().join("target/test-compile-cache"))
+            .arg("--key-file")
+            .arg(self.state.path().join("root.key"))
+            .arg("--store")
+            .arg(self.state.path().join("records.sqlite"))
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -408,6 +418,206 @@ fn stdio_cancellation_stops_the_running_instance() {
     let r = s.call(41, "test_simple_text", json!({}));
     assert_eq!(observation_of(&r)["status"], "ok");
     assert!(s.seen.iter().all(|m| m["id"] != 40), "{:?}", s.seen);
+}
+
+/// `tools/call` with toolhost's `_meta` keys.
+fn call_with_meta(s: &mut StdioServer, id: i64, tool: &str, args: Value, meta: Value) -> Value {
+    s.request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": args, "_meta": meta}),
+    )
+}
+
+#[test]
+fn stdio_side_effecting_calls_are_recorded_and_deduplicated() {
+    let setup = Setup::new(&["tp_effects"]);
+    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
+    let ids = json!({"dev.toolhost/trajectory_id": "t-1", "dev.toolhost/turn": 2, "dev.toolhost/call_id": "c-1"});
+    let args = json!({"path": "pub/n"});
+    let first = observation_of(&call_with_meta(
+        &mut s,
+        1,
+        "count_calls",
+        args.clone(),
+        ids.clone(),
+    ));
+    assert_eq!(first["status"], "ok", "{first}");
+    assert_eq!(first["call_id"], "c-1");
+    assert_eq!(first["output"]["count"], 1);
+    assert_eq!(first["effects"]["replayed"], false, "{first}");
+    // The client's retry of the same logical call: the recorded result.
+    let again = observation_of(&call_with_meta(&mut s, 2, "count_calls", args.clone(), ids));
+    assert_eq!(again["effects"]["replayed"], true, "{again}");
+    assert_eq!(again["output"], first["output"]);
+    assert_eq!(
+        again["effects"]["idempotency_key"],
+        first["effects"]["idempotency_key"]
+    );
+    assert_eq!(setup.ws.read("pub/n").len(), 1, "ran once");
+
+    // Without ids every request is its own call, recorded under its own key;
+    // sending that key back replays it.
+    let a = observation_of(&s.call(3, "count_calls", args.clone()));
+    let b = observation_of(&s.call(4, "count_calls", args.clone()));
+    assert_eq!(
+        (a["output"]["count"].clone(), b["output"]["count"].clone()),
+        (json!(2), json!(3))
+    );
+    let key = b["effects"]["idempotency_key"]
+        .as_str()
+        .expect("a key")
+        .to_string();
+    assert_ne!(
+        a["effects"]["idempotency_key"],
+        b["effects"]["idempotency_key"]
+    );
+    let retry = observation_of(&call_with_meta(
+        &mut s,
+        5,
+        "count_calls",
+        args.clone(),
+        json!({"dev.toolhost/idempotency_key": key}),
+    ));
+    assert_eq!(retry["effects"]["replayed"], true, "{retry}");
+    assert_eq!(retry["output"]["count"], 3);
+    // The same key with other arguments is a conflict, not a replay.
+    let other = observation_of(&call_with_meta(
+        &mut s,
+        6,
+        "count_calls",
+        json!({"path": "pub/m"}),
+        json!({"dev.toolhost/idempotency_key": key}),
+    ));
+    assert_eq!(other["error"]["code"], "idempotency_conflict", "{other}");
+    assert_eq!(setup.ws.read("pub/n").len(), 3);
+    assert!(!setup.ws.dir.path().join("pub/m").exists());
+}
+
+#[test]
+fn stdio_irreversible_calls_need_the_plan_from_a_dry_run() {
+    let setup = Setup::new(&[]);
+    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
+    let args = json!({"path": "pub/a.txt"});
+    let refused = observation_of(&s.call(1, "file_delete", args.clone()));
+    assert_eq!(refused["error"]["code"], "approval_required", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("dev.toolhost/dry_run"),
+        "{refused}"
+    );
+    assert!(setup.ws.dir.path().join("pub/a.txt").exists());
+    let plan = observation_of(&call_with_meta(
+        &mut s,
+        2,
+        "file_delete",
+        args.clone(),
+        json!({"dev.toolhost/dry_run": true}),
+    ));
+    assert_eq!(plan["status"], "ok", "{plan}");
+    assert!(
+        setup.ws.dir.path().join("pub/a.txt").exists(),
+        "a dry run deletes nothing"
+    );
+    let token = plan["output"]["plan_token"]
+        .as_str()
+        .expect("a plan token")
+        .to_string();
+    // The approval is for these arguments only.
+    let elsewhere = observation_of(&call_with_meta(
+        &mut s,
+        3,
+        "file_delete",
+        json!({"path": "pub/other.txt"}),
+        json!({"dev.toolhost/plan_token": token}),
+    ));
+    assert_eq!(elsewhere["status"], "denied", "{elsewhere}");
+    let done = observation_of(&call_with_meta(
+        &mut s,
+        4,
+        "file_delete",
+        args,
+        json!({"dev.toolhost/plan_token": token}),
+    ));
+    assert_eq!(done["status"], "ok", "{done}");
+    assert!(!setup.ws.dir.path().join("pub/a.txt").exists());
+}
+
+#[test]
+fn stdio_malformed_toolhost_meta_is_a_json_rpc_error() {
+    let setup = Setup::new(&["tp_effects"]);
+    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
+    let r = call_with_meta(
+        &mut s,
+        1,
+        "count_calls",
+        json!({"path": "pub/n"}),
+        json!({"dev.toolhost/trajectory_id": "t", "dev.toolhost/turn": "two", "dev.toolhost/call_id": "c"}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["data"]["field"], "_meta.dev.toolhost/turn",
+        "{r}"
+    );
+    assert_eq!(
+        r["error"]["data"]["actual"], "a string of 3 characters",
+        "{r}"
+    );
+    let r = call_with_meta(
+        &mut s,
+        2,
+        "count_calls",
+        json!({"path": "pub/n"}),
+        json!({"dev.toolhost/trajectory_id": "t"}),
+    );
+    assert_eq!(
+        r["error"]["data"]["field"], "_meta.dev.toolhost/call_id",
+        "{r}"
+    );
+    assert!(!setup.ws.dir.path().join("pub/n").exists(), "nothing ran");
+}
+
+#[test]
+fn stdio_cancelled_side_effect_is_in_doubt_not_retried() {
+    let setup = Setup::new(&["tp_effects"]);
+    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
+    let ids = json!({"dev.toolhost/trajectory_id": "t", "dev.toolhost/call_id": "c"});
+    let args = json!({"path": "pub/log", "line": "paid", "hold_ms": 30000});
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "append_line_no_probe", "arguments": args, "_meta": ids}}));
+    // The effect happens first, then the tool holds.
+    let deadline = Instant::now() + WAIT;
+    while !setup.ws.dir.path().join("pub/log").exists() {
+        assert!(Instant::now() < deadline, "the append never happened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+    );
+    // The retry of the same logical call is refused, not run again.
+    let start = Instant::now();
+    let retry = loop {
+        let r = observation_of(&call_with_meta(
+            &mut s,
+            2,
+            "append_line_no_probe",
+            args.clone(),
+            ids.clone(),
+        ));
+        if r["error"]["code"] != "in_flight" || start.elapsed() > WAIT {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(retry["error"]["code"], "in_doubt", "{retry}");
+    assert_eq!(retry["error"]["retry"], "after_settlement", "{retry}");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "the cancel did not stop the hold"
+    );
+    assert_eq!(setup.ws.read("pub/log"), b"paid\n", "appended once");
 }
 
 #[test]
@@ -867,12 +1077,10 @@ fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
 #[test]
 fn http_a_narrower_token_sees_and_calls_fewer_tools() {
     let setup = Setup::new(&["tp_conformance"]);
-    let keys = tempfile::tempdir().unwrap();
-    let key = keys.path().join("root.key");
+    let key = setup.state.path().join("root.key");
     let broad = mint(&key, &["--tool", "*", "--read", "pub"]);
     let narrow = mint(&key, &["--tool", "file_view", "--read", "pub"]);
-    let key_arg = key.to_str().unwrap();
-    let server = HttpServer::start(&setup, &["--require-token", "--key-file", key_arg]);
+    let server = HttpServer::start(&setup, &["--require-token"]);
     let names = |token: &str| -> Vec<String> {
         let list = stateless_as(&server, Some(token), 1, "tools/list", json!({})).reply();
         list["result"]["tools"]

@@ -18,8 +18,10 @@
 //!   `notifications/progress` while the call runs (0 at the start, the share
 //!   of the wall-clock budget used so far, 100 at the end);
 //!   `notifications/cancelled` stops the running instance (a side-effecting
-//!   call stopped that way is `unknown`). Content blocks: see
-//!   [`listing::content_blocks`].
+//!   call stopped that way is `unknown`). Side-effecting calls go through
+//!   the record store under the idempotency key the client sends in
+//!   `_meta`, and irreversible ones need the plan token of a dry run (see
+//!   [`call_meta`]). Content blocks: see [`listing::content_blocks`].
 //! - Logging: a call's captured stderr lines are forwarded as
 //!   `notifications/message` (level `info`, logger = tool name) after the
 //!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
@@ -49,6 +51,7 @@ macro_rules! log {
     }};
 }
 
+pub mod call_meta;
 mod http;
 pub mod listing;
 mod server;
@@ -66,6 +69,7 @@ use tokio::sync::broadcast;
 
 use crate::capability::RootKey;
 use crate::catalog::{Catalog, Source};
+use crate::effects::Records;
 use crate::paths::{Grants, Workspace};
 use crate::pipeline::{CallOptions, Host};
 use crate::sandbox::{LoadEvent, Sandbox};
@@ -324,6 +328,8 @@ pub(crate) struct State {
     pub changed: broadcast::Sender<()>,
     pub defaults: CallOptions,
     pub page_size: usize,
+    /// The idempotency record store every generation's host uses.
+    pub records: Option<Records>,
     /// Calls running at once: two per core. Many more only make instances
     /// fight for the cores (and the allocator), each call getting slower;
     /// the rest wait their turn without holding a thread. (Two, not one, so
@@ -354,7 +360,7 @@ impl State {
     }
 }
 
-fn load(sandbox: &Sandbox, plugins: &Plugins) -> Generation {
+fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Generation {
     let catalog = Catalog::load(sandbox, &plugins.sources(), &|plugin, event| {
         if let LoadEvent::Compiling { bytes } = event {
             log!(
@@ -366,17 +372,25 @@ fn load(sandbox: &Sandbox, plugins: &Plugins) -> Generation {
     for problem in catalog.problems() {
         log!("toolhost: warning: {problem}");
     }
-    Generation::new(Host::new(sandbox.clone(), catalog))
+    let host = Host::new(sandbox.clone(), catalog);
+    Generation::new(match records {
+        Some(r) => host.with_records(r.clone()),
+        None => host,
+    })
 }
 
 /// Runs `toolhost serve` until stdin closes (stdio) or the process is
 /// stopped (HTTP). With a root key, clients may present capability tokens
 /// ([`TokenPolicy`]); without one, every client gets the command-line grants.
+/// With `records`, side-effecting calls follow the side-effect policy
+/// (idempotency keys, records, approved plans; see [`call_meta`]); without,
+/// they run unrecorded.
 pub fn run(
     sandbox: Sandbox,
     plugins: Plugins,
     args: ServeArgs,
     root_key: Option<RootKey>,
+    records: Option<Records>,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
@@ -402,7 +416,7 @@ pub fn run(
         }
         None => Arc::new(FixedScope(scope)),
     };
-    serve(sandbox, plugins, args, policy)
+    serve(sandbox, plugins, args, policy, records)
 }
 
 /// [`run`] with a custom [`SessionPolicy`].
@@ -411,6 +425,7 @@ pub fn serve(
     plugins: Plugins,
     args: ServeArgs,
     policy: Arc<dyn SessionPolicy>,
+    records: Option<Records>,
 ) -> Result<()> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && !args.allow_remote {
@@ -418,7 +433,8 @@ pub fn serve(
         }
     }
     let state = Arc::new(State {
-        current: RwLock::new(Arc::new(load(&sandbox, &plugins))),
+        current: RwLock::new(Arc::new(load(&sandbox, &plugins, records.as_ref()))),
+        records,
         changed: broadcast::channel(16).0,
         defaults: CallOptions {
             call_id: None,

@@ -17,7 +17,8 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{listing, SessionScope, State, LIST_TTL_MS};
+use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
+use crate::effects::KeySource;
 use crate::observation::{Observation, Status};
 use crate::pipeline::{new_call_id, Scope};
 use crate::sandbox::{CancelToken, Limits};
@@ -222,10 +223,26 @@ impl ServerHandler for McpServer {
             Some(map) => Value::Object(map).to_string(),
             None => "{}".to_string(),
         };
+        let meta = call_meta::parse(&cx.meta).map_err(|e| {
+            ErrorData::invalid_params(
+                e.to_string(),
+                Some(json!({"field": format!("_meta.{}", e.key), "expected": e.expected, "actual": e.actual})),
+            )
+        })?;
         let progress = cx.meta.get_progress_token();
         let cancel = CancelToken::default();
         let mut opts = self.state.defaults.clone();
-        opts.call_id = Some(new_call_id());
+        let call_id = meta.call_id.unwrap_or_else(new_call_id);
+        // Without the client's ids, a key unique to this request: the call
+        // is still recorded, and its key is in the observation for a retry.
+        opts.idempotency = Some(meta.idempotency.unwrap_or_else(|| KeySource::Derived {
+            trajectory_id: "mcp".into(),
+            turn: 0,
+            call_id: call_id.clone(),
+        }));
+        opts.call_id = Some(call_id);
+        opts.plan_token = meta.plan_token;
+        let dry_run = meta.dry_run;
 
         let started = Instant::now();
         let run_call = {
@@ -233,14 +250,13 @@ impl ServerHandler for McpServer {
             let generation = generation.clone();
             let name = name.clone();
             move || {
+                let host = &generation.host;
                 if let Some(session) = &scope.session {
-                    return generation.host.call_in_cancellable(
-                        session,
-                        &name,
-                        &args,
-                        &opts,
-                        Some(&cancel),
-                    );
+                    return if dry_run {
+                        host.plan_in(session, &name, &args, &opts)
+                    } else {
+                        host.call_in_cancellable(session, &name, &args, &opts, Some(&cancel))
+                    };
                 }
                 let scope = Scope {
                     workspace: &scope.workspace,
@@ -248,9 +264,11 @@ impl ServerHandler for McpServer {
                     net: scope.net.clone(),
                     capability: None,
                 };
-                generation
-                    .host
-                    .call_cancellable(&name, &args, &scope, &opts, Some(&cancel))
+                if dry_run {
+                    host.plan(&name, &args, &scope, &opts)
+                } else {
+                    host.call_cancellable(&name, &args, &scope, &opts, Some(&cancel))
+                }
             }
         };
         let multi_thread = matches!(
