@@ -488,6 +488,13 @@ impl Workspace {
     /// the result stays in the workspace.
     fn resolve_links(&self, raw: &str, lexical: &RelPath) -> Result<ResolvedPath, PathError> {
         let segs: Vec<&str> = lexical.segments().collect();
+        if let Some(existing) = self.existing_without_links(&segs) {
+            return Ok(ResolvedPath {
+                rel: lexical.clone(),
+                host: host_path(&self.root, lexical),
+                exists: existing == segs.len(),
+            });
+        }
         let mut probe = host_path(&self.root, lexical);
         let mut existing = segs.len();
         let canon = loop {
@@ -557,6 +564,32 @@ impl Workspace {
             host,
             exists: existing == segs.len(),
         })
+    }
+
+    /// The common case, one `lstat` per segment below the (canonical) root
+    /// instead of a `readlink` per component of the whole path: how many
+    /// leading segments exist, when none of them is a symbolic link.
+    /// `None` (a link, or an error other than a missing entry) means the
+    /// caller must resolve the path in full.
+    fn existing_without_links(&self, segs: &[&str]) -> Option<usize> {
+        let mut probe = self.root.clone();
+        for (i, seg) in segs.iter().enumerate() {
+            probe.push(seg);
+            match std::fs::symlink_metadata(&probe) {
+                Ok(m) if m.file_type().is_symlink() => return None,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    return Some(i)
+                }
+                Err(_) => return None,
+            }
+        }
+        Some(segs.len())
     }
 
     /// Normalizes and resolves a grant prefix: an existing directory inside
