@@ -620,6 +620,48 @@ fn stdio_cancelled_side_effect_is_in_doubt_not_retried() {
     assert_eq!(setup.ws.read("pub/log"), b"paid\n", "appended once");
 }
 
+/// A `tools/call` of `file_view` whose arguments name `path` twice: the
+/// granted file first, the secret one last (the one `serde_json` keeps).
+fn duplicate_key_call(id: i64, meta: Value) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "file_view", "arguments": {"path": "pub/a.txt", "zz": 0}, "_meta": meta}})
+    .to_string();
+    let dup = body.replace(r#""zz":0"#, r#""path":"secret/b.txt""#);
+    assert_ne!(dup, body);
+    dup
+}
+
+/// The observation of a duplicate-key call: refused as invalid JSON before
+/// any grant check (the lenient reading would be a denied read of
+/// `secret/b.txt`), naming the key.
+#[track_caller]
+fn assert_refused_duplicate(reply: &Value) {
+    let obs = observation_of(reply);
+    assert_eq!(obs["status"], "error", "{obs}");
+    assert_eq!(obs["error"]["code"], "invalid_json", "{obs}");
+    // The pointer is the object holding the duplicate: the root.
+    assert_eq!(obs["error"]["field"], "", "{obs}");
+    assert!(
+        obs["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"duplicate key "path""#),
+        "{obs}"
+    );
+    assert_eq!(obs["usage"]["fuel_consumed"], 0, "{obs}");
+}
+
+#[test]
+fn stdio_duplicate_argument_keys_are_refused_not_collapsed() {
+    let setup = Setup::new(&[]);
+    let mut s = StdioServer::initialized(&setup, &[]);
+    s.send_raw(&duplicate_key_call(1, json!({})));
+    assert_refused_duplicate(&s.response(1));
+    // The same request id again, well-formed: the kept text is not reused.
+    let ok = observation_of(&s.call(1, "file_view", json!({"path": "pub/a.txt"})));
+    assert_eq!(ok["status"], "ok", "{ok}");
+}
+
 #[test]
 fn stdio_list_changed_after_replacing_a_plugin() {
     let setup = Setup::new(&["tp_trivial"]);
@@ -920,6 +962,24 @@ fn http_stateless_list_and_call() {
     )
     .reply();
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
+}
+
+#[test]
+fn http_duplicate_argument_keys_are_refused_not_collapsed() {
+    let setup = Setup::new(&[]);
+    let server = HttpServer::start(&setup, &[]);
+    let r = server.post(
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "file_view"),
+        ],
+        duplicate_key_call(5, stateless_meta()).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_refused_duplicate(&r.reply());
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! `/mcp` is 404), asks the [`SessionPolicy`] for the request's scope from
 //! its bearer token (401 when refused), reads a POST body up to the limit
 //! (413 beyond it, whether declared or streamed) and answers a body that is
-//! not JSON with a JSON-RPC parse error (-32700, HTTP 400). rmcp then
+//! not JSON with a JSON-RPC parse error (-32700, HTTP 400); a `tools/call`
+//! whose arguments fail the strict parse travels on with their text (see
+//! [`super::raw_args`]). rmcp then
 //! checks `Host` (loopback names only) and `Origin` (absent, or
 //! `http(s)://localhost|127.0.0.1|[::1]` with any port; otherwise 403).
 
@@ -94,7 +96,7 @@ async fn route(
     }
     // Buffer the body (bounded) so that a malformed message gets a JSON-RPC
     // parse error instead of a transport-level complaint.
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let bytes = match http_body_util::Limited::new(body, max_message_bytes)
         .collect()
         .await
@@ -130,6 +132,9 @@ async fn route(
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(error.to_string())).boxed())
                 .expect("a valid response"));
+        }
+        if let Some(raw) = super::raw_args::refused_arguments(&bytes) {
+            parts.extensions.insert(raw);
         }
     }
     Ok(service

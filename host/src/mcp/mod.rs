@@ -12,7 +12,9 @@
 //!   from the declared side-effect level; all four hints are always emitted.
 //!   `outputSchema` is the observation schema, because `structuredContent`
 //!   is the observation.
-//! - `tools/call`: [`Host::call_cancellable`] on a blocking thread. Any
+//! - `tools/call`: [`Host::call_cancellable`] on a blocking thread, with the
+//!   client's own argument text when rmcp's parse would have collapsed a
+//!   duplicate key (`raw_args`). Any
 //!   non-`ok` observation is `isError: true`; an unknown (or hidden) tool is
 //!   JSON-RPC `-32602`. With a progress token the server sends
 //!   `notifications/progress` while the call runs (0 at the start, the share
@@ -54,6 +56,7 @@ macro_rules! log {
 pub mod call_meta;
 mod http;
 pub mod listing;
+mod raw_args;
 mod server;
 mod watch;
 
@@ -103,7 +106,7 @@ pub struct ServeArgs {
     /// Grant read and write access to a path under the workspace (repeatable).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<String>,
-    /// Grant a network origin, scheme://host[:port] (repeatable).
+    /// Grant a network origin, `scheme://host[:port]` (repeatable).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     pub allow_net: Vec<String>,
     /// Wall-clock limit of every call (default: each tool's own).

@@ -17,6 +17,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
 use crate::effects::KeySource;
 use crate::observation::{Observation, Status};
@@ -33,6 +34,9 @@ pub(super) struct McpServer {
     default_scope: Option<Arc<SessionScope>>,
     /// `logging/setLevel` of this session (2025-11-25).
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// Argument texts the strict parse refused, by request id (stdio; over
+    /// HTTP they come with the request).
+    kept: KeptArguments,
 }
 
 impl McpServer {
@@ -41,6 +45,7 @@ impl McpServer {
             state,
             default_scope,
             log_level: Arc::new(Mutex::new(None)),
+            kept: KeptArguments::default(),
         }
     }
 
@@ -97,6 +102,24 @@ impl McpServer {
         };
         result.structured_content = Some(structured);
         Ok(result.into())
+    }
+
+    /// The arguments as the pipeline gets them: the client's own text when
+    /// rmcp's parse hid a problem in it (see [`raw_args`]), else rmcp's
+    /// value.
+    fn arguments(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        parsed: Option<serde_json::Map<String, Value>>,
+    ) -> String {
+        let parsed = Value::Object(parsed.unwrap_or_default());
+        let id = serde_json::to_string(&cx.id).unwrap_or_default();
+        let kept = match cx.extensions.get::<http::request::Parts>() {
+            Some(parts) => parts.extensions.get::<RawArguments>().cloned(),
+            None => self.kept.take(&id),
+        };
+        kept.and_then(|k| raw_args::usable(k, &id, &parsed))
+            .unwrap_or_else(|| parsed.to_string())
     }
 
     /// Whether stderr lines of a call go out as `notifications/message`.
@@ -194,6 +217,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = self.arguments(&cx, request.arguments);
         // Wait for a free core without holding a thread.
         let _running = self.state.running.acquire().await;
         let scope = self.scope(&cx)?;
@@ -219,10 +243,7 @@ impl ServerHandler for McpServer {
                 0 => Limits::default().timeout,
                 ms => Duration::from_millis(ms.into()),
             });
-        let args = match request.arguments {
-            Some(map) => Value::Object(map).to_string(),
-            None => "{}".to_string(),
-        };
+        let args = arguments;
         let meta = call_meta::parse(&cx.meta).map_err(|e| {
             ErrorData::invalid_params(
                 e.to_string(),
@@ -418,8 +439,11 @@ pub(super) async fn serve_stdio(
     // Non-blocking pipes on the reactor when stdin/stdout are FIFOs (as MCP
     // clients launch servers): no hop through the blocking pool per message.
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let kept = KeptArguments::default();
+    let stdin = Tap::new(stdin, max_message_bytes, kept.clone());
     let transport = AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes);
-    let server = McpServer::new(state, Some(scope));
+    let mut server = McpServer::new(state, Some(scope));
+    server.kept = kept;
     let running = server
         .serve(transport)
         .await

@@ -1,7 +1,7 @@
 //! Outgoing HTTP for guests (`wasi:http/outgoing-handler`), behind a wall.
 //!
 //! A guest that imports `wasi:http` may ask for any URL; the host decides.
-//! Every request passes [`NetHooks::send_request`], which:
+//! Every request passes `NetHooks::send_request`, which:
 //!
 //! 1. takes the request's origin (`scheme://host:port`, default ports 80
 //!    and 443 made explicit, host lowercased) and refuses it with
@@ -30,7 +30,7 @@
 //!    reads a `http-response-body-size` error) and each call at
 //!    [`MAX_REQUESTS_PER_CALL`] requests.
 //!
-//! Every refusal is recorded (see [`NetPolicy::denials`]) so the call's
+//! Every refusal is recorded (see `NetPolicy::denials`) so the call's
 //! outcome can say what was refused and why. Raw sockets (`wasi:sockets`
 //! TCP/UDP) and `ip-name-lookup` stay denied in every sandbox; this module
 //! is the only way out.
