@@ -26,6 +26,8 @@ struct Setup {
     ws: Ws,
     plugins: tempfile::TempDir,
     state: tempfile::TempDir,
+    /// `--store`: a `postgres://` URL, or `records.sqlite` in `state`.
+    store: Option<String>,
 }
 
 impl Setup {
@@ -41,6 +43,7 @@ impl Setup {
             ws,
             plugins: dir,
             state: tempfile::tempdir().unwrap(),
+            store: None,
         }
     }
 
@@ -57,7 +60,13 @@ impl Setup {
             .arg("--key-file")
             .arg(self.state.path().join("root.key"))
             .arg("--store")
-            .arg(self.state.path().join("records.sqlite"))
+            .arg(self.store.clone().unwrap_or_else(|| {
+                self.state
+                    .path()
+                    .join("records.sqlite")
+                    .display()
+                    .to_string()
+            }))
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -980,6 +989,98 @@ fn http_duplicate_argument_keys_are_refused_not_collapsed() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
     assert_refused_duplicate(&r.reply());
+}
+
+/// A stateless `tools/call` with toolhost's `_meta` keys.
+fn stateless_call(server: &HttpServer, id: i64, tool: &str, args: Value, meta: Value) -> Value {
+    let mut m = stateless_meta();
+    m.as_object_mut()
+        .unwrap()
+        .extend(meta.as_object().unwrap().clone());
+    server
+        .post_json(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", tool),
+            ],
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": args, "_meta": m}}),
+        )
+        .reply()
+}
+
+/// Two `serve --http` processes on one record store; 50 clients send the
+/// same logical call, alternating servers, while its first run holds.
+fn fifty_duplicates_across_two_servers(store: Option<String>) {
+    let mut setup = Setup::new(&["tp_effects"]);
+    setup.store = store;
+    let servers = [
+        HttpServer::start(&setup, &["--allow-write", "pub"]),
+        HttpServer::start(&setup, &["--allow-write", "pub"]),
+    ];
+    // A fresh trajectory per run: a shared PostgreSQL keeps old records.
+    let nonce = format!("{:?}", std::time::SystemTime::now());
+    let meta = json!({"dev.toolhost/trajectory_id": nonce, "dev.toolhost/call_id": "pay-once"});
+    let args = json!({"path": "pub/n", "hold_ms": 400});
+    let observations: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..50)
+            .map(|i| {
+                let (server, meta, args) = (&servers[i % 2], meta.clone(), args.clone());
+                scope.spawn(move || {
+                    observation_of(&stateless_call(server, i as i64, "count_calls", args, meta))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ran = observations
+        .iter()
+        .filter(|o| o["status"] == "ok" && o["effects"]["replayed"] == false)
+        .count();
+    assert_eq!(ran, 1, "exactly one execution: {observations:#?}");
+    for o in &observations {
+        let replay = o["status"] == "ok" && o["output"]["count"] == 1;
+        let busy = o["error"]["code"] == "in_flight";
+        assert!(replay || busy, "{o}");
+    }
+    assert_eq!(setup.ws.read("pub/n").len(), 1, "the effect happened once");
+    // Once it is done, both servers replay it.
+    for (i, server) in servers.iter().enumerate() {
+        let o = observation_of(&stateless_call(
+            server,
+            100 + i as i64,
+            "count_calls",
+            args.clone(),
+            meta.clone(),
+        ));
+        assert_eq!(
+            (
+                o["effects"]["replayed"].clone(),
+                o["output"]["count"].clone()
+            ),
+            (json!(true), json!(1)),
+            "{o}"
+        );
+    }
+}
+
+#[test]
+fn http_fifty_duplicates_across_two_servers_sharing_sqlite_run_once() {
+    fifty_duplicates_across_two_servers(None);
+}
+
+#[test]
+fn http_fifty_duplicates_across_two_servers_sharing_postgres_run_once() {
+    let Ok(url) = std::env::var("TOOLHOST_TEST_POSTGRES") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI sets TOOLHOST_TEST_POSTGRES (.ci/postgres.sh)"
+        );
+        eprintln!("SKIPPING: TOOLHOST_TEST_POSTGRES is not set");
+        return;
+    };
+    fifty_duplicates_across_two_servers(Some(url));
 }
 
 #[test]
