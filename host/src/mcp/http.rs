@@ -121,7 +121,11 @@ async fn route(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"));
     if is_json {
-        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        let inspected = super::raw_args::inspect(&bytes);
+        if let Ok(Some(raw)) = &inspected {
+            parts.extensions.insert(raw.clone());
+        }
+        if let Err(e) = inspected {
             let error = serde_json::json!({
                 "jsonrpc": "2.0",
                 "id": null,
@@ -132,9 +136,6 @@ async fn route(
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Full::new(Bytes::from(error.to_string())).boxed())
                 .expect("a valid response"));
-        }
-        if let Some(raw) = super::raw_args::refused_arguments(&bytes) {
-            parts.extensions.insert(raw);
         }
     }
     Ok(service

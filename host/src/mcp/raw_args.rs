@@ -60,7 +60,22 @@ struct Params<'a> {
 /// The arguments of `message` when it is a `tools/call` whose arguments
 /// the strict parse refuses.
 pub(crate) fn refused_arguments(message: &[u8]) -> Option<RawArguments> {
-    let m: Message<'_> = serde_json::from_slice(message).ok()?;
+    inspect(message).ok().flatten()
+}
+
+/// [`refused_arguments`], telling a message that is not JSON at all (the
+/// parse error) from one with nothing to keep, in one pass for the common
+/// case.
+pub(crate) fn inspect(message: &[u8]) -> Result<Option<RawArguments>, serde_json::Error> {
+    let m: Message<'_> = match serde_json::from_slice(message) {
+        Ok(m) => m,
+        // JSON of another shape (e.g. a batch), or not JSON.
+        Err(_) => return serde_json::from_slice::<serde::de::IgnoredAny>(message).map(|_| None),
+    };
+    Ok(kept_from(m))
+}
+
+fn kept_from(m: Message<'_>) -> Option<RawArguments> {
     if m.method != Some("tools/call") {
         return None;
     }
@@ -185,6 +200,8 @@ mod tests {
         );
         let big = br#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t","arguments":{"n":9007199254740993}}}"#;
         assert_eq!(refused_arguments(big).unwrap().id, r#""x""#);
+        assert!(inspect(b"{").is_err());
+        assert_eq!(inspect(b"[1, 2]").unwrap(), None);
         for fine in [
             &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#[..],
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
