@@ -1218,6 +1218,84 @@ fn http_session_gets_list_changed_after_replacing_a_plugin() {
     assert!(names.contains(&"test_simple_text"), "{names:?}");
 }
 
+#[test]
+fn http_session_cancellation_stops_the_running_instance() {
+    let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
+    let server = HttpServer::start(
+        &setup,
+        &["--timeout-ms", "60000", "--fuel", "1000000000000000"],
+    );
+    let init = server.post_json(
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    server.post(
+        &headers,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            .to_string()
+            .as_bytes(),
+    );
+    // The long call, on its own connection; its response never comes.
+    let mut call = server.connect();
+    write_request(
+        &mut call,
+        "POST",
+        &headers,
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "spin_forever", "arguments": {}}})
+        .to_string()
+        .as_bytes(),
+    );
+    let pid = server.child.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let spinning = cpu_during(pid, Duration::from_secs(1));
+    assert!(
+        spinning >= Duration::from_millis(100),
+        "spin_forever should be burning CPU ({spinning:?} in 1 s)"
+    );
+    let r = server.post(
+        &headers,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert!(
+        r.status == 202 || r.status == 200,
+        "{} {}",
+        r.status,
+        r.body
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let after = cpu_during(pid, Duration::from_secs(1));
+    assert!(
+        after * 4 < spinning,
+        "the instance kept running after the cancellation: {after:?} of CPU in 1 s (was {spinning:?})"
+    );
+    let reply = server
+        .post(
+            &headers,
+            json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                "params": {"name": "test_simple_text", "arguments": {}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .reply();
+    assert_eq!(observation_of(&reply)["status"], "ok");
+    drop(call);
+}
+
 /// Mints a capability token with the `toolhost cap mint` command.
 fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
