@@ -22,13 +22,7 @@ use super::{
     classify_trap, collect_logs, CallRequest, Failure, Logs, Plugin, State, ToolError, Usage,
 };
 
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "plugin-with-effects",
-    });
-}
-
+use super::bindings::with_effects as bindings;
 use bindings::exports::toolhost::plugin::{planner, prober};
 use bindings::toolhost::plugin::types as wit;
 

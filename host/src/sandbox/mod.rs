@@ -27,6 +27,7 @@
 //! tool error, or a [`Failure`] naming the limit or fault. The host never
 //! panics because of what a guest does.
 
+mod bindings;
 mod cache;
 mod capture;
 mod effects;
@@ -55,14 +56,7 @@ use capture::Capture;
 use http::{NetHooks, NetPolicy};
 use limits::MemoryLimiter;
 
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "plugin",
-    });
-}
-
-use bindings::toolhost::plugin::types as wit;
+use bindings::plugin::toolhost::plugin::types as wit;
 
 /// The wasmtime release this host is built against.
 pub const WASMTIME_VERSION: &str = "48.0.8";
@@ -324,8 +318,8 @@ impl Sandbox {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
-        let pre =
-            bindings::PluginPre::new(pre).map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+        let pre = bindings::plugin::PluginPre::new(pre)
+            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
         Ok(Plugin {
             engine: self.engine.clone(),
             pre,
@@ -404,7 +398,7 @@ fn start_epoch_ticker(engine: &Engine) {
 #[derive(Clone)]
 pub struct Plugin {
     engine: Engine,
-    pre: bindings::PluginPre<State>,
+    pre: bindings::plugin::PluginPre<State>,
     sha256: String,
 }
 

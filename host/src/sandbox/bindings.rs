@@ -1,0 +1,25 @@
+//! The host side of `wit/toolhost.wit`, generated once for the two worlds
+//! a plugin can target.
+//!
+//! - [`plugin`]: `describe` and `call` (every plugin); the sandbox
+//!   pre-links this world for calls.
+//! - [`with_effects`]: `plugin` plus the optional `planner` (dry-run) and
+//!   `prober` exports; used only for dry-runs and probes, and only when the
+//!   component exports them.
+//!
+//! Each world gets its own copy of the shared `types` interface, so the
+//! call context and tool errors are built and read per world.
+
+pub(super) mod plugin {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin",
+    });
+}
+
+pub(super) mod with_effects {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin-with-effects",
+    });
+}
