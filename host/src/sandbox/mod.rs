@@ -35,7 +35,7 @@ pub mod http;
 mod limits;
 
 pub use cache::{CompileCache, Miss};
-pub use effects::{EffectOutcome, ProbeOutcome};
+pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 
 use std::path::PathBuf;
@@ -201,10 +201,11 @@ pub struct Logs {
     pub stderr_omitted: u64,
 }
 
-/// How a call ended.
+/// How one run in a fresh instance ended (a call, a dry-run or a probe):
+/// the guest's answer, or a [`Failure`] naming the limit or fault.
 #[derive(Debug, Clone)]
-pub struct CallOutcome {
-    pub result: Result<Result<String, ToolError>, Failure>,
+pub struct RunOutcome<T> {
+    pub result: Result<T, Failure>,
     pub usage: Usage,
     /// Captured output. The host's own lines about refused network requests
     /// (`toolhost: GET http://… refused: …`) come first in `stderr`.
@@ -213,6 +214,35 @@ pub struct CallOutcome {
     /// `net_denied_omitted` counts the rest).
     pub net_denied: Vec<String>,
     pub net_denied_omitted: usize,
+}
+
+/// How a call ended: the tool's output JSON or its tool error.
+pub type CallOutcome = RunOutcome<Result<String, ToolError>>;
+
+impl<T> RunOutcome<T> {
+    /// An outcome without a run: the host answers itself, or could not
+    /// start one.
+    fn without_run(result: Result<T, Failure>) -> Self {
+        RunOutcome {
+            result,
+            usage: Usage::default(),
+            logs: Logs::default(),
+            net_denied: Vec::new(),
+            net_denied_omitted: 0,
+        }
+    }
+
+    /// Turns the guest's answer into `U`; `f` may record in the usage.
+    fn map<U>(mut self, f: impl FnOnce(T, &mut Usage) -> Result<U, Failure>) -> RunOutcome<U> {
+        let usage = &mut self.usage;
+        RunOutcome {
+            result: self.result.and_then(|r| f(r, usage)),
+            usage: self.usage,
+            logs: self.logs,
+            net_denied: self.net_denied,
+            net_denied_omitted: self.net_denied_omitted,
+        }
+    }
 }
 
 /// Per-store state: the WASI and `wasi:http` contexts and the limiter.
@@ -518,25 +548,51 @@ impl Plugin {
         req: &CallRequest<'_>,
         cancel: Option<&CancelToken>,
     ) -> CallOutcome {
+        let ctx = wit::CallContext {
+            call_id: req.call_id.to_string(),
+            workspace_root: req.workspace_root.to_string(),
+            idempotency_key: req.idempotency_key.map(str::to_string),
+        };
+        self.run_fresh(req, cancel, |store| {
+            self.pre
+                .instantiate(&mut *store)?
+                .toolhost_plugin_tools()
+                .call_call(&mut *store, req.tool, req.args_json, &ctx)
+        })
+        .map(|answer, usage| match answer {
+            Ok(out) => within_limit(out, req, usage),
+            Err(e) => Ok(Err(ToolError {
+                code: e.code,
+                message: e.message,
+                field: e.field,
+                correctable: e.correctable,
+                details: e.details,
+            })),
+        })
+    }
+
+    /// Runs `run` in a fresh store built for `req` (its mounts, network
+    /// origins, fuel, deadline and memory; `cancel` checked at every epoch
+    /// tick) and measures it: the one path of calls, dry-runs and probes.
+    fn run_fresh<T>(
+        &self,
+        req: &CallRequest<'_>,
+        cancel: Option<&CancelToken>,
+        run: impl FnOnce(&mut Store<State>) -> wasmtime::Result<T>,
+    ) -> RunOutcome<T> {
         let start = Instant::now();
-        let net = NetPolicy::new(req.net_origins, start + req.limits.timeout);
+        let deadline = start + req.limits.timeout;
+        let net = NetPolicy::new(req.net_origins, deadline);
         let mut store = match self.new_store(req.mounts, net.clone(), &req.limits) {
             Ok(s) => s,
             Err(e) => {
-                return CallOutcome {
-                    result: Err(Failure::Unavailable {
-                        reason: format!("could not prepare the sandbox: {e}"),
-                    }),
-                    usage: Usage::default(),
-                    logs: Logs::default(),
-                    net_denied: Vec::new(),
-                    net_denied_omitted: 0,
-                }
+                return RunOutcome::without_run(Err(Failure::Unavailable {
+                    reason: format!("could not prepare the sandbox: {e}"),
+                }))
             }
         };
         if let Some(token) = cancel {
             let token = token.clone();
-            let deadline = start + req.limits.timeout;
             store.epoch_deadline_callback(move |_| {
                 if token.is_cancelled() {
                     return Err(wasmtime::Error::msg(CANCELLED));
@@ -550,51 +606,39 @@ impl Plugin {
             // deadline itself from here on.
             store.set_epoch_deadline(1);
         }
-        let ctx = wit::CallContext {
-            call_id: req.call_id.to_string(),
-            workspace_root: req.workspace_root.to_string(),
-            idempotency_key: req.idempotency_key.map(str::to_string),
-        };
-        let ran = self.pre.instantiate(&mut store).and_then(|instance| {
-            instance
-                .toolhost_plugin_tools()
-                .call_call(&mut store, req.tool, req.args_json, &ctx)
-        });
+        let ran = run(&mut store);
         let fuel_left = store.get_fuel().unwrap_or(0);
-        let mut usage = Usage {
+        let usage = Usage {
             fuel_consumed: req.limits.fuel.saturating_sub(fuel_left),
-            wall_time: Duration::ZERO,
+            wall_time: start.elapsed(),
             peak_memory_bytes: store.data().memory.peak_bytes() as u64,
             output_bytes: 0,
         };
-        let result = match ran {
-            Ok(Ok(out)) => {
-                usage.output_bytes = out.len() as u64;
-                if out.len() > req.limits.max_output_bytes {
-                    Err(Failure::OutputTooLarge { bytes: out.len() })
-                } else {
-                    Ok(Ok(out))
-                }
-            }
-            Ok(Err(e)) => Ok(Err(ToolError {
-                code: e.code,
-                message: e.message,
-                field: e.field,
-                correctable: e.correctable,
-                details: e.details,
-            })),
-            Err(e) => Err(classify_trap(&e, &store)),
-        };
+        let result = ran.map_err(|e| classify_trap(&e, &store));
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
-        usage.wall_time = start.elapsed();
-        CallOutcome {
+        RunOutcome {
             result,
             usage,
             logs,
             net_denied,
             net_denied_omitted,
         }
+    }
+}
+
+/// The guest's JSON answer, unless it is over the request's output limit.
+/// Records its size in `usage`.
+fn within_limit(
+    json: String,
+    req: &CallRequest<'_>,
+    usage: &mut Usage,
+) -> Result<Result<String, ToolError>, Failure> {
+    usage.output_bytes = json.len() as u64;
+    if json.len() > req.limits.max_output_bytes {
+        Err(Failure::OutputTooLarge { bytes: json.len() })
+    } else {
+        Ok(Ok(json))
     }
 }
 
