@@ -51,7 +51,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use rusqlite::{
+    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
+};
 
 use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
 use super::{
@@ -277,6 +279,22 @@ impl SqliteStore {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction (the write lock is taken
+    /// before anything is read) with the clock read once the lock is held,
+    /// and commits if `f` succeeds; an error rolls everything back.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(map_err)?;
+        let value = f(&tx, now_ms())?;
+        tx.commit().map_err(map_err)?;
+        Ok(value)
+    }
+
     /// Checks an owner's fence after a guarded write touched no row, and
     /// explains why.
     fn owner_failure(
@@ -309,42 +327,35 @@ impl Store for SqliteStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let lease_ms = duration_ms(lease, "lease")?;
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        // Read the clock only once the write lock is held.
-        let now = now_ms();
-        let acquired: Option<i64> = tx
-            .prepare_cached(CLAIM_SQL)
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![key, tool, args_digest, now, now + lease_ms],
-                    |row| row.get(0),
-                )
-                .optional()
-            })
-            .map_err(map_err)?;
-        if let Some(fence) = acquired {
-            tx.commit().map_err(map_err)?;
-            return Ok(Claim::Acquired {
-                fence: to_fence(key, fence)?,
-            });
-        }
-        let record = select_record(&tx, key, i64::MIN)?
-            .ok_or_else(|| StoreError::backend(format!("claim of {key} found no record")))?;
-        let claim = match answer_existing(record, args_digest) {
-            Existing::Answer(claim) => claim,
-            Existing::InFlight { until } if until > from_ms(now) => Claim::InFlight { until },
-            Existing::InFlight { .. } => {
-                expire_leases(&tx, now, Some(key))?;
-                Claim::InDoubt {
-                    reason: REASON_LEASE_EXPIRED.to_owned(),
-                }
+        self.write(|tx, now| {
+            let acquired: Option<i64> = tx
+                .prepare_cached(CLAIM_SQL)
+                .and_then(|mut stmt| {
+                    stmt.query_row(
+                        params![key, tool, args_digest, now, now + lease_ms],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(map_err)?;
+            if let Some(fence) = acquired {
+                return Ok(Claim::Acquired {
+                    fence: to_fence(key, fence)?,
+                });
             }
-        };
-        tx.commit().map_err(map_err)?;
-        Ok(claim)
+            let record = select_record(tx, key, i64::MIN)?
+                .ok_or_else(|| StoreError::backend(format!("claim of {key} found no record")))?;
+            Ok(match answer_existing(record, args_digest) {
+                Existing::Answer(claim) => claim,
+                Existing::InFlight { until } if until > from_ms(now) => Claim::InFlight { until },
+                Existing::InFlight { .. } => {
+                    expire_leases(tx, now, Some(key))?;
+                    Claim::InDoubt {
+                        reason: REASON_LEASE_EXPIRED.to_owned(),
+                    }
+                }
+            })
+        })
     }
 
     fn complete(&self, key: &str, fence: u64, observation: &str) -> Result<(), StoreError> {
@@ -390,75 +401,59 @@ impl Store for SqliteStore {
     }
 
     fn release(&self, key: &str, fence: u64) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let deleted: Option<i64> = tx
-            .prepare_cached(
-                "DELETE FROM idempotency
-                 WHERE key = ?1 AND fence = ?2 AND state IN ('in_flight', 'in_doubt')
-                 RETURNING fence",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![key, fence_param(fence)], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(map_err)?;
-        let Some(deleted) = deleted else {
-            return Err(Self::owner_failure(&tx, key, fence, "release"));
-        };
-        raise_floor(&tx, deleted)?;
-        tx.commit().map_err(map_err)
+        self.write(|tx, _| {
+            let deleted: Option<i64> = tx
+                .prepare_cached(
+                    "DELETE FROM idempotency
+                     WHERE key = ?1 AND fence = ?2 AND state IN ('in_flight', 'in_doubt')
+                     RETURNING fence",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![key, fence_param(fence)], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(map_err)?;
+            let Some(deleted) = deleted else {
+                return Err(Self::owner_failure(tx, key, fence, "release"));
+            };
+            raise_floor(tx, deleted)
+        })
     }
 
     fn settle(&self, key: &str, settlement: Settlement) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, Some(key))?;
-        let record = settleable(key, select_record(&tx, key, now)?)?;
-        match settlement {
-            Settlement::Done(observation) => tx.execute(
-                "UPDATE idempotency
-                 SET state = 'completed', observation = ?2, updated_ms = ?3, expires_ms = ?4
-                 WHERE key = ?1",
-                params![key, observation.as_bytes(), now, now + self.retention_ms],
-            ),
-            Settlement::NotDone => tx
-                .execute("DELETE FROM idempotency WHERE key = ?1", [key])
-                .and_then(|_| tx.execute(RAISE_FLOOR_SQL, [fence_param(record.fence)])),
-        }
-        .map_err(map_err)?;
-        tx.commit().map_err(map_err)
+        self.write(|tx, now| {
+            expire_leases(tx, now, Some(key))?;
+            let record = settleable(key, select_record(tx, key, now)?)?;
+            match settlement {
+                Settlement::Done(observation) => tx.execute(
+                    "UPDATE idempotency
+                     SET state = 'completed', observation = ?2, updated_ms = ?3, expires_ms = ?4
+                     WHERE key = ?1",
+                    params![key, observation.as_bytes(), now, now + self.retention_ms],
+                ),
+                Settlement::NotDone => tx
+                    .execute("DELETE FROM idempotency WHERE key = ?1", [key])
+                    .and_then(|_| tx.execute(RAISE_FLOOR_SQL, [fence_param(record.fence)])),
+            }
+            .map(drop)
+            .map_err(map_err)
+        })
     }
 
     fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, Some(key))?;
-        let record = select_record(&tx, key, now)?;
-        tx.commit().map_err(map_err)?;
-        Ok(record)
+        self.write(|tx, now| {
+            expire_leases(tx, now, Some(key))?;
+            select_record(tx, key, now)
+        })
     }
 
     fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, None)?;
-        let sql = format!(
-            "SELECT {COLUMNS} FROM idempotency WHERE {LIVE} AND (?2 IS NULL OR state = ?2)
-             ORDER BY created_ms, key"
-        );
-        let records = {
+        self.write(|tx, now| {
+            expire_leases(tx, now, None)?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM idempotency WHERE {LIVE} AND (?2 IS NULL OR state = ?2)
+                 ORDER BY created_ms, key"
+            );
             let mut stmt = tx.prepare(&sql).map_err(map_err)?;
             let rows = stmt
                 .query_map(params![now, state.map(State::as_str)], stored_row)
@@ -467,34 +462,28 @@ impl Store for SqliteStore {
             for row in rows {
                 records.push(row.map_err(map_err)?.into_record()?);
             }
-            records
-        };
-        tx.commit().map_err(map_err)?;
-        Ok(records)
+            Ok(records)
+        })
     }
 
     fn purge_expired(&self) -> Result<u64, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        tx.execute(
-            "UPDATE idempotency_meta SET value = max(value, coalesce(
-                 (SELECT max(fence) FROM idempotency
-                  WHERE state = 'completed' AND expires_ms <= ?1), 0))
-             WHERE name = 'fence'",
-            [now],
-        )
-        .map_err(map_err)?;
-        let deleted = tx
-            .execute(
-                "DELETE FROM idempotency WHERE state = 'completed' AND expires_ms <= ?1",
+        self.write(|tx, now| {
+            tx.execute(
+                "UPDATE idempotency_meta SET value = max(value, coalesce(
+                     (SELECT max(fence) FROM idempotency
+                      WHERE state = 'completed' AND expires_ms <= ?1), 0))
+                 WHERE name = 'fence'",
                 [now],
             )
             .map_err(map_err)?;
-        tx.commit().map_err(map_err)?;
-        Ok(deleted as u64)
+            let deleted = tx
+                .execute(
+                    "DELETE FROM idempotency WHERE state = 'completed' AND expires_ms <= ?1",
+                    [now],
+                )
+                .map_err(map_err)?;
+            Ok(deleted as u64)
+        })
     }
 }
 
