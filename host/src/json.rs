@@ -759,23 +759,26 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_key_at_root() {
-        let e = err(r#"{"a":1,"a":2}"#);
-        assert_eq!(e.kind, JsonErrorKind::DuplicateKey);
-        assert_eq!(e.pointer.as_deref(), Some(""));
-        assert!(e.message.contains("\"a\""), "{}", e.message);
-        assert!(e.message.contains("the root"), "{}", e.message);
-        assert_eq!((e.line, e.column), (Some(1), Some(8)));
-    }
-
-    #[test]
-    fn duplicate_key_nested_names_pointer() {
-        let e = err("{\"opts\": [0, {\"x/y\": 1,\n \"x/y\": 1}]}");
-        assert_eq!(e.kind, JsonErrorKind::DuplicateKey);
-        assert_eq!(e.pointer.as_deref(), Some("/opts/1"));
-        assert!(e.message.contains("\"x/y\""), "{}", e.message);
-        assert!(e.message.contains("/opts/1"), "{}", e.message);
-        assert_eq!((e.line, e.column), (Some(2), Some(2)));
+    fn duplicate_keys_name_the_key_the_object_and_the_position() {
+        // (text, pointer of the object, quoted key, how the message names
+        // the object, line and column of the second key)
+        for (text, pointer, key, object, position) in [
+            (r#"{"a":1,"a":2}"#, "", "\"a\"", "the root", (1, 8)),
+            (
+                "{\"opts\": [0, {\"x/y\": 1,\n \"x/y\": 1}]}",
+                "/opts/1",
+                "\"x/y\"",
+                "/opts/1",
+                (2, 2),
+            ),
+        ] {
+            let e = err(text);
+            assert_eq!(e.kind, JsonErrorKind::DuplicateKey, "{text}");
+            assert_eq!(e.pointer.as_deref(), Some(pointer), "{text}");
+            assert!(e.message.contains(key), "{}", e.message);
+            assert!(e.message.contains(object), "{}", e.message);
+            assert_eq!((e.line, e.column), (Some(position.0), Some(position.1)));
+        }
     }
 
     #[test]
