@@ -627,34 +627,35 @@ mod tests {
 
     conformance::suite!(run);
 
+    /// Asserts that connecting to `url` fails with `kind`.
+    #[track_caller]
+    fn assert_connect_fails(url: &str, kind: StoreErrorKind) {
+        let err = PostgresStore::connect(url, DEFAULT_RETENTION).unwrap_err();
+        assert_eq!(err.kind(), kind, "{url}: {err}");
+    }
+
     #[test]
     fn unreachable_server_is_unavailable() {
         // Nothing listens on port 1.
-        let err = PostgresStore::connect(
+        assert_connect_fails(
             "postgres://toolhost:toolhost@127.0.0.1:1/toolhost",
-            DEFAULT_RETENTION,
-        )
-        .unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+            StoreErrorKind::Unavailable,
+        );
     }
 
     #[test]
     fn unresolvable_host_is_unavailable() {
-        let err = PostgresStore::connect(
+        assert_connect_fails(
             "postgres://u:p@no-such-host.invalid:5432/db?connect_timeout=2",
-            DEFAULT_RETENTION,
-        )
-        .unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+            StoreErrorKind::Unavailable,
+        );
     }
 
     #[test]
     fn malformed_url_is_invalid() {
-        let err = PostgresStore::connect("postgres://[::1", DEFAULT_RETENTION).unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
-        let err =
-            PostgresStore::connect("host=localhost port=notaport", DEFAULT_RETENTION).unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
+        for url in ["postgres://[::1", "host=localhost port=notaport"] {
+            assert_connect_fails(url, StoreErrorKind::InvalidArgument);
+        }
     }
 
     #[test]
