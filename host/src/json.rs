@@ -301,6 +301,36 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 type PResult<T> = Result<T, Box<Fail>>;
 
+/// The two bracketed values, for [`Parser::parse_container`].
+#[derive(Clone, Copy)]
+enum Container {
+    Object,
+    Array,
+}
+
+impl Container {
+    fn close(self) -> u8 {
+        match self {
+            Container::Object => b'}',
+            Container::Array => b']',
+        }
+    }
+
+    fn trailing_comma(self) -> &'static str {
+        match self {
+            Container::Object => "trailing comma in object",
+            Container::Array => "trailing comma in array",
+        }
+    }
+
+    fn after_member(self) -> &'static str {
+        match self {
+            Container::Object => "`,` or `}` after an object member",
+            Container::Array => "`,` or `]` after an array element",
+        }
+    }
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -375,31 +405,54 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn parse_object(&mut self) -> PResult<Value> {
+    /// Parses an object or an array whose opening bracket is at the cursor,
+    /// through its closing bracket: the empty container, the depth budget,
+    /// the commas between members and a trailing comma are handled here,
+    /// and `member` parses each member (from its first byte, whitespace
+    /// already skipped).
+    fn parse_container(
+        &mut self,
+        container: Container,
+        mut member: impl FnMut(&mut Self) -> PResult<()>,
+    ) -> PResult<()> {
+        let close = container.close();
         self.enter()?;
-        self.pos += 1; // '{'
-        let mut map = Map::new();
+        self.pos += 1; // the opening bracket
         self.skip_ws();
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            self.depth -= 1;
-            return Ok(Value::Object(map));
+        if self.peek() != Some(close) {
+            loop {
+                self.skip_ws();
+                if self.peek() == Some(close) {
+                    return self.syntax(self.pos, container.trailing_comma());
+                }
+                member(self)?;
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b) if b == close => break,
+                    _ => return self.unexpected(container.after_member()),
+                }
+            }
         }
-        loop {
-            self.skip_ws();
-            let key_offset = self.pos;
-            match self.peek() {
-                Some(b'"') => {}
-                Some(b'}') => return self.syntax(self.pos, "trailing comma in object"),
-                _ => return self.unexpected("a string key"),
+        self.pos += 1; // the closing bracket
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn parse_object(&mut self) -> PResult<Value> {
+        let mut map = Map::new();
+        self.parse_container(Container::Object, |parser| {
+            let key_offset = parser.pos;
+            if parser.peek() != Some(b'"') {
+                return parser.unexpected("a string key");
             }
-            let key = self.parse_string()?;
-            self.skip_ws();
-            if self.peek() != Some(b':') {
-                return self.unexpected("`:` after the object key");
+            let key = parser.parse_string()?;
+            parser.skip_ws();
+            if parser.peek() != Some(b':') {
+                return parser.unexpected("`:` after the object key");
             }
-            self.pos += 1;
-            let value = match self.parse_value() {
+            parser.pos += 1;
+            let value = match parser.parse_value() {
                 Ok(v) => v,
                 Err(mut fail) => {
                     fail.segments.push(Segment::Key(key));
@@ -409,77 +462,41 @@ impl<'a> Parser<'a> {
             match map.entry(key) {
                 serde_json::map::Entry::Vacant(slot) => {
                     slot.insert(value);
+                    Ok(())
                 }
-                serde_json::map::Entry::Occupied(slot) => {
-                    return Err(Fail::new(
-                        JsonErrorKind::DuplicateKey,
-                        key_offset,
-                        Detail::DuplicateKey(slot.key().clone()),
-                    ));
-                }
+                serde_json::map::Entry::Occupied(slot) => Err(Fail::new(
+                    JsonErrorKind::DuplicateKey,
+                    key_offset,
+                    Detail::DuplicateKey(slot.key().clone()),
+                )),
             }
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    self.depth -= 1;
-                    return Ok(Value::Object(map));
-                }
-                _ => return self.unexpected("`,` or `}` after an object member"),
-            }
-        }
+        })?;
+        Ok(Value::Object(map))
     }
 
     fn parse_array(&mut self) -> PResult<Value> {
-        self.enter()?;
-        self.pos += 1; // '['
         let mut items = Vec::new();
-        self.skip_ws();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
-            self.depth -= 1;
-            return Ok(Value::Array(items));
-        }
-        loop {
-            self.skip_ws();
-            if self.peek() == Some(b']') {
-                return self.syntax(self.pos, "trailing comma in array");
+        self.parse_container(Container::Array, |parser| match parser.parse_value() {
+            Ok(v) => {
+                items.push(v);
+                Ok(())
             }
-            match self.parse_value() {
-                Ok(v) => items.push(v),
-                Err(mut fail) => {
-                    fail.segments.push(Segment::Index(items.len()));
-                    return Err(fail);
-                }
+            Err(mut fail) => {
+                fail.segments.push(Segment::Index(items.len()));
+                Err(fail)
             }
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    self.depth -= 1;
-                    return Ok(Value::Array(items));
-                }
-                _ => return self.unexpected("`,` or `]` after an array element"),
-            }
-        }
+        })?;
+        Ok(Value::Array(items))
     }
 
-    /// Parses a string starting at the opening quote.
-    fn parse_string(&mut self) -> PResult<String> {
-        let open = self.pos;
-        self.pos += 1;
-        let start = self.pos;
-        // Fast path: no escapes.
+    /// Moves the cursor over the characters that stand for themselves in the
+    /// string opened at `open`, up to its closing quote or the next escape
+    /// (neither consumed).
+    #[inline]
+    fn skip_unescaped(&mut self, open: usize) -> PResult<()> {
         loop {
             match self.peek() {
-                Some(b'"') => {
-                    let s = self.text[start..self.pos].to_owned();
-                    self.pos += 1;
-                    return Ok(s);
-                }
-                Some(b'\\') => break,
+                Some(b'"' | b'\\') => return Ok(()),
                 Some(b) if b < 0x20 => {
                     return self.syntax(
                         self.pos,
@@ -490,23 +507,25 @@ impl<'a> Parser<'a> {
                 None => return self.syntax(open, "unterminated string"),
             }
         }
+    }
+
+    /// Parses a string starting at the opening quote.
+    fn parse_string(&mut self) -> PResult<String> {
+        let open = self.pos;
+        self.pos += 1;
+        let start = self.pos;
+        self.skip_unescaped(open)?;
+        // Fast path: no escapes.
+        if self.peek() == Some(b'"') {
+            let s = self.text[start..self.pos].to_owned();
+            self.pos += 1;
+            return Ok(s);
+        }
         let mut out = String::with_capacity(self.pos - start + 16);
         out.push_str(&self.text[start..self.pos]);
         loop {
             let run = self.pos;
-            loop {
-                match self.peek() {
-                    Some(b'"' | b'\\') => break,
-                    Some(b) if b < 0x20 => {
-                        return self.syntax(
-                            self.pos,
-                            format!("control character U+{b:04X} must be escaped in a string"),
-                        )
-                    }
-                    Some(_) => self.pos += 1,
-                    None => return self.syntax(open, "unterminated string"),
-                }
-            }
+            self.skip_unescaped(open)?;
             out.push_str(&self.text[run..self.pos]);
             if self.peek() == Some(b'"') {
                 self.pos += 1;
@@ -740,23 +759,26 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_key_at_root() {
-        let e = err(r#"{"a":1,"a":2}"#);
-        assert_eq!(e.kind, JsonErrorKind::DuplicateKey);
-        assert_eq!(e.pointer.as_deref(), Some(""));
-        assert!(e.message.contains("\"a\""), "{}", e.message);
-        assert!(e.message.contains("the root"), "{}", e.message);
-        assert_eq!((e.line, e.column), (Some(1), Some(8)));
-    }
-
-    #[test]
-    fn duplicate_key_nested_names_pointer() {
-        let e = err("{\"opts\": [0, {\"x/y\": 1,\n \"x/y\": 1}]}");
-        assert_eq!(e.kind, JsonErrorKind::DuplicateKey);
-        assert_eq!(e.pointer.as_deref(), Some("/opts/1"));
-        assert!(e.message.contains("\"x/y\""), "{}", e.message);
-        assert!(e.message.contains("/opts/1"), "{}", e.message);
-        assert_eq!((e.line, e.column), (Some(2), Some(2)));
+    fn duplicate_keys_name_the_key_the_object_and_the_position() {
+        // (text, pointer of the object, quoted key, how the message names
+        // the object, line and column of the second key)
+        for (text, pointer, key, object, position) in [
+            (r#"{"a":1,"a":2}"#, "", "\"a\"", "the root", (1, 8)),
+            (
+                "{\"opts\": [0, {\"x/y\": 1,\n \"x/y\": 1}]}",
+                "/opts/1",
+                "\"x/y\"",
+                "/opts/1",
+                (2, 2),
+            ),
+        ] {
+            let e = err(text);
+            assert_eq!(e.kind, JsonErrorKind::DuplicateKey, "{text}");
+            assert_eq!(e.pointer.as_deref(), Some(pointer), "{text}");
+            assert!(e.message.contains(key), "{}", e.message);
+            assert!(e.message.contains(object), "{}", e.message);
+            assert_eq!((e.line, e.column), (Some(position.0), Some(position.1)));
+        }
     }
 
     #[test]

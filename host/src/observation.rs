@@ -1302,6 +1302,20 @@ mod tests {
         assert!(!v.is_valid(value), "should be rejected: {value:#}");
     }
 
+    /// The `/offset` argument error the failure tests share, with `message`.
+    fn offset_error(message: &str) -> ErrorInfo {
+        ErrorCode::InvalidArguments
+            .info(message)
+            .with_field("/offset")
+            .with_expected("integer ≥ 1")
+            .with_actual("0")
+    }
+
+    /// A failed observation of call `c`.
+    fn failed(tool: &str, level: SideEffect, error: ErrorInfo) -> Observation {
+        Observation::failure("c", tool, level, error)
+    }
+
     fn sample_ok() -> Observation {
         Observation::ok(
             "call-1",
@@ -1374,8 +1388,7 @@ mod tests {
 
     #[test]
     fn round_trips_through_json() {
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "write_file",
             SideEffect::Irreversible,
             ErrorCode::Timeout.info("deadline of 5000 ms exceeded"),
@@ -1468,16 +1481,7 @@ mod tests {
 
     #[test]
     fn invalid_arguments_text_is_actionable() {
-        let obs = Observation::failure(
-            "c",
-            "read_file",
-            SideEffect::ReadOnly,
-            ErrorCode::InvalidArguments
-                .info("")
-                .with_field("/offset")
-                .with_expected("integer ≥ 1")
-                .with_actual("0"),
-        );
+        let obs = failed("read_file", SideEffect::ReadOnly, offset_error(""));
         assert_eq!(obs.status, Status::Error);
         assert_eq!(
             obs.text,
@@ -1492,15 +1496,10 @@ mod tests {
 
     #[test]
     fn message_and_expected_render_together() {
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "read_file",
             SideEffect::ReadOnly,
-            ErrorCode::InvalidArguments
-                .info("offset must be positive.")
-                .with_field("/offset")
-                .with_expected("integer ≥ 1")
-                .with_actual("0"),
+            offset_error("offset must be positive."),
         );
         assert_eq!(
             obs.text,
@@ -1511,9 +1510,7 @@ mod tests {
 
     #[test]
     fn denied_says_it_is_a_permission_matter() {
-        let obs = Observation::failure(
-            "c",
-            "read_file",
+        let obs = failed("read_file",
             SideEffect::ReadOnly,
             ErrorCode::Denied
                 .info("`secrets/key` is outside the granted paths (read: src); ask the user for access")
@@ -1530,8 +1527,7 @@ mod tests {
 
     #[test]
     fn timeout_of_a_read_only_call_is_a_safe_error() {
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "search",
             SideEffect::ReadOnly,
             ErrorCode::Timeout.info("deadline of 5000 ms exceeded"),
@@ -1545,7 +1541,7 @@ mod tests {
     fn timeout_of_a_side_effecting_call_is_unknown_never_error() {
         for level in [SideEffect::Reversible, SideEffect::Irreversible] {
             for code in ErrorCode::ALL.into_iter().filter(|c| c.during_execution()) {
-                let obs = Observation::failure("c", "send_mail", level, code.info("boom"));
+                let obs = failed("send_mail", level, code.info("boom"));
                 assert_eq!(obs.status, Status::Unknown, "{code} {level:?}");
                 assert_eq!(obs.error.as_ref().unwrap().retry, Retry::AfterSettlement);
                 assert!(!obs.error.as_ref().unwrap().correctable);
@@ -1553,8 +1549,7 @@ mod tests {
                 assert!(obs.text.contains("do not treat it as failed"));
             }
         }
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "put",
             SideEffect::Idempotent,
             ErrorCode::Timeout.info("deadline"),
@@ -1573,7 +1568,7 @@ mod tests {
             false,
             None,
         );
-        let obs = Observation::failure("c", "copy", SideEffect::Reversible, e);
+        let obs = failed("copy", SideEffect::Reversible, e);
         assert_eq!(obs.status, Status::Error);
         let obs = obs.effect_unknown();
         assert_eq!(obs.status, Status::Unknown);
@@ -1582,21 +1577,10 @@ mod tests {
         assert!(obs.text.contains("outcome is unknown"));
 
         // Read-only calls cannot have an effect; denied and ok stay as they are.
-        let ro = Observation::failure(
-            "c",
-            "t",
-            SideEffect::ReadOnly,
-            ErrorCode::Internal.info("x"),
-        )
-        .effect_unknown();
+        let ro = failed("t", SideEffect::ReadOnly, ErrorCode::Internal.info("x")).effect_unknown();
         assert_eq!(ro.status, Status::Error);
-        let denied = Observation::failure(
-            "c",
-            "t",
-            SideEffect::Irreversible,
-            ErrorCode::Denied.info("x"),
-        )
-        .effect_unknown();
+        let denied =
+            failed("t", SideEffect::Irreversible, ErrorCode::Denied.info("x")).effect_unknown();
         assert_eq!(denied.status, Status::Denied);
         let ok = Observation::ok("c", "t", SideEffect::Irreversible, json!(1), 10).effect_unknown();
         assert_eq!(ok.status, Status::Ok);
@@ -1633,7 +1617,7 @@ mod tests {
             true,
             Some(json!({"count": 0})),
         );
-        let obs = Observation::failure("c", "edit_file", SideEffect::Reversible, e);
+        let obs = failed("edit_file", SideEffect::Reversible, e);
         assert_eq!(obs.status, Status::Error);
         let e = obs.error.as_ref().unwrap();
         assert_eq!(e.code, "no_match");
@@ -1663,7 +1647,7 @@ mod tests {
         )
         .with_field("a~b")
         .with_actual("x".repeat(10_000));
-        let obs = Observation::failure("c", "t", SideEffect::ReadOnly, e);
+        let obs = failed("t", SideEffect::ReadOnly, e);
         let e = obs.error.as_ref().unwrap();
         assert_eq!(e.code, "invalid_output");
         assert!(!e.correctable);
@@ -1675,11 +1659,11 @@ mod tests {
         assert!(e.actual.as_ref().unwrap().ends_with('…'));
 
         let long = "é".repeat(5000);
-        let obs = Observation::failure("c", "t", SideEffect::ReadOnly, ErrorInfo::new("x", long));
+        let obs = failed("t", SideEffect::ReadOnly, ErrorInfo::new("x", long));
         assert!(obs.error.as_ref().unwrap().message.len() <= MAX_MESSAGE_BYTES);
         assert!(obs.text.len() < MAX_MESSAGE_BYTES + 400);
 
-        let obs = Observation::failure("c", "t", SideEffect::ReadOnly, ErrorInfo::new("x", ""));
+        let obs = failed("t", SideEffect::ReadOnly, ErrorInfo::new("x", ""));
         assert!(obs.text.starts_with("x: no message."));
     }
 
@@ -1695,8 +1679,7 @@ mod tests {
         assert!(obs.tool.len() <= MAX_TOOL_NAME_BYTES);
         assert!(obs.call_id.len() <= MAX_CALL_ID_BYTES);
         assert!(obs.text.contains("Use one of the tools listed"));
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "raed_file",
             SideEffect::ReadOnly,
             ErrorCode::UnknownTool.info("no tool `raed_file`; did you mean `read_file`?"),
@@ -1803,27 +1786,20 @@ mod tests {
         assert_eq!(value["logs"]["stdout"], "hello");
         assert_eq!(value["logs"]["stderr"], "\u{fffd}x");
         // error with every field
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "read_file",
             SideEffect::ReadOnly,
-            ErrorCode::InvalidArguments
-                .info("offset must be positive")
-                .with_field("/offset")
-                .with_expected("integer ≥ 1")
-                .with_actual("0")
-                .with_details(json!({"minimum": 1})),
+            offset_error("offset must be positive").with_details(json!({"minimum": 1})),
         );
         let value = assert_valid(&v, &obs);
         assert_eq!(value["error"]["details"]["minimum"], 1);
         // denied
         assert_valid(
             &v,
-            &Observation::failure("c", "t", SideEffect::ReadOnly, ErrorCode::Denied.info("no")),
+            &failed("t", SideEffect::ReadOnly, ErrorCode::Denied.info("no")),
         );
         // unknown
-        let obs = Observation::failure(
-            "c",
+        let obs = failed(
             "send",
             SideEffect::Irreversible,
             ErrorCode::Timeout.info("deadline"),
@@ -1845,8 +1821,7 @@ mod tests {
         // sanitized garbage still validates
         assert_valid(
             &v,
-            &Observation::failure(
-                "c",
+            &failed(
                 "t",
                 SideEffect::ReadOnly,
                 ErrorInfo::new("BAD CODE", "m").with_field("no pointer"),
@@ -1858,47 +1833,35 @@ mod tests {
     fn schema_rejects_inconsistent_or_open_observations() {
         let v = schema_validator();
         let ok = serde_json::to_value(sample_ok()).unwrap();
-        let err = serde_json::to_value(Observation::failure(
-            "c",
+        let err = serde_json::to_value(failed(
             "t",
             SideEffect::Reversible,
             ErrorCode::Internal.info("x"),
         ))
         .unwrap();
 
-        let mut x = ok.clone();
-        x["extra"] = json!(1);
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x.as_object_mut().unwrap().remove("truncated");
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x["schema_version"] = json!(2);
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x["status"] = json!("failed");
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x["effects"]["level"] = json!("harmless");
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x["usage"]["extra"] = json!(0);
-        assert_invalid(&v, &x);
-        let mut x = ok.clone();
-        x["usage"]["fuel_consumed"] = json!(-1);
-        assert_invalid(&v, &x);
+        // `base` changed by `change` must fail the schema.
+        let rejects = |base: &Value, change: &dyn Fn(&mut Value)| {
+            let mut x = base.clone();
+            change(&mut x);
+            assert_invalid(&v, &x);
+        };
+
+        rejects(&ok, &|x| x["extra"] = json!(1));
+        rejects(&ok, &|x| {
+            drop(x.as_object_mut().unwrap().remove("truncated"))
+        });
+        rejects(&ok, &|x| x["schema_version"] = json!(2));
+        rejects(&ok, &|x| x["status"] = json!("failed"));
+        rejects(&ok, &|x| x["effects"]["level"] = json!("harmless"));
+        rejects(&ok, &|x| x["usage"]["extra"] = json!(0));
+        rejects(&ok, &|x| x["usage"]["fuel_consumed"] = json!(-1));
         // ok with an error object
-        let mut x = ok.clone();
-        x["error"] = err["error"].clone();
-        assert_invalid(&v, &x);
+        rejects(&ok, &|x| x["error"] = err["error"].clone());
         // error without error object
-        let mut x = err.clone();
-        x["error"] = Value::Null;
-        assert_invalid(&v, &x);
+        rejects(&err, &|x| x["error"] = Value::Null);
         // error with output
-        let mut x = err.clone();
-        x["output"] = json!({"a": 1});
-        assert_invalid(&v, &x);
+        rejects(&err, &|x| x["output"] = json!({"a": 1}));
         // bad retry value, open error object, bad pointer, bad code
         for (k, bad) in [
             ("retry", json!("maybe")),
@@ -1906,23 +1869,28 @@ mod tests {
             ("code", json!("Bad")),
             ("extra", json!(1)),
         ] {
-            let mut x = err.clone();
-            x["error"][k] = bad;
-            assert_invalid(&v, &x);
+            rejects(&err, &|x| x["error"][k] = bad.clone());
         }
         // unknown outcome claimed for a read-only call
-        let mut x = err.clone();
-        x["status"] = json!("unknown");
-        x["effects"]["level"] = json!("read-only");
-        assert_invalid(&v, &x);
+        rejects(&err, &|x| {
+            x["status"] = json!("unknown");
+            x["effects"]["level"] = json!("read-only");
+        });
         // denied must not be retryable
-        let mut x = err.clone();
-        x["status"] = json!("denied");
-        x["error"]["retry"] = json!("safe");
-        assert_invalid(&v, &x);
+        rejects(&err, &|x| {
+            x["status"] = json!("denied");
+            x["error"]["retry"] = json!("safe");
+        });
     }
 
     // ---- strip_control ----
+
+    /// Asserts `strip_control(input) == expected` for each `(input, expected)`.
+    fn assert_strips(cases: &[(&str, &str)]) {
+        for &(input, expected) in cases {
+            assert_eq!(strip_control(input), expected, "{input:?}");
+        }
+    }
 
     #[test]
     fn strip_plain_text_is_unchanged() {
@@ -1933,66 +1901,69 @@ mod tests {
 
     #[test]
     fn strip_ansi_sequences() {
-        assert_eq!(strip_control("\x1b[1;31merror\x1b[0m: x"), "error: x");
-        assert_eq!(
-            strip_control("\x1b[?25lhidden cursor\x1b[?25h"),
-            "hidden cursor"
-        );
-        assert_eq!(strip_control("a\x1b[2Kb"), "ab");
-        // OSC 8 hyperlink with ST and an OSC title with BEL.
-        assert_eq!(
-            strip_control("\x1b]8;;https://x.dev\x1b\\link\x1b]8;;\x1b\\ done"),
-            "link done"
-        );
-        assert_eq!(strip_control("\x1b]0;title\x07text"), "text");
-        // Charset selection, keypad mode, save cursor.
-        assert_eq!(strip_control("\x1b(Babc\x1b=\x1b7"), "abc");
-        // DCS string.
-        assert_eq!(strip_control("x\x1bPq#0;2;0;0;0\x1b\\y"), "xy");
-        // 8-bit CSI and OSC.
-        assert_eq!(strip_control("\u{9b}31mred\u{9b}0m"), "red");
-        assert_eq!(strip_control("\u{9d}0;t\u{9c}ok"), "ok");
-        // A lone ESC at the end, and ESC before a non-ASCII char.
-        assert_eq!(strip_control("end\x1b"), "end");
-        assert_eq!(strip_control("\x1bé"), "é");
-        // An unterminated OSC ends at the line break.
-        assert_eq!(strip_control("a\x1b]unterminated\nnext"), "a\nnext");
-        // Truncated CSI.
-        assert_eq!(strip_control("\x1b[31"), "");
+        assert_strips(&[
+            ("\x1b[1;31merror\x1b[0m: x", "error: x"),
+            ("\x1b[?25lhidden cursor\x1b[?25h", "hidden cursor"),
+            ("a\x1b[2Kb", "ab"),
+            // OSC 8 hyperlink with ST and an OSC title with BEL.
+            (
+                "\x1b]8;;https://x.dev\x1b\\link\x1b]8;;\x1b\\ done",
+                "link done",
+            ),
+            ("\x1b]0;title\x07text", "text"),
+            // Charset selection, keypad mode, save cursor.
+            ("\x1b(Babc\x1b=\x1b7", "abc"),
+            // DCS string.
+            ("x\x1bPq#0;2;0;0;0\x1b\\y", "xy"),
+            // 8-bit CSI and OSC.
+            ("\u{9b}31mred\u{9b}0m", "red"),
+            ("\u{9d}0;t\u{9c}ok", "ok"),
+            // A lone ESC at the end, and ESC before a non-ASCII char.
+            ("end\x1b", "end"),
+            ("\x1bé", "é"),
+            // An unterminated OSC ends at the line break.
+            ("a\x1b]unterminated\nnext", "a\nnext"),
+            // Truncated CSI.
+            ("\x1b[31", ""),
+        ]);
     }
 
     #[test]
     fn strip_resolves_progress_bars() {
-        assert_eq!(strip_control("10%\r50%\r100%\ndone\n"), "100%\ndone\n");
-        assert_eq!(strip_control("\r\x1b[K 10%\r\x1b[K 100%"), " 100%");
-        // Shorter final state: no leftovers of the longer line.
-        assert_eq!(strip_control("100%\r50%"), "50%");
-        // CRLF is a line end; a trailing CR changes nothing.
-        assert_eq!(strip_control("a\r\nb\r\n"), "a\nb\n");
-        assert_eq!(strip_control("abc\r"), "abc");
-        assert_eq!(strip_control("abc\r\r\n"), "abc\n");
-        // Only the current line is rewritten.
-        assert_eq!(strip_control("keep\nold\rnew"), "keep\nnew");
-        assert_eq!(strip_control("x\r\tindented"), "\tindented");
+        assert_strips(&[
+            ("10%\r50%\r100%\ndone\n", "100%\ndone\n"),
+            ("\r\x1b[K 10%\r\x1b[K 100%", " 100%"),
+            // Shorter final state: no leftovers of the longer line.
+            ("100%\r50%", "50%"),
+            // CRLF is a line end; a trailing CR changes nothing.
+            ("a\r\nb\r\n", "a\nb\n"),
+            ("abc\r", "abc"),
+            ("abc\r\r\n", "abc\n"),
+            // Only the current line is rewritten.
+            ("keep\nold\rnew", "keep\nnew"),
+            ("x\r\tindented", "\tindented"),
+        ]);
     }
 
     #[test]
     fn strip_backspaces() {
-        assert_eq!(strip_control("abc\u{8}\u{8}X"), "aX");
-        // Spinner.
-        assert_eq!(strip_control("|\u{8}/\u{8}-\u{8}\\"), "\\");
-        // Man-page overstrike.
-        assert_eq!(strip_control("_\u{8}Bo\u{8}o"), "Bo");
-        // Never crosses a line break or the start.
-        assert_eq!(strip_control("a\n\u{8}\u{8}b"), "a\nb");
-        assert_eq!(strip_control("\u{8}x"), "x");
-        // Deletes a whole multibyte char.
-        assert_eq!(strip_control("é\u{8}e"), "e");
+        assert_strips(&[
+            ("abc\u{8}\u{8}X", "aX"),
+            // Spinner.
+            ("|\u{8}/\u{8}-\u{8}\\", "\\"),
+            // Man-page overstrike.
+            ("_\u{8}Bo\u{8}o", "Bo"),
+            // Never crosses a line break or the start.
+            ("a\n\u{8}\u{8}b", "a\nb"),
+            ("\u{8}x", "x"),
+            // Deletes a whole multibyte char.
+            ("é\u{8}e", "e"),
+        ]);
     }
 
     #[test]
     fn strip_other_controls() {
-        assert_eq!(strip_control("a\0b\x07c\x7fd\u{85}e\x0bf"), "abcdef");
+        assert_strips(&[("a\0b\x07c\x7fd\u{85}e\x0bf", "abcdef")]);
     }
 
     #[test]

@@ -35,9 +35,24 @@ fn rejected_before_running(obs: &Value) {
     assert_eq!(obs["usage"]["fuel_consumed"], 0, "{obs:#}");
 }
 
+/// Rejected by the host with error `code` blaming the argument at `field`;
+/// returns the error.
+#[track_caller]
+fn rejected_at<'a>(obs: &'a Value, code: &str, field: &str) -> &'a Value {
+    let err = expect_error(obs, "error", code);
+    assert_eq!(err["field"], field, "{obs:#}");
+    rejected_before_running(obs);
+    err
+}
+
+/// `file_view` arguments for `src/a.txt` with this raw `offset` literal.
+fn view_offset(offset: &str) -> String {
+    format!(r#"{{"path":"src/a.txt","offset":{offset},"limit":1}}"#)
+}
+
 #[test]
 fn unknown_tool_suggests_the_closest_name() {
-    let obs = bad("file_veiw", r#"{"path":"src/a.txt","offset":1,"limit":1}"#);
+    let obs = bad("file_veiw", &view_args("src/a.txt"));
     let err = expect_error(&obs, "error", "unknown_tool");
     assert!(
         err["message"].as_str().unwrap().contains("file_view"),
@@ -51,12 +66,10 @@ fn unknown_tool_suggests_the_closest_name() {
 #[test]
 fn missing_field() {
     let obs = bad("file_view", r#"{"offset":1,"limit":5}"#);
-    let err = expect_error(&obs, "error", "invalid_arguments");
-    assert_eq!(err["field"], "/path");
+    let err = rejected_at(&obs, "invalid_arguments", "/path");
     assert_eq!(err["actual"], "missing");
     assert_eq!(err["correctable"], true);
     assert_eq!(err["retry"], "after_correction");
-    rejected_before_running(&obs);
 }
 
 #[test]
@@ -65,52 +78,33 @@ fn extra_field() {
         "file_view",
         r#"{"path":"src/a.txt","offset":1,"limit":1,"verbose":true}"#,
     );
-    let err = expect_error(&obs, "error", "invalid_arguments");
-    assert_eq!(err["field"], "/verbose");
-    rejected_before_running(&obs);
+    rejected_at(&obs, "invalid_arguments", "/verbose");
 }
 
 #[test]
 fn zero_or_negative_line() {
     for offset in ["0", "-3"] {
-        let obs = bad(
-            "file_view",
-            &format!(r#"{{"path":"src/a.txt","offset":{offset},"limit":1}}"#),
-        );
-        let err = expect_error(&obs, "error", "invalid_arguments");
-        assert_eq!(err["field"], "/offset");
+        let obs = bad("file_view", &view_offset(offset));
+        let err = rejected_at(&obs, "invalid_arguments", "/offset");
         assert_eq!(err["actual"], offset);
-        rejected_before_running(&obs);
     }
 }
 
 #[test]
 fn integer_as_string_and_boolean_as_integer() {
-    let obs = bad(
-        "file_view",
-        r#"{"path":"src/a.txt","offset":"1","limit":1}"#,
-    );
-    let err = expect_error(&obs, "error", "invalid_arguments");
-    assert_eq!(err["field"], "/offset");
+    let obs = bad("file_view", &view_offset(r#""1""#));
+    let err = rejected_at(&obs, "invalid_arguments", "/offset");
     assert!(
         err["expected"].as_str().unwrap().contains("integer"),
         "{err}"
     );
-    let obs = bad(
-        "file_view",
-        r#"{"path":"src/a.txt","offset":true,"limit":1}"#,
-    );
-    let err = expect_error(&obs, "error", "invalid_arguments");
-    assert_eq!(err["field"], "/offset");
-    rejected_before_running(&obs);
+    let obs = bad("file_view", &view_offset("true"));
+    rejected_at(&obs, "invalid_arguments", "/offset");
 }
 
 #[test]
 fn dotdot_leaving_the_workspace_is_denied() {
-    let obs = bad(
-        "file_view",
-        r#"{"path":"src/../../etc/passwd","offset":1,"limit":1}"#,
-    );
+    let obs = bad("file_view", &view_args("src/../../etc/passwd"));
     let err = expect_error(&obs, "denied", "denied");
     assert_eq!(err["field"], "/path");
     assert_eq!(err["correctable"], false);
@@ -120,10 +114,7 @@ fn dotdot_leaving_the_workspace_is_denied() {
 
 #[test]
 fn dotdot_inside_the_workspace_outside_the_grant_is_denied() {
-    let obs = bad(
-        "file_view",
-        r#"{"path":"src/../secret/key.txt","offset":1,"limit":1}"#,
-    );
+    let obs = bad("file_view", &view_args("src/../secret/key.txt"));
     expect_error(&obs, "denied", "denied");
     assert!(!obs["text"].as_str().unwrap().contains("hunter2"));
     rejected_before_running(&obs);
@@ -131,13 +122,8 @@ fn dotdot_inside_the_workspace_outside_the_grant_is_denied() {
 
 #[test]
 fn absolute_path_is_malformed() {
-    let obs = bad(
-        "file_view",
-        r#"{"path":"/etc/passwd","offset":1,"limit":1}"#,
-    );
-    let err = expect_error(&obs, "error", "invalid_arguments");
-    assert_eq!(err["field"], "/path");
-    rejected_before_running(&obs);
+    let obs = bad("file_view", &view_args("/etc/passwd"));
+    rejected_at(&obs, "invalid_arguments", "/path");
 }
 
 #[test]
@@ -178,21 +164,9 @@ fn non_utf8_and_oversized_files() {
     ws.write("huge.txt", vec![b'x'; 5 << 20]);
     let before = ws.snapshot();
     let h = reference_host();
-    let obs = call(
-        h,
-        &ws,
-        "file_view",
-        r#"{"path":"bad.txt","offset":1,"limit":1}"#,
-        &READ_ALL,
-    );
+    let obs = call(h, &ws, "file_view", &view_args("bad.txt"), &READ_ALL);
     expect_error(&obs, "error", "not_text");
-    let obs = call(
-        h,
-        &ws,
-        "file_view",
-        r#"{"path":"huge.txt","offset":1,"limit":1}"#,
-        &READ_ALL,
-    );
+    let obs = call(h, &ws, "file_view", &view_args("huge.txt"), &READ_ALL);
     expect_error(&obs, "error", "file_too_large");
     let obs = call(
         h,
@@ -230,13 +204,8 @@ fn duplicate_json_keys() {
 
 #[test]
 fn integer_above_2_pow_53() {
-    let obs = bad(
-        "file_view",
-        r#"{"path":"src/a.txt","offset":9007199254740993,"limit":1}"#,
-    );
-    let err = expect_error(&obs, "error", "invalid_json");
-    assert_eq!(err["field"], "/offset");
-    rejected_before_running(&obs);
+    let obs = bad("file_view", &view_offset("9007199254740993"));
+    rejected_at(&obs, "invalid_json", "/offset");
 }
 
 #[test]
@@ -254,7 +223,7 @@ fn no_grant_at_all_is_denied() {
         reference_host(),
         &ws,
         "file_view",
-        r#"{"path":"a.txt","offset":1,"limit":1}"#,
+        &view_args("a.txt"),
         &NOTHING,
     );
     let err = expect_error(&obs, "denied", "denied");
@@ -278,21 +247,9 @@ fn grant_prefixes_match_whole_segments() {
         write: &[],
     };
     let h = reference_host();
-    expect_ok(&call(
-        h,
-        &ws,
-        "file_view",
-        r#"{"path":"src/a.txt","offset":1,"limit":1}"#,
-        &g,
-    ));
+    expect_ok(&call(h, &ws, "file_view", &view_args("src/a.txt"), &g));
     expect_error(
-        &call(
-            h,
-            &ws,
-            "file_view",
-            r#"{"path":"src2/b.txt","offset":1,"limit":1}"#,
-            &g,
-        ),
+        &call(h, &ws, "file_view", &view_args("src2/b.txt"), &g),
         "denied",
         "denied",
     );

@@ -2,6 +2,7 @@
 //! keeps running, and no grant is exceeded.
 
 use crate::support::*;
+use serde_json::Value;
 use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::CallOptions;
 
@@ -13,33 +14,27 @@ fn opts(timeout_ms: u64, fuel: u64) -> CallOptions {
     }
 }
 
+/// Calls a hostile tool with `args` in a fresh workspace, with no grant.
+fn attack(tool: &str, args: &str) -> Value {
+    attack_with(tool, args, &CallOptions::default())
+}
+
+/// [`attack`] with explicit call options.
+fn attack_with(tool: &str, args: &str, options: &CallOptions) -> Value {
+    call_with(hostile_host(), &Ws::new(), tool, args, &NOTHING, options)
+}
+
 #[test]
 fn infinite_loop_is_stopped_by_fuel() {
-    let ws = Ws::new();
-    let obs = call_with(
-        hostile_host(),
-        &ws,
-        "spin_forever",
-        "{}",
-        &NOTHING,
-        &opts(30_000, 50_000_000),
-    );
+    let obs = attack_with("spin_forever", "{}", &opts(30_000, 50_000_000));
     expect_error(&obs, "error", "fuel_exhausted");
     assert!(obs["usage"]["fuel_consumed"].as_u64().unwrap() >= 50_000_000 - 10);
 }
 
 #[test]
 fn infinite_loop_is_stopped_by_the_deadline() {
-    let ws = Ws::new();
     let started = std::time::Instant::now();
-    let obs = call_with(
-        hostile_host(),
-        &ws,
-        "spin_forever",
-        "{}",
-        &NOTHING,
-        &opts(200, u64::MAX / 2),
-    );
+    let obs = attack_with("spin_forever", "{}", &opts(200, u64::MAX / 2));
     expect_error(&obs, "error", "timeout");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(obs["usage"]["wall_time_us"].as_u64().unwrap() >= 200_000);
@@ -47,12 +42,11 @@ fn infinite_loop_is_stopped_by_the_deadline() {
 
 #[test]
 fn memory_bomb_hits_the_memory_limit() {
-    let ws = Ws::new();
     let o = CallOptions {
         memory_mb: Some(64),
         ..CallOptions::default()
     };
-    let obs = call_with(hostile_host(), &ws, "memory_bomb", "{}", &NOTHING, &o);
+    let obs = attack_with("memory_bomb", "{}", &o);
     expect_error(&obs, "error", "memory_exhausted");
     let peak = obs["usage"]["peak_memory_bytes"].as_u64().unwrap();
     assert!(peak <= 64 << 20, "peak {peak}");
@@ -60,16 +54,14 @@ fn memory_bomb_hits_the_memory_limit() {
 
 #[test]
 fn deep_recursion_is_a_crash_not_a_host_failure() {
-    let ws = Ws::new();
-    let obs = call(hostile_host(), &ws, "deep_recursion", "{}", &NOTHING);
+    let obs = attack("deep_recursion", "{}");
     let err = expect_error(&obs, "error", "plugin_crashed");
     assert!(err["message"].as_str().unwrap().contains("stack"), "{err}");
 }
 
 #[test]
 fn panic_is_a_crash() {
-    let ws = Ws::new();
-    let obs = call(hostile_host(), &ws, "panic_now", "{}", &NOTHING);
+    let obs = attack("panic_now", "{}");
     expect_error(&obs, "error", "plugin_crashed");
     // The panic message went to the captured stderr, not the host's.
     assert!(
@@ -80,14 +72,7 @@ fn panic_is_a_crash() {
 
 #[test]
 fn stdout_flood_is_captured_and_bounded() {
-    let ws = Ws::new();
-    let obs = call(
-        hostile_host(),
-        &ws,
-        "stdout_flood",
-        r#"{"bytes":50000000}"#,
-        &NOTHING,
-    );
+    let obs = attack("stdout_flood", r#"{"bytes":50000000}"#);
     let out = expect_ok(&obs);
     assert_eq!(out["written"], 50_000_000);
     let kept = obs["logs"]["stdout"].as_str().unwrap().len() as u64;
@@ -98,22 +83,14 @@ fn stdout_flood_is_captured_and_bounded() {
 
 #[test]
 fn huge_output_is_refused() {
-    let ws = Ws::new();
-    let obs = call(
-        hostile_host(),
-        &ws,
-        "big_output",
-        r#"{"bytes":8000000}"#,
-        &NOTHING,
-    );
+    let obs = attack("big_output", r#"{"bytes":8000000}"#);
     let err = expect_error(&obs, "error", "output_too_large");
     assert!(err["message"].as_str().unwrap().contains("limit"));
 }
 
 #[test]
 fn undeclared_error_code_is_reported_as_invalid_output() {
-    let ws = Ws::new();
-    let obs = call(hostile_host(), &ws, "undeclared_error", "{}", &NOTHING);
+    let obs = attack("undeclared_error", "{}");
     expect_error(&obs, "error", "invalid_output");
 }
 
@@ -172,29 +149,20 @@ fn a_write_grant_reaches_only_its_prefix() {
 
 #[test]
 fn the_host_survives_everything_in_a_row() {
-    let ws = Ws::new();
-    let h = hostile_host();
     for tool in ["panic_now", "deep_recursion", "undeclared_error"] {
-        let obs = call(h, &ws, tool, "{}", &NOTHING);
+        let obs = attack(tool, "{}");
         assert_eq!(obs["status"], "error");
     }
-    let obs = call_with(
-        h,
-        &ws,
-        "spin_forever",
-        "{}",
-        &NOTHING,
-        &opts(100, u64::MAX / 2),
-    );
+    let obs = attack_with("spin_forever", "{}", &opts(100, u64::MAX / 2));
     expect_error(&obs, "error", "timeout");
     // And a normal tool still works afterwards.
-    let ws2 = Ws::new();
-    ws2.write("a.txt", "ok\n");
+    let ws = Ws::new();
+    ws.write("a.txt", "ok\n");
     expect_ok(&call(
         reference_host(),
-        &ws2,
+        &ws,
         "file_view",
-        r#"{"path":"a.txt","offset":1,"limit":1}"#,
+        &view_args("a.txt"),
         &READ_ALL,
     ));
 }

@@ -191,6 +191,11 @@ pub fn call(host: &Host, ws: &Ws, tool: &str, args: &str, grant: &Grant<'_>) -> 
     call_with(host, ws, tool, args, grant, &CallOptions::default())
 }
 
+/// Arguments of `file_view` for the first line of `path`.
+pub fn view_args(path: &str) -> String {
+    format!(r#"{{"path":"{path}","offset":1,"limit":1}}"#)
+}
+
 /// Panics unless `obs` matches `schemas/observation.schema.json`.
 pub fn assert_valid_observation(obs: &Value) {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();

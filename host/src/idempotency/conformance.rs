@@ -59,6 +59,26 @@ fn acquire(store: &dyn Store, key: &str, digest: &str, lease: Duration) -> u64 {
     }
 }
 
+/// Claims `key` for `tool.x` with the arguments `digest` under a [`LONG`]
+/// lease, as a repeat of the call would.
+fn repeat(store: &dyn Store, key: &str, digest: &str) -> Claim {
+    store.claim(key, "tool.x", digest, LONG).unwrap()
+}
+
+/// The answer that replays `observation`.
+fn completed(observation: &str) -> Claim {
+    Claim::Completed {
+        observation: observation.to_owned(),
+    }
+}
+
+/// The answer that refuses a call in doubt for `reason`.
+fn in_doubt(reason: &str) -> Claim {
+    Claim::InDoubt {
+        reason: reason.to_owned(),
+    }
+}
+
 fn record(store: &dyn Store, key: &str) -> Record {
     store
         .get(key)
@@ -83,7 +103,7 @@ pub(crate) fn claim_complete_replay(b: &Backend) {
     let observation = "{\"b\": 1,  \"a\":\"é\\u00e9\\n\"}\n\t \u{0} 😀";
     s.complete(&k, fence, observation).unwrap();
     for _ in 0..3 {
-        match s.claim(&k, "tool.x", "d1", LONG).unwrap() {
+        match repeat(&*s, &k, "d1") {
             Claim::Completed { observation: got } => {
                 assert_eq!(got.as_bytes(), observation.as_bytes(), "{}", b.name)
             }
@@ -114,12 +134,7 @@ pub(crate) fn claim_complete_replay(b: &Backend) {
     );
     // Another store on the same database sees the same bytes.
     let other = b.store();
-    assert_eq!(
-        other.claim(&k, "tool.x", "d1", LONG).unwrap(),
-        Claim::Completed {
-            observation: observation.to_owned()
-        }
-    );
+    assert_eq!(repeat(&*other, &k, "d1"), completed(observation));
 }
 
 /// A repeat while the first call runs is refused with the lease's end.
@@ -129,7 +144,7 @@ pub(crate) fn repeat_in_flight(b: &Backend) {
     let before = SystemTime::now();
     acquire(&*s, &k, "d", LONG);
     for _ in 0..2 {
-        match s.claim(&k, "tool.x", "d", LONG).unwrap() {
+        match repeat(&*s, &k, "d") {
             Claim::InFlight { until } => {
                 // Allow a second of clock difference with a database server.
                 assert!(until > before + LONG - Duration::from_secs(1), "{until:?}");
@@ -153,24 +168,19 @@ pub(crate) fn conflict_on_other_arguments(b: &Backend) {
     let k = key("conflict");
     let fence = acquire(&*s, &k, "digest-1", LONG);
     assert_eq!(
-        s.claim(&k, "tool.x", "digest-2", LONG).unwrap(),
+        repeat(&*s, &k, "digest-2"),
         Claim::Conflict {
             stored_digest: "digest-1".into()
         }
     );
     s.complete(&k, fence, "obs").unwrap();
     assert_eq!(
-        s.claim(&k, "tool.x", "digest-2", LONG).unwrap(),
+        repeat(&*s, &k, "digest-2"),
         Claim::Conflict {
             stored_digest: "digest-1".into()
         }
     );
-    assert_eq!(
-        s.claim(&k, "tool.x", "digest-1", LONG).unwrap(),
-        Claim::Completed {
-            observation: "obs".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "digest-1"), completed("obs"));
 }
 
 /// A lease that runs out moves the record to in-doubt; it is never re-run.
@@ -184,10 +194,8 @@ pub(crate) fn lease_expiry_moves_to_in_doubt(b: &Backend) {
     // Through claim.
     for _ in 0..2 {
         assert_eq!(
-            s.claim(&k1, "tool.x", "d", LONG).unwrap(),
-            Claim::InDoubt {
-                reason: REASON_LEASE_EXPIRED.into()
-            },
+            repeat(&*s, &k1, "d"),
+            in_doubt(REASON_LEASE_EXPIRED),
             "{}",
             b.name
         );
@@ -204,10 +212,7 @@ pub(crate) fn lease_expiry_moves_to_in_doubt(b: &Backend) {
         assert!(in_doubt.iter().any(|r| &r.key == k), "{k} not in doubt");
     }
     // Still refused later.
-    assert!(matches!(
-        s.claim(&k3, "tool.x", "d", LONG).unwrap(),
-        Claim::InDoubt { .. }
-    ));
+    assert!(matches!(repeat(&*s, &k3, "d"), Claim::InDoubt { .. }));
 }
 
 /// The owner whose lease ran out (nobody took over) may still record the
@@ -217,17 +222,9 @@ pub(crate) fn late_owner_may_complete(b: &Backend) {
     let k = key("late");
     let fence = acquire(&*s, &k, "d", SHORT);
     thread::sleep(PAST_SHORT);
-    assert!(matches!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::InDoubt { .. }
-    ));
+    assert!(matches!(repeat(&*s, &k, "d"), Claim::InDoubt { .. }));
     s.complete(&k, fence, "late result").unwrap();
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed {
-            observation: "late result".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), completed("late result"));
 }
 
 /// After a takeover the old owner's fence is stale for every operation.
@@ -236,10 +233,7 @@ pub(crate) fn stale_fence_after_takeover(b: &Backend) {
     let k = key("fence");
     let old = acquire(&*s, &k, "d", SHORT);
     thread::sleep(PAST_SHORT);
-    assert!(matches!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::InDoubt { .. }
-    ));
+    assert!(matches!(repeat(&*s, &k, "d"), Claim::InDoubt { .. }));
     s.settle(&k, Settlement::NotDone).unwrap();
     let new = acquire(&*s, &k, "d", LONG);
     assert!(new > old, "{}: fence {new} after {old}", b.name);
@@ -259,12 +253,7 @@ pub(crate) fn stale_fence_after_takeover(b: &Backend) {
     expect_kind(s.release(&k, old), StoreErrorKind::StaleFence);
     assert_eq!(record(&*s, &k).state, State::InFlight);
     s.complete(&k, new, "fresh").unwrap();
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed {
-            observation: "fresh".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), completed("fresh"));
 }
 
 /// A trap marks the record in doubt; settling it done stores the result.
@@ -273,19 +262,14 @@ pub(crate) fn settle_done(b: &Backend) {
     let k = key("settle-done");
     let fence = acquire(&*s, &k, "d", LONG);
     s.mark_in_doubt(&k, fence, "trap: unreachable").unwrap();
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::InDoubt {
-            reason: "trap: unreachable".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), in_doubt("trap: unreachable"));
     // Marking again (same owner) updates the reason.
     s.mark_in_doubt(&k, fence, "trap: out of fuel").unwrap();
     assert_eq!(record(&*s, &k).reason.as_deref(), Some("trap: out of fuel"));
     s.settle(&k, Settlement::Done("{\"probed\":true}".into()))
         .unwrap();
     assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
+        repeat(&*s, &k, "d"),
         Claim::Completed {
             observation: "{\"probed\":true}".into()
         }
@@ -333,12 +317,7 @@ pub(crate) fn settle_requires_in_doubt(b: &Backend) {
         s.settle(&k, Settlement::Done("y".into())),
         StoreErrorKind::WrongState,
     );
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed {
-            observation: "x".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), completed("x"));
 }
 
 /// An in-flight record whose lease ran out can be settled directly.
@@ -348,12 +327,7 @@ pub(crate) fn settle_after_lease_expiry(b: &Backend) {
     acquire(&*s, &k, "d", SHORT);
     thread::sleep(PAST_SHORT);
     s.settle(&k, Settlement::Done("probed".into())).unwrap();
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed {
-            observation: "probed".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), completed("probed"));
 }
 
 /// Release (the effect never started) forgets the record; fences are checked.
@@ -391,16 +365,13 @@ pub(crate) fn retention_expiry(b: &Backend) {
     s.complete(&k1, f1, "one").unwrap();
     let f2 = acquire(&*s, &k2, "d", LONG);
     s.complete(&k2, f2, "two").unwrap();
-    assert!(matches!(
-        s.claim(&k1, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed { .. }
-    ));
+    assert!(matches!(repeat(&*s, &k1, "d"), Claim::Completed { .. }));
     thread::sleep(retention + Duration::from_millis(200));
     // Expired on read, before any purge.
     assert_eq!(s.get(&k1).unwrap(), None, "{}", b.name);
     assert!(!s.list(None).unwrap().iter().any(|r| r.key == k1));
     // Claimed afresh (even with other arguments): the old owner is stale.
-    let f1b = match s.claim(&k1, "tool.x", "other", LONG).unwrap() {
+    let f1b = match repeat(&*s, &k1, "other") {
         Claim::Acquired { fence } => fence,
         other => panic!("{}: expected Acquired, got {other:?}", b.name),
     };
@@ -413,12 +384,7 @@ pub(crate) fn retention_expiry(b: &Backend) {
     let purged = s.purge_expired().unwrap();
     assert!(purged >= 1, "{}: purged {purged}", b.name);
     assert_eq!(s.get(&k2).unwrap(), None);
-    assert_eq!(
-        s.claim(&k3, "tool.x", "d", LONG).unwrap(),
-        Claim::Completed {
-            observation: "three".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k3, "d"), completed("three"));
     assert_eq!(record(&*s, &k1).state, State::InFlight);
 }
 
@@ -431,12 +397,7 @@ pub(crate) fn in_doubt_never_expires(b: &Backend) {
     s.mark_in_doubt(&k, fence, "trap").unwrap();
     thread::sleep(retention * 3);
     s.purge_expired().unwrap();
-    assert_eq!(
-        s.claim(&k, "tool.x", "d", LONG).unwrap(),
-        Claim::InDoubt {
-            reason: "trap".into()
-        }
-    );
+    assert_eq!(repeat(&*s, &k, "d"), in_doubt("trap"));
 }
 
 /// Listing, all or by state.
@@ -524,7 +485,7 @@ pub(crate) fn concurrent_claims(stores: &[&dyn Store], name: &str) {
                 let (k, barrier) = (&k, &barrier);
                 scope.spawn(move || {
                     barrier.wait();
-                    let claim = store.claim(k, "tool.x", "d", LONG).unwrap();
+                    let claim = repeat(store, k, "d");
                     if let Claim::Acquired { fence } = claim {
                         store.complete(k, fence, "winner").unwrap();
                     }
@@ -547,12 +508,7 @@ pub(crate) fn concurrent_claims(stores: &[&dyn Store], name: &str) {
         }
     }
     for store in stores {
-        assert_eq!(
-            store.claim(&k, "tool.x", "d", LONG).unwrap(),
-            Claim::Completed {
-                observation: "winner".into()
-            }
-        );
+        assert_eq!(repeat(*store, &k, "d"), completed("winner"));
     }
 }
 

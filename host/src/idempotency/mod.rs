@@ -73,6 +73,7 @@
 
 pub mod postgres;
 pub mod sqlite;
+mod stored;
 
 use std::fmt;
 use std::str::FromStr;

@@ -47,10 +47,11 @@
 //! ```
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use postgres::{Client, Config, NoTls, Row, Statement};
 
+use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
 use super::{
     duration_ms, Claim, Record, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
 };
@@ -376,23 +377,11 @@ impl Store for PostgresStore {
             let row = tx
                 .query_opt(&sql.select_for_update, &[&key])
                 .map_err(map_err)?;
-            let live = match &row {
-                Some(row) => !row.try_get::<_, bool>("expired").map_err(map_err)?,
-                None => false,
+            let live = match row {
+                Some(row) if !row.try_get::<_, bool>("expired").map_err(map_err)? => Some(row),
+                _ => None,
             };
-            let Some(row) = row.filter(|_| live) else {
-                return Err(StoreError::NotFound {
-                    key: key.to_owned(),
-                });
-            };
-            let record = to_record(&row)?;
-            if record.state != State::InDoubt {
-                return Err(StoreError::WrongState {
-                    key: key.to_owned(),
-                    operation: "settle",
-                    state: record.state,
-                });
-            }
+            settleable(key, live.as_ref().map(to_record).transpose()?)?;
             match settlement {
                 Settlement::Done(observation) => tx.execute(
                     &sql.settle_done,
@@ -477,20 +466,9 @@ fn try_claim(
         };
     }
     let lease_over: bool = row.try_get("lease_over").map_err(map_err)?;
-    let record = to_record(&row)?;
-    if record.args_digest != args_digest {
-        return Ok(Some(Claim::Conflict {
-            stored_digest: record.args_digest,
-        }));
-    }
-    Ok(match record.state {
-        State::Completed => Some(Claim::Completed {
-            observation: record.observation.unwrap_or_default(),
-        }),
-        State::InDoubt => Some(Claim::InDoubt {
-            reason: record.reason.unwrap_or_default(),
-        }),
-        State::InFlight if lease_over => {
+    Ok(match answer_existing(to_record(&row)?, args_digest) {
+        Existing::Answer(claim) => Some(claim),
+        Existing::InFlight { .. } if lease_over => {
             let moved = client
                 .execute(&sql.expire_lease, &[&key, &REASON_LEASE_EXPIRED])
                 .map_err(map_err)?;
@@ -499,9 +477,7 @@ fn try_claim(
                 reason: REASON_LEASE_EXPIRED.to_owned(),
             })
         }
-        State::InFlight => Some(Claim::InFlight {
-            until: record.lease_until.unwrap_or(SystemTime::UNIX_EPOCH),
-        }),
+        Existing::InFlight { until } => Some(Claim::InFlight { until }),
     })
 }
 
@@ -517,54 +493,23 @@ fn owner_failure(
         Ok(row) => row,
         Err(e) => return map_err(e),
     };
-    let Some(row) = row else {
-        return StoreError::NotFound {
-            key: key.to_owned(),
-        };
-    };
-    let fields = row
-        .try_get::<_, String>("state")
-        .and_then(|state| Ok((state, row.try_get::<_, i64>("fence")?)));
-    let (state, current) = match fields {
-        Ok(fields) => fields,
-        Err(e) => return map_err(e),
-    };
-    let current = match to_fence(key, current) {
-        Ok(current) => current,
-        Err(e) => return e,
-    };
-    if current != fence {
-        return StoreError::StaleFence {
-            key: key.to_owned(),
-            fence,
-            current,
-        };
-    }
-    match state.parse::<State>() {
-        Ok(state) => StoreError::WrongState {
-            key: key.to_owned(),
-            operation,
-            state,
-        },
-        Err(e) => StoreError::corrupt(key, e),
+    let current = row
+        .map(|row| Ok::<_, postgres::Error>((row.try_get("state")?, row.try_get("fence")?)))
+        .transpose();
+    match current {
+        Ok(current) => stored::owner_failure(key, fence, operation, current),
+        Err(e) => map_err(e),
     }
 }
 
+/// Reads a row of the [`COLUMNS`] into a [`Record`].
 fn to_record(row: &Row) -> Result<Record, StoreError> {
     let key: String = row.try_get("key").map_err(map_err)?;
     let corrupt = |e: postgres::Error| StoreError::corrupt(&key, e);
-    let state: String = row.try_get("state").map_err(corrupt)?;
-    let state = state
-        .parse::<State>()
-        .map_err(|e| StoreError::corrupt(&key, e))?;
-    let fence = to_fence(&key, row.try_get("fence").map_err(corrupt)?)?;
-    let observation = row
-        .try_get::<_, Option<Vec<u8>>>("observation")
-        .map_err(corrupt)?
-        .map(String::from_utf8)
-        .transpose()
-        .map_err(|e| StoreError::corrupt(&key, format!("observation is not UTF-8: {e}")))?;
-    Ok(Record {
+    let state = row.try_get("state").map_err(corrupt)?;
+    let fence = row.try_get("fence").map_err(corrupt)?;
+    let observation = row.try_get("observation").map_err(corrupt)?;
+    StoredRow {
         tool: row.try_get("tool").map_err(corrupt)?,
         args_digest: row.try_get("args_digest").map_err(corrupt)?,
         state,
@@ -576,11 +521,8 @@ fn to_record(row: &Row) -> Result<Record, StoreError> {
         observation,
         reason: row.try_get("reason").map_err(corrupt)?,
         key,
-    })
-}
-
-fn to_fence(key: &str, fence: i64) -> Result<u64, StoreError> {
-    u64::try_from(fence).map_err(|_| StoreError::corrupt(key, format!("negative fence {fence}")))
+    }
+    .into_record()
 }
 
 /// A fence as BIGINT; `None` for one no record can have.
@@ -617,6 +559,8 @@ fn map_err(e: postgres::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
+    use std::time::SystemTime;
+
     use super::*;
     use crate::idempotency::conformance;
     use crate::idempotency::{StoreErrorKind, DEFAULT_RETENTION};
@@ -683,34 +627,35 @@ mod tests {
 
     conformance::suite!(run);
 
+    /// Asserts that connecting to `url` fails with `kind`.
+    #[track_caller]
+    fn assert_connect_fails(url: &str, kind: StoreErrorKind) {
+        let err = PostgresStore::connect(url, DEFAULT_RETENTION).unwrap_err();
+        assert_eq!(err.kind(), kind, "{url}: {err}");
+    }
+
     #[test]
     fn unreachable_server_is_unavailable() {
         // Nothing listens on port 1.
-        let err = PostgresStore::connect(
+        assert_connect_fails(
             "postgres://toolhost:toolhost@127.0.0.1:1/toolhost",
-            DEFAULT_RETENTION,
-        )
-        .unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+            StoreErrorKind::Unavailable,
+        );
     }
 
     #[test]
     fn unresolvable_host_is_unavailable() {
-        let err = PostgresStore::connect(
+        assert_connect_fails(
             "postgres://u:p@no-such-host.invalid:5432/db?connect_timeout=2",
-            DEFAULT_RETENTION,
-        )
-        .unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+            StoreErrorKind::Unavailable,
+        );
     }
 
     #[test]
     fn malformed_url_is_invalid() {
-        let err = PostgresStore::connect("postgres://[::1", DEFAULT_RETENTION).unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
-        let err =
-            PostgresStore::connect("host=localhost port=notaport", DEFAULT_RETENTION).unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
+        for url in ["postgres://[::1", "host=localhost port=notaport"] {
+            assert_connect_fails(url, StoreErrorKind::InvalidArgument);
+        }
     }
 
     #[test]

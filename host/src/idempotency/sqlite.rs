@@ -51,8 +51,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use rusqlite::{
+    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
+};
 
+use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
 use super::{
     duration_ms, Claim, Record, Settlement, State, Store, StoreError, DEFAULT_RETENTION,
     REASON_LEASE_EXPIRED,
@@ -276,6 +279,22 @@ impl SqliteStore {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction (the write lock is taken
+    /// before anything is read) with the clock read once the lock is held,
+    /// and commits if `f` succeeds; an error rolls everything back.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(map_err)?;
+        let value = f(&tx, now_ms())?;
+        tx.commit().map_err(map_err)?;
+        Ok(value)
+    }
+
     /// Checks an owner's fence after a guarded write touched no row, and
     /// explains why.
     fn owner_failure(
@@ -294,30 +313,7 @@ impl SqliteStore {
             });
         match row {
             Err(e) => map_err(e),
-            Ok(None) => StoreError::NotFound {
-                key: key.to_owned(),
-            },
-            Ok(Some((state, current))) => {
-                let current = match to_fence(key, current) {
-                    Ok(current) => current,
-                    Err(e) => return e,
-                };
-                if current != fence {
-                    return StoreError::StaleFence {
-                        key: key.to_owned(),
-                        fence,
-                        current,
-                    };
-                }
-                match state.parse::<State>() {
-                    Ok(state) => StoreError::WrongState {
-                        key: key.to_owned(),
-                        operation,
-                        state,
-                    },
-                    Err(e) => StoreError::corrupt(key, e),
-                }
-            }
+            Ok(current) => stored::owner_failure(key, fence, operation, current),
         }
     }
 }
@@ -331,57 +327,35 @@ impl Store for SqliteStore {
         lease: Duration,
     ) -> Result<Claim, StoreError> {
         let lease_ms = duration_ms(lease, "lease")?;
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        // Read the clock only once the write lock is held.
-        let now = now_ms();
-        let acquired: Option<i64> = tx
-            .prepare_cached(CLAIM_SQL)
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![key, tool, args_digest, now, now + lease_ms],
-                    |row| row.get(0),
-                )
-                .optional()
-            })
-            .map_err(map_err)?;
-        if let Some(fence) = acquired {
-            tx.commit().map_err(map_err)?;
-            return Ok(Claim::Acquired {
-                fence: to_fence(key, fence)?,
-            });
-        }
-        let record = select_record(&tx, key, i64::MIN)?
-            .ok_or_else(|| StoreError::backend(format!("claim of {key} found no record")))?;
-        let claim = if record.args_digest != args_digest {
-            Claim::Conflict {
-                stored_digest: record.args_digest,
+        self.write(|tx, now| {
+            let acquired: Option<i64> = tx
+                .prepare_cached(CLAIM_SQL)
+                .and_then(|mut stmt| {
+                    stmt.query_row(
+                        params![key, tool, args_digest, now, now + lease_ms],
+                        |row| row.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(map_err)?;
+            if let Some(fence) = acquired {
+                return Ok(Claim::Acquired {
+                    fence: to_fence(key, fence)?,
+                });
             }
-        } else {
-            match record.state {
-                State::Completed => Claim::Completed {
-                    observation: record.observation.unwrap_or_default(),
-                },
-                State::InDoubt => Claim::InDoubt {
-                    reason: record.reason.unwrap_or_default(),
-                },
-                State::InFlight => {
-                    let until = record.lease_until.unwrap_or(UNIX_EPOCH);
-                    if until > from_ms(now) {
-                        Claim::InFlight { until }
-                    } else {
-                        expire_leases(&tx, now, Some(key))?;
-                        Claim::InDoubt {
-                            reason: REASON_LEASE_EXPIRED.to_owned(),
-                        }
+            let record = select_record(tx, key, i64::MIN)?
+                .ok_or_else(|| StoreError::backend(format!("claim of {key} found no record")))?;
+            Ok(match answer_existing(record, args_digest) {
+                Existing::Answer(claim) => claim,
+                Existing::InFlight { until } if until > from_ms(now) => Claim::InFlight { until },
+                Existing::InFlight { .. } => {
+                    expire_leases(tx, now, Some(key))?;
+                    Claim::InDoubt {
+                        reason: REASON_LEASE_EXPIRED.to_owned(),
                     }
                 }
-            }
-        };
-        tx.commit().map_err(map_err)?;
-        Ok(claim)
+            })
+        })
     }
 
     fn complete(&self, key: &str, fence: u64, observation: &str) -> Result<(), StoreError> {
@@ -427,176 +401,106 @@ impl Store for SqliteStore {
     }
 
     fn release(&self, key: &str, fence: u64) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let deleted: Option<i64> = tx
-            .prepare_cached(
-                "DELETE FROM idempotency
-                 WHERE key = ?1 AND fence = ?2 AND state IN ('in_flight', 'in_doubt')
-                 RETURNING fence",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![key, fence_param(fence)], |row| row.get(0))
-                    .optional()
-            })
-            .map_err(map_err)?;
-        let Some(deleted) = deleted else {
-            return Err(Self::owner_failure(&tx, key, fence, "release"));
-        };
-        raise_floor(&tx, deleted)?;
-        tx.commit().map_err(map_err)
+        self.write(|tx, _| {
+            let deleted: Option<i64> = tx
+                .prepare_cached(
+                    "DELETE FROM idempotency
+                     WHERE key = ?1 AND fence = ?2 AND state IN ('in_flight', 'in_doubt')
+                     RETURNING fence",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![key, fence_param(fence)], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(map_err)?;
+            let Some(deleted) = deleted else {
+                return Err(Self::owner_failure(tx, key, fence, "release"));
+            };
+            raise_floor(tx, deleted)
+        })
     }
 
     fn settle(&self, key: &str, settlement: Settlement) -> Result<(), StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, Some(key))?;
-        let record = select_record(&tx, key, now)?.ok_or_else(|| StoreError::NotFound {
-            key: key.to_owned(),
-        })?;
-        if record.state != State::InDoubt {
-            return Err(StoreError::WrongState {
-                key: key.to_owned(),
-                operation: "settle",
-                state: record.state,
-            });
-        }
-        match settlement {
-            Settlement::Done(observation) => tx.execute(
-                "UPDATE idempotency
-                 SET state = 'completed', observation = ?2, updated_ms = ?3, expires_ms = ?4
-                 WHERE key = ?1",
-                params![key, observation.as_bytes(), now, now + self.retention_ms],
-            ),
-            Settlement::NotDone => tx
-                .execute("DELETE FROM idempotency WHERE key = ?1", [key])
-                .and_then(|_| tx.execute(RAISE_FLOOR_SQL, [fence_param(record.fence)])),
-        }
-        .map_err(map_err)?;
-        tx.commit().map_err(map_err)
+        self.write(|tx, now| {
+            expire_leases(tx, now, Some(key))?;
+            let record = settleable(key, select_record(tx, key, now)?)?;
+            match settlement {
+                Settlement::Done(observation) => tx.execute(
+                    "UPDATE idempotency
+                     SET state = 'completed', observation = ?2, updated_ms = ?3, expires_ms = ?4
+                     WHERE key = ?1",
+                    params![key, observation.as_bytes(), now, now + self.retention_ms],
+                ),
+                Settlement::NotDone => tx
+                    .execute("DELETE FROM idempotency WHERE key = ?1", [key])
+                    .and_then(|_| tx.execute(RAISE_FLOOR_SQL, [fence_param(record.fence)])),
+            }
+            .map(drop)
+            .map_err(map_err)
+        })
     }
 
     fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, Some(key))?;
-        let record = select_record(&tx, key, now)?;
-        tx.commit().map_err(map_err)?;
-        Ok(record)
+        self.write(|tx, now| {
+            expire_leases(tx, now, Some(key))?;
+            select_record(tx, key, now)
+        })
     }
 
     fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        expire_leases(&tx, now, None)?;
-        let sql = format!(
-            "SELECT {COLUMNS} FROM idempotency WHERE {LIVE} AND (?2 IS NULL OR state = ?2)
-             ORDER BY created_ms, key"
-        );
-        let records = {
+        self.write(|tx, now| {
+            expire_leases(tx, now, None)?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM idempotency WHERE {LIVE} AND (?2 IS NULL OR state = ?2)
+                 ORDER BY created_ms, key"
+            );
             let mut stmt = tx.prepare(&sql).map_err(map_err)?;
             let rows = stmt
-                .query_map(params![now, state.map(State::as_str)], raw_row)
+                .query_map(params![now, state.map(State::as_str)], stored_row)
                 .map_err(map_err)?;
             let mut records = Vec::new();
             for row in rows {
-                records.push(to_record(row.map_err(map_err)?)?);
+                records.push(row.map_err(map_err)?.into_record()?);
             }
-            records
-        };
-        tx.commit().map_err(map_err)?;
-        Ok(records)
+            Ok(records)
+        })
     }
 
     fn purge_expired(&self) -> Result<u64, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(map_err)?;
-        let now = now_ms();
-        tx.execute(
-            "UPDATE idempotency_meta SET value = max(value, coalesce(
-                 (SELECT max(fence) FROM idempotency
-                  WHERE state = 'completed' AND expires_ms <= ?1), 0))
-             WHERE name = 'fence'",
-            [now],
-        )
-        .map_err(map_err)?;
-        let deleted = tx
-            .execute(
-                "DELETE FROM idempotency WHERE state = 'completed' AND expires_ms <= ?1",
+        self.write(|tx, now| {
+            tx.execute(
+                "UPDATE idempotency_meta SET value = max(value, coalesce(
+                     (SELECT max(fence) FROM idempotency
+                      WHERE state = 'completed' AND expires_ms <= ?1), 0))
+                 WHERE name = 'fence'",
                 [now],
             )
             .map_err(map_err)?;
-        tx.commit().map_err(map_err)?;
-        Ok(deleted as u64)
+            let deleted = tx
+                .execute(
+                    "DELETE FROM idempotency WHERE state = 'completed' AND expires_ms <= ?1",
+                    [now],
+                )
+                .map_err(map_err)?;
+            Ok(deleted as u64)
+        })
     }
 }
 
-/// A row as stored, before validation.
-type RawRow = (
-    String,
-    String,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    Option<Vec<u8>>,
-    Option<String>,
-);
-
-fn raw_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-        row.get(8)?,
-        row.get(9)?,
-        row.get(10)?,
-    ))
-}
-
-fn to_record(raw: RawRow) -> Result<Record, StoreError> {
-    let (key, tool, args_digest, state, fence, created, updated, lease, expires, obs, reason) = raw;
-    let state = state
-        .parse::<State>()
-        .map_err(|e| StoreError::corrupt(&key, e))?;
-    let fence = to_fence(&key, fence)?;
-    let observation = obs
-        .map(String::from_utf8)
-        .transpose()
-        .map_err(|e| StoreError::corrupt(&key, format!("observation is not UTF-8: {e}")))?;
-    Ok(Record {
-        key,
-        tool,
-        args_digest,
-        state,
-        fence,
-        created_at: from_ms(created),
-        updated_at: from_ms(updated),
-        lease_until: lease.map(from_ms),
-        expires_at: expires.map(from_ms),
-        observation,
-        reason,
+/// Reads the [`COLUMNS`] of a row.
+fn stored_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
+    Ok(StoredRow {
+        key: row.get(0)?,
+        tool: row.get(1)?,
+        args_digest: row.get(2)?,
+        state: row.get(3)?,
+        fence: row.get(4)?,
+        created_at: from_ms(row.get(5)?),
+        updated_at: from_ms(row.get(6)?),
+        lease_until: row.get::<_, Option<i64>>(7)?.map(from_ms),
+        expires_at: row.get::<_, Option<i64>>(8)?.map(from_ms),
+        observation: row.get(9)?,
+        reason: row.get(10)?,
     })
 }
 
@@ -604,11 +508,11 @@ fn to_record(raw: RawRow) -> Result<Record, StoreError> {
 /// to read it regardless).
 fn select_record(conn: &Connection, key: &str, now: i64) -> Result<Option<Record>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM idempotency WHERE key = ?2 AND {LIVE}");
-    let raw = conn
+    let row = conn
         .prepare_cached(&sql)
-        .and_then(|mut stmt| stmt.query_row(params![now, key], raw_row).optional())
+        .and_then(|mut stmt| stmt.query_row(params![now, key], stored_row).optional())
         .map_err(map_err)?;
-    raw.map(to_record).transpose()
+    row.map(StoredRow::into_record).transpose()
 }
 
 fn expire_leases(conn: &Connection, now: i64, key: Option<&str>) -> Result<usize, StoreError> {
@@ -622,10 +526,6 @@ fn raise_floor(conn: &Connection, fence: i64) -> Result<(), StoreError> {
         .and_then(|mut stmt| stmt.execute([fence]))
         .map(drop)
         .map_err(map_err)
-}
-
-fn to_fence(key: &str, fence: i64) -> Result<u64, StoreError> {
-    u64::try_from(fence).map_err(|_| StoreError::corrupt(key, format!("negative fence {fence}")))
 }
 
 /// A fence as an SQL integer; fences beyond `i64::MAX` never exist, so such a
