@@ -1,27 +1,58 @@
 //! The compiled-code cache: reused across hosts, never trusted blindly.
 
 use crate::support::*;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
+use toolhost::sandbox::{LoadEvent, Plugin, Sandbox, SandboxConfig};
 
-fn events(sandbox: &Sandbox, bytes: &[u8]) -> Vec<LoadEvent> {
+fn load(sandbox: &Sandbox, bytes: &[u8]) -> (Plugin, Vec<LoadEvent>) {
     let seen = Mutex::new(Vec::new());
-    sandbox
+    let plugin = sandbox
         .load(bytes, &|e| seen.lock().unwrap().push(e))
         .expect("load");
-    seen.into_inner().unwrap()
+    (plugin, seen.into_inner().unwrap())
+}
+
+fn events(sandbox: &Sandbox, bytes: &[u8]) -> Vec<LoadEvent> {
+    load(sandbox, bytes).1
+}
+
+fn recompiled(e: &[LoadEvent]) -> bool {
+    matches!(
+        e,
+        [
+            LoadEvent::CacheCorrupt,
+            LoadEvent::Compiling { .. },
+            LoadEvent::Compiled { .. }
+        ]
+    )
+}
+
+/// The compiled artifacts (`KEY.cwasm`) in a cache directory; each has a
+/// `KEY.sum` beside it.
+fn artifacts(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    found.sort();
+    found
+}
+
+fn config(dir: &Path) -> SandboxConfig {
+    SandboxConfig {
+        cache_dir: Some(dir.to_path_buf()),
+        ..SandboxConfig::default()
+    }
 }
 
 #[test]
 fn second_load_hits_the_cache_and_damage_forces_a_recompile() {
     let dir = tempfile::tempdir().unwrap();
-    let config = SandboxConfig {
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..SandboxConfig::default()
-    };
     let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
 
-    let first = Sandbox::new(&config).unwrap();
+    let first = Sandbox::new(&config(dir.path())).unwrap();
     let e = events(&first, &bytes);
     assert!(
         matches!(
@@ -32,37 +63,77 @@ fn second_load_hits_the_cache_and_damage_forces_a_recompile() {
     );
 
     // A new host (as after a restart) reads the cache.
-    let second = Sandbox::new(&config).unwrap();
+    let second = Sandbox::new(&config(dir.path())).unwrap();
     assert_eq!(events(&second, &bytes), [LoadEvent::CacheHit]);
 
     // Truncate the entry: detected, discarded, recompiled, rewritten.
-    let entry = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let data = std::fs::read(&entry).unwrap();
-    std::fs::write(&entry, &data[..data.len() / 2]).unwrap();
+    let [entry] = &artifacts(dir.path())[..] else {
+        panic!("one entry expected")
+    };
+    let data = std::fs::read(entry).unwrap();
+    std::fs::write(entry, &data[..data.len() / 2]).unwrap();
     let e = events(&second, &bytes);
-    assert!(
-        matches!(
-            e[..],
-            [
-                LoadEvent::CacheCorrupt,
-                LoadEvent::Compiling { .. },
-                LoadEvent::Compiled { .. }
-            ]
-        ),
-        "{e:?}"
-    );
+    assert!(recompiled(&e), "{e:?}");
+    assert_eq!(events(&second, &bytes), [LoadEvent::CacheHit]);
+
+    // One flipped byte in the middle of the machine code: the same.
+    let mut bad = std::fs::read(entry).unwrap();
+    let middle = bad.len() / 2;
+    bad[middle] ^= 0x01;
+    std::fs::write(entry, &bad).unwrap();
+    let e = events(&second, &bytes);
+    assert!(recompiled(&e), "{e:?}");
     assert_eq!(events(&second, &bytes), [LoadEvent::CacheHit]);
 
     // A different component gets its own entry.
     let other = std::fs::read(test_plugin("tp_hostile")).unwrap();
     let e = events(&second, &other);
     assert!(matches!(e[0], LoadEvent::Compiling { .. }), "{e:?}");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    assert_eq!(artifacts(dir.path()).len(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+}
+
+#[test]
+fn another_components_entry_in_this_ones_place_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&config(dir.path())).unwrap();
+    let trivial = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    let hostile = std::fs::read(test_plugin("tp_hostile")).unwrap();
+    events(&sandbox, &trivial);
+    let [before] = &artifacts(dir.path())[..] else {
+        panic!("one entry expected")
+    };
+    let trivial_entry = before.clone();
+    events(&sandbox, &hostile);
+    let hostile_entry = artifacts(dir.path())
+        .into_iter()
+        .find(|p| *p != trivial_entry)
+        .unwrap();
+
+    // Both files of the hostile entry, intact, under the trivial key.
+    std::fs::copy(&hostile_entry, &trivial_entry).unwrap();
+    std::fs::copy(
+        hostile_entry.with_extension("sum"),
+        trivial_entry.with_extension("sum"),
+    )
+    .unwrap();
+    let restarted = Sandbox::new(&config(dir.path())).unwrap();
+    let (plugin, e) = load(&restarted, &trivial);
+    assert!(recompiled(&e), "{e:?}");
+    let names: Vec<String> = plugin
+        .describe()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert!(
+        names.contains(&"echo_value".to_string())
+            && names.iter().all(|n| n.starts_with("echo_value")),
+        "{names:?}"
+    );
+    drop(plugin);
+    let (_, e) = load(&Sandbox::new(&config(dir.path())).unwrap(), &trivial);
+    assert_eq!(e, [LoadEvent::CacheHit]);
 }
 
 #[test]
@@ -70,11 +141,7 @@ fn the_cache_directory_is_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    Sandbox::new(&SandboxConfig {
-        cache_dir: Some(cache.clone()),
-        ..SandboxConfig::default()
-    })
-    .unwrap();
+    Sandbox::new(&config(&cache)).unwrap();
     let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }

@@ -34,7 +34,7 @@ mod effects;
 pub mod http;
 mod limits;
 
-pub use cache::{CompileCache, Miss};
+pub use cache::{Checked, CompileCache, Miss};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 
@@ -43,7 +43,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Trap,
@@ -342,8 +341,8 @@ impl Sandbox {
 
     /// Compiles (or reads from the cache) and pre-links a component.
     pub fn load(&self, bytes: &[u8], progress: &dyn Fn(LoadEvent)) -> Result<Plugin, SandboxError> {
-        let sha256 = hex::encode(Sha256::digest(bytes));
-        let component = self.compile_cached(bytes, &sha256, progress)?;
+        let digest = blake3::hash(bytes);
+        let component = self.compile_cached(bytes, &digest, progress)?;
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -353,34 +352,25 @@ impl Sandbox {
         Ok(Plugin {
             engine: self.engine.clone(),
             pre,
-            sha256,
+            digest: digest.to_hex().to_string(),
         })
     }
 
     fn compile_cached(
         &self,
         bytes: &[u8],
-        sha256: &str,
+        digest: &blake3::Hash,
         progress: &dyn Fn(LoadEvent),
     ) -> Result<Component, SandboxError> {
         let entry = self
             .cache
             .as_ref()
-            .map(|c| (c, c.entry_path(&self.engine, sha256)));
+            .map(|c| (c, c.entry_path(&self.engine, digest)));
         if let Some((cache, path)) = &entry {
-            match cache.get(path) {
-                Ok(artifact) => {
-                    // SAFETY: the artifact was written by this host into an
-                    // owner-only directory and its SHA-256 was just verified,
-                    // so it is exactly what `Component::serialize` produced;
-                    // wasmtime itself rejects artifacts from another version
-                    // or engine configuration.
-                    if let Ok(c) = unsafe { Component::deserialize(&self.engine, &artifact) } {
-                        progress(LoadEvent::CacheHit);
-                        return Ok(c);
-                    }
-                    cache.evict(path);
-                    progress(LoadEvent::CacheCorrupt);
+            match cache.load(&self.engine, path) {
+                Ok(c) => {
+                    progress(LoadEvent::CacheHit);
+                    return Ok(c);
                 }
                 Err(Miss::Corrupt) => {
                     cache.evict(path);
@@ -429,7 +419,7 @@ fn start_epoch_ticker(engine: &Engine) {
 pub struct Plugin {
     engine: Engine,
     pre: bindings::plugin::PluginPre<State>,
-    sha256: String,
+    digest: String,
 }
 
 /// A handle that stops a running call at its next epoch check.
@@ -446,9 +436,10 @@ impl CancelToken {
 }
 
 impl Plugin {
-    /// SHA-256 of the component bytes.
-    pub fn sha256(&self) -> &str {
-        &self.sha256
+    /// BLAKE3 of the component bytes (hex), the component's identity in
+    /// the compile cache.
+    pub fn digest(&self) -> &str {
+        &self.digest
     }
 
     /// Reads the plugin's descriptors, under fixed limits.
