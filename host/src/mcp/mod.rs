@@ -284,6 +284,9 @@ pub(crate) struct Generation {
     pub host: Host,
     /// MCP `Tool` objects in name order.
     pub tools: Vec<(String, Value)>,
+    /// The same as rmcp values (for its per-request header checks), parsed
+    /// once per catalog rather than per request.
+    pub parsed: Vec<Option<rmcp::model::Tool>>,
     /// Digest of every definition, to tell whether a reload changed anything.
     pub fingerprint: String,
 }
@@ -316,9 +319,14 @@ impl Generation {
             use sha2::Digest;
             hex::encode(sha2::Sha256::digest(all.as_bytes()))
         };
+        let parsed = tools
+            .iter()
+            .map(|(_, def)| serde_json::from_value(def.clone()).ok())
+            .collect();
         Generation {
             host,
             tools,
+            parsed,
             fingerprint,
         }
     }

@@ -379,7 +379,7 @@ impl ServerHandler for McpServer {
             .tools
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()?;
-        serde_json::from_value(generation.tools[i].1.clone()).ok()
+        generation.parsed[i].clone()
     }
 
     async fn set_level(
