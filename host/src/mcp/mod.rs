@@ -12,7 +12,8 @@
 //!   from the declared side-effect level; all four hints are always emitted.
 //!   `outputSchema` is the observation schema, because `structuredContent`
 //!   is the observation.
-//! - `tools/call`: [`Host::call_cancellable`] on a blocking thread, with the
+//! - `tools/call`: [`Host::call_cancellable`] off the runtime thread (on a
+//!   stdio session first a call thread kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
 //!   duplicate key (`raw_args`). Any
 //!   non-`ok` observation is `isError: true`; an unknown (or hidden) tool is
@@ -58,6 +59,7 @@ mod http;
 pub mod listing;
 mod raw_args;
 mod server;
+mod warm;
 mod watch;
 
 use std::collections::{BTreeSet, HashMap};

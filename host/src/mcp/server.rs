@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
+use super::warm::{self, WarmThread};
 use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
 use crate::effects::KeySource;
 use crate::observation::{Observation, Status};
@@ -37,6 +38,8 @@ pub(super) struct McpServer {
     /// Argument texts the strict parse refused, by request id (stdio; over
     /// HTTP they come with the request).
     kept: KeptArguments,
+    /// The stdio session's warm call thread ([`warm`]).
+    warm: Option<Arc<WarmThread>>,
 }
 
 impl McpServer {
@@ -46,6 +49,7 @@ impl McpServer {
             default_scope,
             log_level: Arc::new(Mutex::new(None)),
             kept: KeptArguments::default(),
+            warm: None,
         }
     }
 
@@ -300,17 +304,32 @@ impl ServerHandler for McpServer {
             // On a single-threaded runtime, a call without progress still
             // needs the blocking pool; report nothing for it.
             None if !multi_thread => {
-                let mut run = tokio::task::spawn_blocking(run_call);
-                let obs = tokio::select! {
-                    done = &mut run => done,
-                    _ = cx.ct.cancelled() => {
-                        cancel.cancel();
-                        run.await
+                // The warm thread when it is free, else the blocking pool.
+                let handed = match &self.warm {
+                    Some(warm) => warm.try_run(run_call),
+                    None => Err(run_call),
+                };
+                let rx = match handed {
+                    Ok(rx) => rx,
+                    Err(run_call) => {
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        tokio::task::spawn_blocking(move || {
+                            let _ = tx.send(run_call());
+                        });
+                        rx
                     }
+                };
+                let obs = match warm::take_result(rx) {
+                    Ok(obs) => Ok(obs),
+                    Err(mut rx) => tokio::select! {
+                        done = &mut rx => done,
+                        _ = cx.ct.cancelled() => {
+                            cancel.cancel();
+                            rx.await
+                        }
+                    },
                 }
-                .map_err(|e| {
-                    ErrorData::internal_error(format!("the call thread failed: {e}"), None)
-                })?;
+                .map_err(|_| ErrorData::internal_error("the call thread failed", None))?;
                 return self.finish(&cx, &name, obs).await;
             }
             p => p,
@@ -444,6 +463,10 @@ pub(super) async fn serve_stdio(
     let transport = AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes);
     let mut server = McpServer::new(state, Some(scope));
     server.kept = kept;
+    match WarmThread::spawn() {
+        Ok(warm) => server.warm = Some(Arc::new(warm)),
+        Err(e) => log!("toolhost: no warm call thread ({e}); calls use the blocking pool"),
+    }
     let running = server
         .serve(transport)
         .await

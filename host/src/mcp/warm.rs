@@ -1,0 +1,167 @@
+//! A warm thread for the calls of a stdio session.
+//!
+//! A stdio session runs its calls off the runtime thread, so that the
+//! session stays responsive while one runs (cancellation, progress, other
+//! requests). Handing a call to a parked thread and the result back costs
+//! two wake-ups, and on a virtual machine with an idle second CPU each can
+//! take tens of microseconds, more than a trivial call itself. So the
+//! session keeps one thread that, after each call, spins for a short while
+//! ([`SPIN`]) before it parks: a client calling in a loop finds it awake.
+//! The runtime side spins briefly on the result in the same way
+//! ([`take_result`]). Both spins are bounded, so an idle session costs
+//! nothing; a call that arrives while the thread is busy goes to the
+//! blocking pool as before.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+/// How long the thread stays awake for the next call after one ends.
+pub const SPIN: Duration = Duration::from_micros(300);
+/// How long the runtime thread waits awake for a result before it yields.
+pub const RESULT_SPIN: Duration = Duration::from_micros(100);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Shared {
+    job: Mutex<Option<Job>>,
+    /// A job is in `job`.
+    ready: AtomicBool,
+    /// The thread has a job, queued or running.
+    busy: AtomicBool,
+}
+
+/// One warm thread (see the module docs).
+pub(crate) struct WarmThread {
+    shared: Arc<Shared>,
+    thread: Thread,
+}
+
+impl WarmThread {
+    pub(crate) fn spawn() -> std::io::Result<WarmThread> {
+        let shared = Arc::new(Shared {
+            job: Mutex::new(None),
+            ready: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+        });
+        let worker = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("toolhost-call".into())
+            .spawn(move || loop {
+                let idle_since = Instant::now();
+                while !worker.ready.swap(false, Ordering::Acquire) {
+                    if idle_since.elapsed() < SPIN {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::park();
+                    }
+                }
+                let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(job) = job {
+                    // A panicking call drops its result sender: the caller
+                    // sees a failed call, the thread lives on.
+                    let _ = catch_unwind(AssertUnwindSafe(job));
+                }
+                worker.busy.store(false, Ordering::Release);
+            })?;
+        Ok(WarmThread {
+            shared,
+            thread: handle.thread().clone(),
+        })
+    }
+
+    /// Runs `f` on the warm thread when it is free; the result arrives on
+    /// the receiver. `Err(f)` when the thread is busy.
+    pub(crate) fn try_run<T, F>(&self, f: F) -> Result<oneshot::Receiver<T>, F>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        if self
+            .shared
+            .busy
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(f);
+        }
+        let (tx, rx) = oneshot::channel();
+        *self.shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(move || {
+            let _ = tx.send(f());
+        }));
+        self.shared.ready.store(true, Ordering::Release);
+        self.thread.unpark();
+        Ok(rx)
+    }
+}
+
+/// The result if it arrives within [`RESULT_SPIN`]; else the receiver, to
+/// be awaited.
+pub(crate) fn take_result<T>(mut rx: oneshot::Receiver<T>) -> Result<T, oneshot::Receiver<T>> {
+    let until = Instant::now() + RESULT_SPIN;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
+                std::hint::spin_loop()
+            }
+            Err(_) => return Err(rx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait<T>(rx: oneshot::Receiver<T>) -> Result<T, oneshot::error::RecvError> {
+        rx.blocking_recv()
+    }
+
+    #[test]
+    fn runs_jobs_one_at_a_time_and_refuses_while_busy() {
+        let warm = WarmThread::spawn().unwrap();
+        assert_eq!(wait(warm.try_run(|| 1 + 1).ok().unwrap()), Ok(2));
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let slow = warm
+            .try_run(move || go_rx.recv().map(|_| "done"))
+            .ok()
+            .unwrap();
+        // Busy: the next job comes back to the caller.
+        let refused = warm.try_run(|| 3);
+        assert!(refused.is_err());
+        go_tx.send(()).unwrap();
+        assert_eq!(wait(slow), Ok(Ok("done")));
+        // Free again, also after parking.
+        std::thread::sleep(SPIN * 10);
+        assert_eq!(wait(warm.try_run(|| 4).ok().unwrap()), Ok(4));
+    }
+
+    #[test]
+    fn a_panicking_job_closes_its_channel_and_the_thread_goes_on() {
+        let warm = WarmThread::spawn().unwrap();
+        let rx = warm.try_run(|| -> u8 { panic!("boom") }).ok().unwrap();
+        assert!(wait(rx).is_err());
+        let rx = loop {
+            // The thread frees itself right after the panic is caught.
+            match warm.try_run(|| 5) {
+                Ok(rx) => break rx,
+                Err(_) => std::thread::yield_now(),
+            }
+        };
+        assert_eq!(wait(rx), Ok(5));
+    }
+
+    #[test]
+    fn take_result_returns_a_ready_value_or_the_receiver() {
+        let (tx, rx) = oneshot::channel();
+        tx.send(7).unwrap();
+        assert_eq!(take_result(rx).ok(), Some(7));
+        let (_tx, rx) = oneshot::channel::<u8>();
+        assert!(take_result(rx).is_err());
+    }
+}
