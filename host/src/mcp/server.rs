@@ -247,7 +247,6 @@ impl ServerHandler for McpServer {
                 0 => Limits::default().timeout,
                 ms => Duration::from_millis(ms.into()),
             });
-        let args = arguments;
         let meta = call_meta::parse(&cx.meta).map_err(|e| {
             ErrorData::invalid_params(
                 e.to_string(),
@@ -278,9 +277,9 @@ impl ServerHandler for McpServer {
                 let host = &generation.host;
                 if let Some(session) = &scope.session {
                     return if dry_run {
-                        host.plan_in(session, &name, &args, &opts)
+                        host.plan_in(session, &name, &arguments, &opts)
                     } else {
-                        host.call_in_cancellable(session, &name, &args, &opts, Some(&cancel))
+                        host.call_in_cancellable(session, &name, &arguments, &opts, Some(&cancel))
                     };
                 }
                 let scope = Scope {
@@ -290,9 +289,9 @@ impl ServerHandler for McpServer {
                     capability: None,
                 };
                 if dry_run {
-                    host.plan(&name, &args, &scope, &opts)
+                    host.plan(&name, &arguments, &scope, &opts)
                 } else {
-                    host.call_cancellable(&name, &args, &scope, &opts, Some(&cancel))
+                    host.call_cancellable(&name, &arguments, &scope, &opts, Some(&cancel))
                 }
             }
         };
@@ -301,10 +300,10 @@ impl ServerHandler for McpServer {
             tokio::runtime::RuntimeFlavor::MultiThread
         );
         let progress = match progress {
-            // On a single-threaded runtime, a call without progress still
-            // needs the blocking pool; report nothing for it.
+            // stdio (a single-threaded runtime), no progress to report: the
+            // warm call thread when it is free (see `warm`), else the
+            // blocking pool.
             None if !multi_thread => {
-                // The warm thread when it is free, else the blocking pool.
                 let handed = match &self.warm {
                     Some(warm) => warm.try_run(run_call),
                     None => Err(run_call),
