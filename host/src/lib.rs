@@ -35,3 +35,4 @@ pub mod pipeline;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
+mod text;

@@ -37,6 +37,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::observation::{ErrorCode, ErrorInfo};
+use crate::text::clip_bytes;
 
 /// Where the workspace root is mounted inside the guest.
 pub const GUEST_ROOT: &str = "/workspace";
@@ -128,7 +129,7 @@ impl PathError {
         PathError {
             kind,
             message,
-            path: clip(raw, MAX_SHOWN_BYTES * 2).into_owned(),
+            path: clip_bytes(raw, MAX_SHOWN_BYTES * 2).into_owned(),
         }
     }
 
@@ -706,22 +707,10 @@ fn check_shape(raw: &str) -> Result<(), PathError> {
     Ok(())
 }
 
-/// Clips `s` to at most `max` bytes on a char boundary.
-fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if s.len() <= max {
-        return s.into();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end]).into()
-}
-
 /// `raw` as quoted in a message: clipped, control characters and backticks
 /// escaped.
 fn shown(raw: &str) -> String {
-    let clipped = clip(raw, MAX_SHOWN_BYTES);
+    let clipped = clip_bytes(raw, MAX_SHOWN_BYTES);
     let mut out = String::with_capacity(clipped.len());
     for c in clipped.chars() {
         if c == '`' {

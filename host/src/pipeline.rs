@@ -27,6 +27,7 @@ use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
 use crate::paths::{Access, Grants, Workspace, GUEST_ROOT};
 use crate::sandbox::{CallRequest, CancelToken, Failure, Limits, Mount, Sandbox};
 use crate::schema::PathAccess;
+use crate::text::clip_bytes;
 
 /// Largest argument text accepted, in bytes.
 pub const MAX_ARGS_BYTES: usize = 256 * 1024;
@@ -344,7 +345,7 @@ impl Host {
                 } else {
                     ErrorCode::InvalidOutput.info(format!(
                         "the tool returned an undeclared error code `{}`: {}",
-                        clip(&e.code, 64),
+                        clip_bytes(&e.code, 64),
                         e.message
                     ))
                 };
@@ -492,17 +493,6 @@ fn quote_list(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(" or ")
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
 }
 
 /// A fresh call id: time-ordered and unique within the process.

@@ -55,6 +55,8 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::text::clip_bytes;
+
 /// The value a tool declares in `needs.network-hosts` to mean "whatever
 /// origins the caller grants" (for tools such as `http_get` that fetch
 /// caller-chosen URLs).
@@ -130,7 +132,7 @@ impl fmt::Display for Origin {
 impl Origin {
     /// Parses `scheme://host[:port]` with at most a trailing `/`.
     pub(crate) fn parse(s: &str) -> Result<Origin, String> {
-        let bad = |why: &str| format!("`{}` is not an http(s) origin: {why}", clip(s, 100));
+        let bad = |why: &str| format!("`{}` is not an http(s) origin: {why}", clip_bytes(s, 100));
         let (scheme, rest) = s
             .split_once("://")
             .ok_or_else(|| bad("expected scheme://host:port"))?;
@@ -151,7 +153,7 @@ impl Origin {
         let scheme = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
             Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
-            Some(s) => return Err(format!("scheme `{}` is not supported", clip(s, 20))),
+            Some(s) => return Err(format!("scheme `{}` is not supported", clip_bytes(s, 20))),
             None => return Err("the request has no scheme".into()),
         };
         let authority = uri
@@ -483,7 +485,7 @@ async fn send_checked(
                 Err(_) => return Err(HttpError::DnsTimeout),
                 Ok(Err(e)) => {
                     return Err(HttpError::DnsError {
-                        rcode: Some(clip(&e.to_string(), 200)),
+                        rcode: Some(clip_bytes(&e.to_string(), 200).into_owned()),
                         info_code: None,
                     })
                 }
@@ -717,17 +719,6 @@ impl Body for CheckedBody {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
 }
 
 #[cfg(test)]

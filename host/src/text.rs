@@ -1,0 +1,29 @@
+//! Small helpers for the text of messages.
+
+use std::borrow::Cow;
+
+/// `s` cut to at most `max` bytes on a character boundary, the cut marked
+/// with `…` (which comes on top of `max`).
+pub(crate) fn clip_bytes(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &s[..end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clips_on_a_char_boundary() {
+        assert_eq!(clip_bytes("short", 10), "short");
+        assert_eq!(clip_bytes("abcdef", 3), "abc…");
+        // "é" is two bytes: a cut inside it moves back before it.
+        assert_eq!(clip_bytes("aé", 2), "a…");
+    }
+}
