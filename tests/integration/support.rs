@@ -62,6 +62,21 @@ pub fn sandbox() -> &'static Sandbox {
     })
 }
 
+/// The host's tool names in catalog order, after checking that every
+/// plugin loaded without a problem.
+#[track_caller]
+pub fn loaded_tool_names(h: &Host) -> Vec<String> {
+    assert!(
+        h.catalog().problems().is_empty(),
+        "{:?}",
+        h.catalog().problems()
+    );
+    h.catalog()
+        .tools()
+        .map(|t| t.descriptor.name.clone())
+        .collect()
+}
+
 /// A host with the embedded reference tools.
 pub fn reference_host() -> &'static Host {
     static H: OnceLock<Host> = OnceLock::new();
