@@ -30,6 +30,7 @@ pub mod json;
 pub mod lint;
 pub mod mcp;
 pub mod observation;
+pub mod origin;
 pub mod paths;
 pub mod pipeline;
 pub mod sandbox;

@@ -275,7 +275,10 @@ impl Host {
             limits.fuel = cap.fuel(limits.fuel);
             limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
         }
-        let net = crate::sandbox::net_grant(&needs.network_hosts, &scope.net);
+        let net = match crate::sandbox::net_grant(&needs.network_hosts, &scope.net) {
+            Ok(net) => net,
+            Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
+        };
         Ok(Prepared {
             tool: t,
             call_id,

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use super::{Linter, Rule, Severity, Target, DESCRIPTION_MAX_BYTES, DESCRIPTION_WARN_CHARS};
 use crate::descriptor::{SideEffect, ToolDescriptor};
 use crate::json::clip;
+use crate::origin::{Origin, ANY_ORIGIN};
 use crate::schema::{CompiledSchema, PathAccess};
 
 impl Linter {
@@ -174,15 +175,17 @@ impl Linter {
         }
         for (i, host) in desc.needs.network_hosts.iter().enumerate() {
             // `any`: whatever origins the caller grants (see the WIT `needs`).
-            if host != "any" && !is_origin(host) {
+            if host == ANY_ORIGIN {
+                continue;
+            }
+            if let Err(e) = Origin::parse(host) {
                 self.push(
                     Rule::NeedsConsistency,
                     Severity::Error,
                     d,
                     format!("/needs/network_hosts/{i}"),
                     format!(
-                        "network host {:?} must be an origin scheme://host:port with an explicit port",
-                        clip(host, 80)
+                        "network host {e}; declare an http or https origin such as https://api.example.com or http://127.0.0.1:8080, or \"any\""
                     ),
                 );
             }
@@ -214,37 +217,4 @@ pub(super) fn is_hidden_char(c: char) -> bool {
         || u == 0xFEFF
         || u == 0x00AD
         || (0xE0000..=0xE007F).contains(&u)
-}
-
-/// `scheme://host:port` with an explicit port.
-fn is_origin(s: &str) -> bool {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return false;
-    };
-    let scheme_ok = scheme
-        .bytes()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase())
-        && scheme
-            .bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"+.-".contains(&c));
-    let Some((host, port)) = rest.rsplit_once(':') else {
-        return false;
-    };
-    let host_ok = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        !inner.is_empty()
-            && inner
-                .bytes()
-                .all(|c| c.is_ascii_hexdigit() || c == b':' || c == b'.')
-    } else {
-        !host.is_empty()
-            && host
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
-    };
-    let port_ok = !port.is_empty()
-        && port.len() <= 5
-        && port.bytes().all(|c| c.is_ascii_digit())
-        && port.parse::<u32>().is_ok_and(|p| (1..=65535).contains(&p));
-    scheme_ok && host_ok && port_ok
 }

@@ -27,7 +27,7 @@
 //! | `input_schema` | error | the input schema compiles (draft 2020-12, local `$ref`s, trackable `x-toolhost-path`) |
 //! | `output_schema` | error | the output schema, if any, compiles and its root is `"type": "object"` |
 //! | `error_codes` | error / warning | every error code matches `^[a-z][a-z0-9_]{0,63}$` (error); no duplicates (warning) |
-//! | `needs_consistency` | error | side effect, needs and path annotations agree (a read-only tool writes nothing; a `write` path needs `fs_write`; a `read` path needs file access; network hosts are `scheme://host:port`) |
+//! | `needs_consistency` | error | side effect, needs and path annotations agree (a read-only tool writes nothing; a `write` path needs `fs_write`; a `read` path needs file access; network hosts are `http(s)` origins in the one grammar of [`crate::origin`]) |
 //! | `limits` | warning | `default_timeout_ms` and `max_output_bytes` are not 0 |
 //! | `duplicate_tool` | error | (catalog) no two tools share a name |
 //!

@@ -636,6 +636,8 @@ fn needs_consistency() {
         "/needs/fs_write"
     ));
     let mut d = desc(good_schema());
+    // One origin grammar for the whole host (crate::origin): a default
+    // port is filled in; what the sandbox cannot honour is refused.
     d.needs.network_hosts = vec![
         "https://api.example.com:443".into(),
         "http://[::1]:8080".into(),
@@ -643,6 +645,8 @@ fn needs_consistency() {
         "api.example.com:443".into(),
         "https://x:99999".into(),
         "any".into(),
+        "wss://stream.example.com:443".into(),
+        "http://127.1:80".into(),
     ];
     let r = lint_tool(&d);
     let bad: Vec<_> = r
@@ -654,9 +658,10 @@ fn needs_consistency() {
     assert_eq!(
         bad,
         [
-            "/needs/network_hosts/2",
             "/needs/network_hosts/3",
-            "/needs/network_hosts/4"
+            "/needs/network_hosts/4",
+            "/needs/network_hosts/6",
+            "/needs/network_hosts/7"
         ]
     );
 }
