@@ -266,7 +266,7 @@ impl WidenError {
 /// Loading or creating a root key failed.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("root key file {}: {source}", path.display())]
+    #[error("root key file {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

@@ -877,8 +877,11 @@ fn render_error_paragraph(out: &mut String, status: Status, level: SideEffect, e
         }
     }
     out.push_str(": ");
-    let message = e.message.trim();
+    let message = without_field(e);
     match (&e.expected, &e.actual) {
+        (Some(exp), Some(act)) if says_expected_and_got(message, exp, act) => {
+            push_sentence_body(out, message);
+        }
         (Some(exp), Some(act)) if message.is_empty() => {
             out.push_str("expected ");
             out.push_str(exp);
@@ -936,6 +939,30 @@ fn render_error_paragraph(out: &mut String, status: Status, level: SideEffect, e
         out.push_str(". ");
     }
     out.push_str(advice(status, level, e));
+}
+
+/// The message of `e` without a leading `FIELD: ` (`arguments: ` for the
+/// root): the paragraph names the field already.
+fn without_field(e: &ErrorInfo) -> &str {
+    let message = e.message.trim();
+    let field = match e.field.as_deref() {
+        None | Some("") => "arguments",
+        Some(f) => f,
+    };
+    message
+        .strip_prefix(field)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
+/// Whether `message` starts by saying `expected EXP, got ACT` (a schema
+/// violation does): then the paragraph does not say it a second time.
+fn says_expected_and_got(message: &str, exp: &str, act: &str) -> bool {
+    message
+        .strip_prefix("expected ")
+        .and_then(|rest| rest.strip_prefix(exp))
+        .and_then(|rest| rest.strip_prefix(", got "))
+        .is_some_and(|rest| rest.starts_with(act))
 }
 
 /// Pushes `s` without a final period (the caller ends the sentence).
