@@ -4,7 +4,7 @@
 //! workspace paths. The annotated locations are found once, at compile time,
 //! by walking `properties`, `additionalProperties`, `items`, `prefixItems`,
 //! `anyOf`/`oneOf`/`allOf`, `then`/`else`, `dependentSchemas` and local
-//! `$ref`s (recursion included) into a small graph ([`PathIndex`]), so
+//! `$ref`s (recursion included) into a small graph (`PathIndex`), so
 //! extraction per call is a walk over the relevant part of the arguments
 //! only.
 //!
