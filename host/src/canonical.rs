@@ -71,8 +71,10 @@ impl fmt::Display for CanonErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CanonError {
     /// [`canonicalize_str`] was given text that is not strict JSON.
+    // The message includes the JSON error's, so it is not also a `source`
+    // (a chain printer would say it twice).
     #[error("not canonicalizable: {0}")]
-    InvalidJson(#[from] JsonError),
+    InvalidJson(JsonError),
     /// An integer beyond ±2^53 (I-JSON's exact range).
     #[error("integer {value} at {} lies beyond ±2^53 and cannot be canonicalized exactly", pointer_text(.pointer))]
     IntegerOutOfRange {
@@ -92,6 +94,12 @@ pub enum CanonError {
     /// The underlying serializer failed.
     #[error("canonical serialization failed: {0}")]
     Serialize(String),
+}
+
+impl From<JsonError> for CanonError {
+    fn from(e: JsonError) -> Self {
+        CanonError::InvalidJson(e)
+    }
 }
 
 impl CanonError {

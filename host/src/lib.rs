@@ -10,15 +10,27 @@
 //!
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
-//! - [`pipeline`]: the call pipeline, over
+//! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
+//! - [`session`]: a caller bound to one verified capability token, and
+//!   [`effects`]: the side-effect policy (keys, records, plans), over
+//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), over
 //! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
-//! - [`lint`] and [`schema`]: descriptor rules and argument validation,
-//! - [`json`]: strict JSON parsing,
-//! - [`paths`]: workspace paths and grants,
+//!   outgoing HTTP,
+//! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
+//!   `compat`),
+//! - [`schema`]: argument schemas (`compile`, `violations`, `paths`, and
+//!   `walk`, shared with lint),
+//! - [`idempotency`]: idempotency keys and record stores (SQLite,
+//!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
-//! - [`observation`]: the one result shape,
-//! - [`descriptor`]: tool descriptors as plain Rust.
+//! - [`paths`]: workspace paths and grants,
+//! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
+//! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
+//!   parsing,
+//! - [`origin`]: network origins, one grammar,
+//! - [`descriptor`]: tool descriptors as plain Rust,
+//! - `text`: small helpers for message text.
 
 pub mod canonical;
 pub mod capability;
@@ -30,6 +42,7 @@ pub mod json;
 pub mod lint;
 pub mod mcp;
 pub mod observation;
+pub mod origin;
 pub mod paths;
 pub mod pipeline;
 pub mod sandbox;

@@ -297,6 +297,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` and a line break to stdout. A reader that has gone away
+/// (`toolhost describe X | head -c 100`) is not an error: nobody is left to
+/// read the rest, so the command ends as it would have, without the panic
+/// `println!` gives on a closed pipe.
+fn emit(text: impl std::fmt::Display) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = SandboxConfig {
         cache_dir: if cli.plugins.no_cache {
@@ -332,7 +344,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut out = serde_json::to_value(&t.descriptor)?;
             out["plugin"] = serde_json::Value::String(t.plugin_name.clone());
             out["lint"] = serde_json::to_value(&t.report)?;
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            emit(serde_json::to_string_pretty(&out)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
@@ -386,7 +398,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&list)?);
+            emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
@@ -465,17 +477,21 @@ fn list(host: &Host, session: Option<&Session>, json: bool) -> Result<ExitCode> 
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&tools)?);
+        emit(serde_json::to_string_pretty(&tools)?)?;
     } else {
-        let mut out = std::io::stdout().lock();
-        for t in tools {
-            writeln!(
-                out,
-                "{:<20} {:<13} {}",
-                t.descriptor.name,
-                t.descriptor.side_effect.as_str(),
-                t.descriptor.title.as_deref().unwrap_or("")
-            )?;
+        let lines: Vec<String> = tools
+            .iter()
+            .map(|t| {
+                format!(
+                    "{:<20} {:<13} {}",
+                    t.descriptor.name,
+                    t.descriptor.side_effect.as_str(),
+                    t.descriptor.title.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        if !lines.is_empty() {
+            emit(lines.join("\n"))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -614,7 +630,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
     } else {
         serde_json::to_string(&obs)?
     };
-    println!("{text}");
+    emit(text)?;
     Ok(ExitCode::from(match obs.status {
         Status::Ok => 0,
         Status::Error => 1,
@@ -630,12 +646,12 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             if caveats.is_empty() {
                 bail!("a token with no caveats grants nothing; give at least --tool");
             }
-            println!("{}", Token::mint(&root_key(p)?, &caveats)?.encode());
+            emit(Token::mint(&root_key(p)?, &caveats)?.encode())?;
         }
         CapCommand::Attenuate { token, caveats } => {
             let parent = Token::decode(token.trim()).context("decoding the token")?;
             let child = parent.attenuate(&caveats.caveats(false)?)?;
-            println!("{}", child.encode());
+            emit(child.encode())?;
         }
         CapCommand::Inspect { token } => {
             let t = Token::decode(token.trim()).context("decoding the token")?;
@@ -653,7 +669,7 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 "minted_caveats": t.minted_len(),
                 "verification": verified,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            emit(serde_json::to_string_pretty(&out)?)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -673,12 +689,14 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {
     let refused = inspected.reports.iter().any(|r| r.refused) || catalog_report.has_errors();
     if json {
         let out = serde_json::json!({ "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        emit(serde_json::to_string_pretty(&out)?)?;
     } else {
+        let mut text = String::new();
         for r in &inspected.reports {
-            println!("{r}");
+            text.push_str(&format!("{r}\n"));
         }
-        print!("{catalog_report}");
+        text.push_str(&catalog_report.to_string());
+        emit(text.trim_end_matches('\n'))?;
     }
     Ok(if refused {
         ExitCode::from(1)

@@ -82,7 +82,7 @@ pub(crate) struct Prepared<'t> {
     pub text_bytes: usize,
     /// The validated arguments, path arguments normalized.
     pub value: Value,
-    /// `value` as the text the guest receives.
+    /// `value` as the text the guest receives: its canonical form (JCS).
     pub args: String,
     pub mounts: Vec<Mount>,
     pub net: Vec<String>,
@@ -242,15 +242,21 @@ impl Host {
                 Err(e) => return fail(e.to_error_info(Some(&arg.pointer))),
             }
         }
-        let args: String = if rewrites.is_empty() {
-            args.to_string()
-        } else {
-            for (pointer, rel) in rewrites {
-                if let Some(slot) = value.pointer_mut(&pointer) {
-                    *slot = Value::String(rel);
-                }
+        for (pointer, rel) in rewrites {
+            if let Some(slot) = value.pointer_mut(&pointer) {
+                *slot = Value::String(rel);
             }
-            value.to_string()
+        }
+        // The plugin gets what was validated (and what an idempotency key is
+        // derived from): the canonical text (RFC 8785) of the arguments, so
+        // `"offset": 1.0`, an integer under JSON Schema, arrives as `1`.
+        let args = match crate::canonical::canonicalize(&value) {
+            Ok(text) => text,
+            Err(e) => {
+                let info = ErrorCode::InvalidArguments
+                    .info(format!("the arguments cannot be canonicalized: {e}"));
+                return fail(info);
+            }
         };
 
         // The sandbox this call gets.
@@ -275,7 +281,10 @@ impl Host {
             limits.fuel = cap.fuel(limits.fuel);
             limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
         }
-        let net = crate::sandbox::net_grant(&needs.network_hosts, &scope.net);
+        let net = match crate::sandbox::net_grant(&needs.network_hosts, &scope.net) {
+            Ok(net) => net,
+            Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
+        };
         Ok(Prepared {
             tool: t,
             call_id,

@@ -37,10 +37,24 @@ use crate::pipeline::{denial_error, CallOptions, Host, Scope};
 /// Why a session could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    // The messages include the inner error's, so it is not also a `source`:
+    // a chain printer (`{:#}`) then says it once, not `X: X`.
     #[error("the token is not valid: {0}")]
-    Token(#[from] CapError),
+    Token(CapError),
     #[error("the workspace or a granted prefix is not usable: {0}")]
-    Path(#[from] crate::paths::PathError),
+    Path(crate::paths::PathError),
+}
+
+impl From<CapError> for SessionError {
+    fn from(e: CapError) -> Self {
+        SessionError::Token(e)
+    }
+}
+
+impl From<crate::paths::PathError> for SessionError {
+    fn from(e: crate::paths::PathError) -> Self {
+        SessionError::Path(e)
+    }
 }
 
 /// A caller bound to a verified capability.

@@ -282,3 +282,114 @@ fn cap_mint_attenuate_inspect_and_token_scoped_calls() {
     );
     assert_eq!(refused.status.code(), Some(2));
 }
+
+/// Runs `toolhost ARGS` with its stdout a pipe whose reading end is closed
+/// before the command writes (as `toolhost describe X | head -c 100` does
+/// once `head` has its bytes).
+fn toolhost_into_a_closed_pipe(args: &[&str], cwd: &std::path::Path) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(cwd)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            repo_root().join("target/test-compile-cache"),
+        )
+        .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
+        .env_remove("TOOLHOST_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running toolhost");
+    // Closing the only reading end: every later write gets EPIPE.
+    drop(child.stdout.take());
+    child.wait_with_output().expect("waiting for toolhost")
+}
+
+#[test]
+fn a_closed_stdout_is_a_clean_exit_not_a_panic() {
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    let dir = ws.dir.path();
+    let token = stdout_line(&toolhost(&["cap", "mint", "--tool", "file_view"], dir));
+    let plugin = test_plugin("tp_open_object");
+    let plugin = plugin.to_str().unwrap();
+    let cases: [(&[&str], i32); 6] = [
+        (&["describe", "file_view"], 0),
+        (&["list"], 0),
+        (&["list", "--json"], 0),
+        (&["lint", plugin], 1),
+        (&["cap", "inspect", &token], 0),
+        (
+            &[
+                "call",
+                "file_view",
+                r#"{"path":"a.txt"}"#,
+                "--allow-read",
+                ".",
+            ],
+            0,
+        ),
+    ];
+    for (args, code) in cases {
+        let out = toolhost_into_a_closed_pipe(args, dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn errors_say_each_thing_once() {
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    let dir = ws.dir.path();
+    // A bad token: the session's message includes the token error's; it is
+    // not printed a second time as its cause.
+    let out = toolhost(&["call", "--token", "not-a-token", "file_view", "{}"], dir);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let reason = "malformed capability";
+    assert_eq!(stderr.matches(reason).count(), 1, "{stderr}");
+    // A schema violation: the text says `expected …, got …` once, and names
+    // the field once.
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt","offset":0}"#,
+            "--allow-read",
+            ".",
+        ],
+        dir,
+    );
+    let obs = observation(&out);
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("invalid_arguments at /offset: expected integer"),
+        "{text}"
+    );
+    assert_eq!(text.matches("expected").count(), 1, "{text}");
+    assert_eq!(text.matches("got 0").count(), 1, "{text}");
+    assert_eq!(text.matches("/offset").count(), 1, "{text}");
+}
+
+#[test]
+fn origins_the_sandbox_cannot_honour_are_refused_when_minted() {
+    let ws = Ws::new();
+    let dir = ws.dir.path();
+    for bad in [
+        "wss://stream.example.com",
+        "http://127.1:8080",
+        "ftp://a.example:21",
+    ] {
+        let out = toolhost(&["cap", "mint", "--tool", "http_get", "--net", bad], dir);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("`{bad}` is not a network origin")),
+            "{bad}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{bad}: a token was printed");
+    }
+}

@@ -107,6 +107,40 @@ fn side_effecting_calls_need_a_key_and_repeats_replay() {
 }
 
 #[test]
+fn the_plugin_gets_the_canonical_arguments_the_key_was_derived_from() {
+    // `hold_ms` is a u32: `0.0` is an integer under JSON Schema, so it passes
+    // validation and keys the call like `0`. The plugin must receive it as
+    // `0` too; had it received the raw text, it would fail to deserialize,
+    // the error would be recorded under the key, and the corrected retry
+    // below would replay that stale error.
+    let db = tempfile::tempdir().unwrap();
+    let h = effects_host(records_at(&db.path().join("r.sqlite")));
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path("data")).unwrap();
+    let spelled = r#"{"path":"data/count.bin","hold_ms":0.0}"#;
+    let first = call_with(&h, &ws, "count_calls", spelled, &WRITE_ALL, &derived("k1"));
+    assert_eq!(expect_ok(&first)["count"], 1, "{first:#}");
+    assert_eq!(first["effects"]["replayed"], false);
+
+    let corrected = r#"{"hold_ms":0,"path":"data/count.bin"}"#;
+    let retry = call_with(
+        &h,
+        &ws,
+        "count_calls",
+        corrected,
+        &WRITE_ALL,
+        &derived("k1"),
+    );
+    assert_eq!(retry["effects"]["replayed"], true, "{retry:#}");
+    assert_eq!(
+        retry["effects"]["idempotency_key"],
+        first["effects"]["idempotency_key"]
+    );
+    assert_eq!(expect_ok(&retry)["count"], 1);
+    assert_eq!(std::fs::read(ws.path("data/count.bin")).unwrap().len(), 1);
+}
+
+#[test]
 fn a_call_stopped_after_its_effect_is_in_doubt_and_the_probe_settles_it() {
     let db = tempfile::tempdir().unwrap();
     let h = effects_host(records_at(&db.path().join("r.sqlite")));

@@ -33,6 +33,28 @@ fn file_view_returns_a_numbered_window_and_version() {
 }
 
 #[test]
+fn file_view_takes_integers_written_as_floats() {
+    // `1.0` and `2e0` are integers under JSON Schema: the host validates
+    // them as such and hands the plugin the canonical text (`1`, `2`), so
+    // the call runs instead of failing inside the plugin at `field: null`.
+    let ws = Ws::new();
+    ws.write("a.txt", "one\ntwo\nthree\n");
+    let obs = call(
+        reference_host(),
+        &ws,
+        "file_view",
+        r#"{"path":"a.txt","offset":1.0,"limit":2e0}"#,
+        &READ_ALL,
+    );
+    let out = expect_ok(&obs);
+    assert_eq!(
+        out["lines"],
+        json!([{"number":1,"text":"one"},{"number":2,"text":"two"}])
+    );
+    assert_eq!(out["has_more"], true);
+}
+
+#[test]
 fn file_view_past_the_end_is_success_with_no_lines() {
     let ws = Ws::new();
     ws.write("a.txt", "one\ntwo\n");

@@ -38,7 +38,6 @@
 //! Origins here are the wire format shared with capabilities and
 //! descriptors: `scheme://host:port`. Only `http` and `https` can be granted.
 
-use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
@@ -55,12 +54,10 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::origin::{Host, Origin, OriginError, Scheme};
 use crate::text::clip_bytes;
 
-/// The value a tool declares in `needs.network-hosts` to mean "whatever
-/// origins the caller grants" (for tools such as `http_get` that fetch
-/// caller-chosen URLs).
-pub const ANY_ORIGIN: &str = "any";
+pub use crate::origin::ANY_ORIGIN;
 
 /// Largest response body a guest can read, per response.
 pub const MAX_RESPONSE_BODY_BYTES: u64 = 8 << 20;
@@ -74,163 +71,10 @@ const IO_GRACE: Duration = Duration::from_secs(2);
 /// Most refusals kept per call (the rest are counted).
 const MAX_RECORDED_DENIALS: usize = 16;
 
-/// A request scheme the sandbox can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Scheme {
-    Http,
-    Https,
-}
-
-impl Scheme {
-    fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        }
-    }
-
-    fn default_port(self) -> u16 {
-        match self {
-            Scheme::Http => 80,
-            Scheme::Https => 443,
-        }
-    }
-}
-
-/// The host part of an origin.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Host {
-    /// A literal address: the grant names it explicitly.
-    Ip(IpAddr),
-    /// `localhost`: loopback by definition (RFC 6761), never asked of DNS.
-    Localhost,
-    /// A DNS name (lowercase ASCII, no trailing dot).
-    Name(String),
-}
-
-/// A parsed, normalized origin.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Origin {
-    scheme: Scheme,
-    host: Host,
-    port: u16,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://", self.scheme.as_str())?;
-        match &self.host {
-            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
-            Host::Ip(IpAddr::V4(ip)) => write!(f, "{ip}")?,
-            Host::Localhost => f.write_str("localhost")?,
-            Host::Name(n) => f.write_str(n)?,
-        }
-        write!(f, ":{}", self.port)
-    }
-}
-
-impl Origin {
-    /// Parses `scheme://host[:port]` with at most a trailing `/`.
-    pub(crate) fn parse(s: &str) -> Result<Origin, String> {
-        let bad = |why: &str| format!("`{}` is not an http(s) origin: {why}", clip_bytes(s, 100));
-        let (scheme, rest) = s
-            .split_once("://")
-            .ok_or_else(|| bad("expected scheme://host:port"))?;
-        let scheme = match scheme.to_ascii_lowercase().as_str() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            _ => return Err(bad("only http and https origins can be granted")),
-        };
-        let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.contains(['/', '?', '#']) {
-            return Err(bad("an origin has no path, query or fragment"));
-        }
-        Origin::from_parts(scheme, authority).map_err(|why| bad(&why))
-    }
-
-    /// The origin a request goes to, from its URI.
-    fn of_request(uri: &http::Uri) -> Result<Origin, String> {
-        let scheme = match uri.scheme_str() {
-            Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
-            Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
-            Some(s) => return Err(format!("scheme `{}` is not supported", clip_bytes(s, 20))),
-            None => return Err("the request has no scheme".into()),
-        };
-        let authority = uri
-            .authority()
-            .ok_or_else(|| "the request has no authority".to_string())?;
-        Origin::from_parts(scheme, authority.as_str())
-    }
-
-    fn from_parts(scheme: Scheme, authority: &str) -> Result<Origin, String> {
-        if authority.contains('@') {
-            return Err("user info is not allowed".into());
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (addr, after) = v6.split_once(']').ok_or("unclosed `[`")?;
-            let ip: Ipv6Addr = addr.parse().map_err(|_| "bad IPv6 address")?;
-            let port = match after {
-                "" => None,
-                p => Some(p.strip_prefix(':').ok_or("junk after `]`")?),
-            };
-            (Host::Ip(IpAddr::V6(ip)), port)
-        } else {
-            let (host, port) = match authority.split_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            };
-            (parse_host(host)?, port)
-        };
-        let port = match port {
-            None => scheme.default_port(),
-            Some(p) => {
-                if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err("bad port".into());
-                }
-                match p.parse::<u16>() {
-                    Ok(0) | Err(_) => return Err("port must be 1 to 65535".into()),
-                    Ok(n) => n,
-                }
-            }
-        };
-        Ok(Origin { scheme, host, port })
-    }
-}
-
-/// A host name or IPv4 literal. Numeric forms other than dotted quads
-/// (`127.1`, `0x7f.0.0.1`, `2130706433`) are refused: resolvers read them as
-/// addresses, which would slip past the literal-address rule.
-fn parse_host(host: &str) -> Result<Host, String> {
-    let host = host.to_ascii_lowercase();
-    if host.is_empty() {
-        return Err("empty host".into());
-    }
-    if let Ok(ip) = host.parse::<Ipv4Addr>() {
-        return Ok(Host::Ip(IpAddr::V4(ip)));
-    }
-    if host.len() > 253
-        || host.starts_with('.')
-        || host.ends_with('.')
-        || host.contains("..")
-        || !host
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b".-".contains(&b))
-    {
-        return Err("bad host name (ASCII letters, digits, `.` and `-`)".into());
-    }
-    let last = host.rsplit('.').next().unwrap_or("");
-    if last.bytes().all(|b| b.is_ascii_digit()) || last.starts_with("0x") {
-        return Err("a numeric host must be a dotted-quad IPv4 address".into());
-    }
-    if host == "localhost" {
-        return Ok(Host::Localhost);
-    }
-    Ok(Host::Name(host))
-}
-
-/// Normalizes an origin (`HTTP://Example.com` → `http://example.com:80`).
-/// Only `http` and `https` origins are accepted.
-pub fn normalize_origin(s: &str) -> Result<String, String> {
+/// Normalizes an origin (`HTTP://Example.com` → `http://example.com:80`):
+/// see [`crate::origin`] for the grammar. Only `http` and `https` origins
+/// are accepted.
+pub fn normalize_origin(s: &str) -> Result<String, OriginError> {
     Origin::parse(s).map(|o| o.to_string())
 }
 
@@ -239,25 +83,31 @@ pub fn normalize_origin(s: &str) -> Result<String, String> {
 /// without duplicates.
 ///
 /// A tool that declares [`ANY_ORIGIN`] (`"any"`) gets every granted origin;
-/// one that declares nothing gets none. Entries that are not http(s)
-/// origins, on either side, match nothing.
-pub fn net_grant(declared: &[String], granted: &[String]) -> Vec<String> {
+/// one that declares nothing gets none. `any` is a declaration only: on the
+/// granted side it is no wildcard and grants no origin (every origin a
+/// caller grants is named). Any other entry, on either side, that is not an
+/// origin is an error naming it, never silently left out (descriptors and
+/// capability tokens are checked with the same parser when they are loaded
+/// or minted, so this only meets one from a hand-built scope).
+pub fn net_grant(declared: &[String], granted: &[String]) -> Result<Vec<String>, OriginError> {
     let granted: Vec<Origin> = granted
         .iter()
-        .filter_map(|g| Origin::parse(g).ok())
-        .collect();
+        .filter(|g| *g != ANY_ORIGIN)
+        .map(|g| Origin::parse(g))
+        .collect::<Result<_, _>>()?;
     let any = declared.iter().any(|d| d == ANY_ORIGIN);
     let declared: Vec<Origin> = declared
         .iter()
-        .filter_map(|d| Origin::parse(d).ok())
-        .collect();
+        .filter(|d| *d != ANY_ORIGIN)
+        .map(|d| Origin::parse(d))
+        .collect::<Result<_, _>>()?;
     let mut out: Vec<Origin> = granted
         .into_iter()
         .filter(|g| any || declared.contains(g))
         .collect();
     out.sort();
     out.dedup();
-    out.into_iter().map(|o| o.to_string()).collect()
+    Ok(out.into_iter().map(|o| o.to_string()).collect())
 }
 
 /// Why an address may not be reached through a DNS name, if it may not.
@@ -339,21 +189,31 @@ struct Denials {
 }
 
 impl NetPolicy {
-    /// A policy for granted `origins` (unparseable ones grant nothing) that
-    /// ends at `deadline`.
+    /// A policy for granted `origins` that ends at `deadline`. A granted
+    /// text that is not an origin grants nothing and is recorded as a
+    /// refusal naming it (callers normally pass [`net_grant`]'s output,
+    /// which holds none).
     pub(crate) fn new(origins: &[String], deadline: Instant) -> Arc<NetPolicy> {
-        let mut parsed: Vec<Origin> = origins
-            .iter()
-            .filter_map(|o| Origin::parse(o).ok())
-            .collect();
+        let mut parsed = Vec::with_capacity(origins.len());
+        let mut refused = Vec::new();
+        for o in origins {
+            match Origin::parse(o) {
+                Ok(origin) => parsed.push(origin),
+                Err(e) => refused.push(format!("grant refused: {e}")),
+            }
+        }
         parsed.sort();
         parsed.dedup();
-        Arc::new(NetPolicy {
+        let policy = Arc::new(NetPolicy {
             origins: parsed,
             deadline,
             requests: AtomicUsize::new(0),
             denials: Mutex::new(Denials::default()),
-        })
+        });
+        for line in refused {
+            policy.deny(line);
+        }
+        policy
     }
 
     /// No network at all (describe, benchmarks).
@@ -417,10 +277,10 @@ impl WasiHttpHooks for NetHooks {
     ) -> SendFuture {
         let policy = &self.policy;
         let method = request.method().clone();
-        let origin = match Origin::of_request(request.uri()) {
+        let origin = match Origin::of_uri(request.uri()) {
             Ok(o) => o,
-            Err(why) => {
-                policy.deny(format!("{method} request refused: {why}"));
+            Err(e) => {
+                policy.deny(format!("{method} request refused: {}", e.reason));
                 return refused(HttpError::HttpRequestDenied);
             }
         };
@@ -473,14 +333,14 @@ async fn send_checked(
     let connect_timeout = bounded(options.connect_timeout);
 
     // Addresses, checked.
-    let addrs: Vec<IpAddr> = match &origin.host {
+    let addrs: Vec<IpAddr> = match origin.host_kind() {
         Host::Ip(ip) => vec![*ip],
         Host::Localhost => vec![
             IpAddr::V4(Ipv4Addr::LOCALHOST),
             IpAddr::V6(Ipv6Addr::LOCALHOST),
         ],
         Host::Name(name) => {
-            let lookup = tokio::net::lookup_host((name.as_str(), origin.port));
+            let lookup = tokio::net::lookup_host((name.as_str(), origin.port()));
             let found: Vec<IpAddr> = match tokio::time::timeout(connect_timeout, lookup).await {
                 Err(_) => return Err(HttpError::DnsTimeout),
                 Ok(Err(e)) => {
@@ -513,7 +373,7 @@ async fn send_checked(
     let connect = async {
         let mut last = None;
         for ip in &addrs {
-            match TcpStream::connect(SocketAddr::new(*ip, origin.port)).await {
+            match TcpStream::connect(SocketAddr::new(*ip, origin.port())).await {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -526,10 +386,10 @@ async fn send_checked(
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
-    let stream: Box<dyn Stream> = match origin.scheme {
+    let stream: Box<dyn Stream> = match origin.scheme_kind() {
         Scheme::Http => Box::new(tcp),
         Scheme::Https => {
-            let name = match &origin.host {
+            let name = match origin.host_kind() {
                 Host::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
                 Host::Localhost => server_name("localhost")?,
                 Host::Name(n) => server_name(n)?,
@@ -761,18 +621,29 @@ mod tests {
     #[test]
     fn grant_is_the_intersection() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let granted = s(&["https://api.example.com", "http://127.0.0.1:8123", "bogus"]);
+        let granted = s(&["https://api.example.com", "http://127.0.0.1:8123"]);
         assert_eq!(
-            net_grant(&s(&["any"]), &granted),
+            net_grant(&s(&["any"]), &granted).unwrap(),
             ["http://127.0.0.1:8123", "https://api.example.com:443"]
         );
         assert_eq!(
-            net_grant(&s(&["https://api.example.com:443"]), &granted),
+            net_grant(&s(&["https://api.example.com:443"]), &granted).unwrap(),
             ["https://api.example.com:443"]
         );
-        assert!(net_grant(&[], &granted).is_empty());
-        assert!(net_grant(&s(&["any"]), &[]).is_empty());
-        assert!(net_grant(&s(&["http://127.0.0.1:8124"]), &granted).is_empty());
+        assert!(net_grant(&[], &granted).unwrap().is_empty());
+        assert!(net_grant(&s(&["any"]), &[]).unwrap().is_empty());
+        assert!(net_grant(&s(&["http://127.0.0.1:8124"]), &granted)
+            .unwrap()
+            .is_empty());
+        // `any` granted is no wildcard: it grants nothing.
+        assert!(net_grant(&s(&["any"]), &s(&["any"])).unwrap().is_empty());
+        // Nothing is silently dropped: a value that is not an origin, on
+        // either side, is an error naming it.
+        let e = net_grant(&s(&["any"]), &s(&["https://a.example", "bogus"])).unwrap_err();
+        assert_eq!(e.value, "bogus");
+        let e = net_grant(&s(&["wss://a.example"]), &granted).unwrap_err();
+        assert_eq!(e.value, "wss://a.example");
+        assert!(e.to_string().contains("scheme `wss`"), "{e}");
     }
 
     #[test]
@@ -815,12 +686,12 @@ mod tests {
     fn request_origin_fills_default_ports() {
         let uri: http::Uri = "https://Example.com/x?y".parse().unwrap();
         assert_eq!(
-            Origin::of_request(&uri).unwrap().to_string(),
+            Origin::of_uri(&uri).unwrap().to_string(),
             "https://example.com:443"
         );
         let uri: http::Uri = "http://[::1]:8080/".parse().unwrap();
         assert_eq!(
-            Origin::of_request(&uri).unwrap().to_string(),
+            Origin::of_uri(&uri).unwrap().to_string(),
             "http://[::1]:8080"
         );
     }

@@ -1,0 +1,446 @@
+//! The observation: the one result shape for every outcome of a call.
+//!
+//! Whatever happens to a call (it succeeds, its arguments are rejected, it is
+//! denied, it times out half-way through an irreversible write), the host
+//! answers with one [`Observation`]. Its JSON form is published as
+//! `schemas/observation.schema.json` ([`SCHEMA_ID`]); every field is always
+//! present and is `null` where it does not apply, so consumers never have to
+//! guess between "missing" and "empty".
+//!
+//! The pieces:
+//!
+//! - [`Status`]: `ok`, `error`, `denied`, `partial` or `unknown`. `unknown`
+//!   means an effect may have happened; it is never reported as `error`.
+//! - [`ErrorInfo`] with a [`Retry`] advice, and [`ErrorCode`], the host's own
+//!   codes with their defaults (tool-defined codes pass through as strings).
+//! - `text`, the model-facing rendering: the output as JSON, clipped head and
+//!   tail with an explicit marker ([`clip_head_tail`]), or one actionable
+//!   paragraph for a failure.
+//! - Text hygiene for guest bytes: [`strip_control`] (ANSI escapes, progress
+//!   bars) and [`guest_text`] (lossy UTF-8).
+//!
+//! Typical use in the pipeline:
+//!
+//! ```
+//! use serde_json::json;
+//! use toolhost::descriptor::SideEffect;
+//! use toolhost::observation::{ErrorCode, Observation, Status};
+//!
+//! let ok = Observation::ok("c1", "read_file", SideEffect::ReadOnly, json!({"lines": 3}), 4096);
+//! assert_eq!(ok.status, Status::Ok);
+//!
+//! let bad = Observation::failure(
+//!     "c2",
+//!     "read_file",
+//!     SideEffect::ReadOnly,
+//!     ErrorCode::InvalidArguments
+//!         .info("offset must be at least 1")
+//!         .with_field("/offset")
+//!         .with_expected("integer ≥ 1")
+//!         .with_actual("0"),
+//! );
+//! assert!(bad.text.starts_with("invalid_arguments at /offset:"));
+//! ```
+//!
+//! Output ordering is the tool's own: `serde_json` is built with
+//! `preserve_order`, so object keys keep the order the tool emitted.
+//!
+//! The modules: `error` (codes, retry advice, [`ErrorInfo`]), `render`
+//! (the model-facing `text`: JSON within a budget, the error paragraph,
+//! [`clip_head_tail`]) and `hygiene` (guest bytes made safe to show). This
+//! file holds the shape itself.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::descriptor::SideEffect;
+
+mod error;
+mod hygiene;
+mod render;
+
+pub use error::{is_json_pointer, is_valid_code, ErrorCode, ErrorInfo, Retry};
+pub use hygiene::{guest_text, strip_control};
+pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT};
+use render::{clip_short, render_error_paragraph, render_json, PARTIAL_PREFIX};
+
+/// Version of the observation shape; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `$id` of the published JSON Schema of this version.
+pub const SCHEMA_ID: &str = "https://toolhost.dev/schemas/observation-1.json";
+
+/// The published JSON Schema (draft 2020-12) of an observation.
+pub const SCHEMA_JSON: &str = include_str!("../../../schemas/observation.schema.json");
+
+/// Longest error message kept, in bytes (guest messages are untrusted).
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// Longest `expected` / `actual` value kept, in bytes.
+pub const MAX_DETAIL_BYTES: usize = 512;
+
+/// Longest tool name echoed back, in bytes (the name may come from a model).
+pub const MAX_TOOL_NAME_BYTES: usize = 128;
+
+/// Longest `call_id` kept, in bytes.
+pub const MAX_CALL_ID_BYTES: usize = 128;
+
+/// Outcome of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The tool ran and returned its output.
+    Ok,
+    /// The call failed and had no effect (or is read-only).
+    Error,
+    /// The call is outside what the caller may do; nothing ran.
+    Denied,
+    /// Part of the work succeeded; `output` has it, `error` says what is missing.
+    Partial,
+    /// An effect may or may not have happened; settle before retrying.
+    Unknown,
+}
+
+impl Status {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::Partial => "partial",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the `text` rendering left out, and how to get it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Truncation {
+    /// Size of the full text, in bytes.
+    pub original_bytes: u64,
+    /// Bytes of the original kept (head plus tail, without the marker).
+    pub kept_bytes: u64,
+    /// Bytes left out (`original_bytes - kept_bytes`).
+    pub omitted_bytes: u64,
+    /// How to see the part left out.
+    pub hint: String,
+}
+
+/// The call's side-effect facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Effects {
+    /// The tool's declared level.
+    pub level: SideEffect,
+    /// The idempotency key the call ran under, if any.
+    pub idempotency_key: Option<String>,
+    /// True when this is a stored result replayed for a repeated key.
+    pub replayed: bool,
+}
+
+/// Resources the call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// Wasm fuel consumed.
+    pub fuel_consumed: u64,
+    /// Wall-clock time of the call, in microseconds.
+    pub wall_time_us: u64,
+    /// Peak linear memory across all memories, in bytes.
+    pub peak_memory_bytes: u64,
+    /// Size of the tool's output JSON, in bytes.
+    pub output_bytes: u64,
+}
+
+/// Captured guest output, already sanitized and clipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Logs {
+    /// Guest stdout.
+    pub stdout: String,
+    /// Guest stderr.
+    pub stderr: String,
+    /// Bytes of stdout not shown.
+    pub stdout_omitted_bytes: u64,
+    /// Bytes of stderr not shown.
+    pub stderr_omitted_bytes: u64,
+}
+
+impl Logs {
+    /// Builds logs from raw guest bytes: lossy UTF-8, [`strip_control`], then
+    /// [`clip_head_tail`] each stream to `max_bytes_each`.
+    ///
+    /// The omitted counts are bytes of the sanitized text left out by the
+    /// clip; if the sandbox already dropped bytes beyond its capture buffer,
+    /// add them to the `*_omitted_bytes` fields.
+    pub fn capture(stdout: &[u8], stderr: &[u8], max_bytes_each: usize) -> Logs {
+        let (stdout, out_t) = clip_head_tail(&guest_text(stdout), max_bytes_each);
+        let (stderr, err_t) = clip_head_tail(&guest_text(stderr), max_bytes_each);
+        Logs {
+            stdout,
+            stderr,
+            stdout_omitted_bytes: out_t.map_or(0, |t| t.omitted_bytes),
+            stderr_omitted_bytes: err_t.map_or(0, |t| t.omitted_bytes),
+        }
+    }
+}
+
+/// The one result shape for every outcome of a call.
+///
+/// Build it with [`ok`](Self::ok), [`partial`](Self::partial) or
+/// [`failure`](Self::failure); the constructors keep `status`, `text` and
+/// `error` consistent with each other and with the published schema. Field
+/// order here is the serialized order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The call this answers.
+    pub call_id: String,
+    /// The tool name as called.
+    pub tool: String,
+    pub status: Status,
+    /// The tool's structured output (`ok` and `partial` only).
+    pub output: Option<Value>,
+    /// Model-facing rendering.
+    pub text: String,
+    /// What `text` left out; `null` when nothing was.
+    pub truncated: Option<Truncation>,
+    /// Why the call failed (`null` for `ok`).
+    pub error: Option<ErrorInfo>,
+    pub effects: Effects,
+    pub usage: Usage,
+    pub logs: Logs,
+}
+
+impl Observation {
+    fn base(call_id: &str, tool: &str, level: SideEffect, status: Status) -> Observation {
+        Observation {
+            schema_version: SCHEMA_VERSION,
+            call_id: clip_short(call_id, MAX_CALL_ID_BYTES),
+            tool: clip_short(tool, MAX_TOOL_NAME_BYTES),
+            status,
+            output: None,
+            text: String::new(),
+            truncated: None,
+            error: None,
+            effects: Effects {
+                level,
+                idempotency_key: None,
+                replayed: false,
+            },
+            usage: Usage::default(),
+            logs: Logs::default(),
+        }
+    }
+
+    /// A successful call.
+    ///
+    /// `text` is the output as pretty JSON when that fits in
+    /// `max_text_bytes`, otherwise compact JSON clipped head and tail (see
+    /// [`clip_head_tail`]); `truncated` then says what was left out. The
+    /// structured `output` is always kept whole. `usage.output_bytes` is set
+    /// to the compact JSON size (replaced by [`with_usage`](Self::with_usage)).
+    pub fn ok(
+        call_id: &str,
+        tool: &str,
+        level: SideEffect,
+        output: Value,
+        max_text_bytes: usize,
+    ) -> Observation {
+        let mut obs = Observation::base(call_id, tool, level, Status::Ok);
+        let (text, truncated, compact_len) = render_json(&output, max_text_bytes);
+        obs.text = text;
+        obs.truncated = truncated;
+        obs.usage.output_bytes = compact_len as u64;
+        obs.output = Some(output);
+        obs
+    }
+
+    /// A call that did part of its work: `output` holds what was done,
+    /// `error` what was not. `text` leads with the error paragraph, then the
+    /// output JSON, within `max_text_bytes` (the paragraph itself is never
+    /// cut).
+    pub fn partial(
+        call_id: &str,
+        tool: &str,
+        level: SideEffect,
+        output: Value,
+        mut error: ErrorInfo,
+        max_text_bytes: usize,
+    ) -> Observation {
+        error.sanitize();
+        let mut obs = Observation::base(call_id, tool, level, Status::Partial);
+        let mut text = String::from(PARTIAL_PREFIX);
+        render_error_paragraph(&mut text, Status::Partial, level, &error);
+        text.push('\n');
+        let (json, truncated, compact_len) =
+            render_json(&output, max_text_bytes.saturating_sub(text.len()));
+        text.push_str(&json);
+        obs.text = text;
+        obs.truncated = truncated;
+        obs.usage.output_bytes = compact_len as u64;
+        obs.output = Some(output);
+        obs.error = Some(error);
+        obs
+    }
+
+    /// A call that failed.
+    ///
+    /// The status is derived: `denied` for the `denied` code; `unknown` when
+    /// the error is a host code that arises while the guest runs
+    /// ([`ErrorCode::during_execution`]) and the level is not read-only;
+    /// otherwise `error`. When the caller knows an effect may have happened
+    /// for another reason (a tool error after a partial write, a host fault
+    /// after the guest ran), chain [`effect_unknown`](Self::effect_unknown).
+    ///
+    /// The error is sanitized to fit the schema: control characters are
+    /// stripped, the message is clipped to [`MAX_MESSAGE_BYTES`], a malformed
+    /// code becomes `invalid_output`, a bare field name becomes a pointer.
+    ///
+    /// For calls rejected before any tool is known (`unknown_tool`), pass
+    /// [`SideEffect::ReadOnly`]: nothing ran.
+    pub fn failure(
+        call_id: &str,
+        tool: &str,
+        level: SideEffect,
+        mut error: ErrorInfo,
+    ) -> Observation {
+        error.sanitize();
+        let host = error.host_code();
+        if host == Some(ErrorCode::Denied) {
+            // A denial is never fixed by editing arguments or by waiting.
+            error.correctable = false;
+            error.retry = Retry::Never;
+        }
+        let status = match host {
+            Some(code) if code.during_execution() && level != SideEffect::ReadOnly => {
+                Status::Unknown
+            }
+            Some(code) => code.status(),
+            None => Status::Error,
+        };
+        let mut obs = Observation::base(call_id, tool, level, status);
+        obs.error = Some(error);
+        obs.settle_retry_and_render();
+        obs
+    }
+
+    /// Marks the outcome as unknown: the call may have taken effect.
+    ///
+    /// No-op for read-only calls (they cannot have an effect) and for `ok`
+    /// and `denied` observations. Otherwise the status becomes `unknown`,
+    /// and for reversible or irreversible calls the retry advice becomes
+    /// [`Retry::AfterSettlement`] (an idempotent call may be repeated).
+    #[must_use]
+    pub fn effect_unknown(mut self) -> Observation {
+        if self.effects.level == SideEffect::ReadOnly
+            || matches!(self.status, Status::Ok | Status::Denied)
+            || self.error.is_none()
+        {
+            return self;
+        }
+        if self.status == Status::Partial {
+            // The partial output stays; the unknown part is in the error.
+            let level = self.effects.level;
+            if let Some(e) = &mut self.error {
+                if matches!(level, SideEffect::Reversible | SideEffect::Irreversible) {
+                    // Swap the paragraph, keep the rendered output after it.
+                    let mut old = String::from(PARTIAL_PREFIX);
+                    render_error_paragraph(&mut old, Status::Partial, level, e);
+                    e.retry = Retry::AfterSettlement;
+                    e.correctable = false;
+                    if let Some(rest) = self.text.strip_prefix(old.as_str()) {
+                        let mut text = String::from(PARTIAL_PREFIX);
+                        render_error_paragraph(&mut text, Status::Partial, level, e);
+                        text.push_str(rest);
+                        self.text = text;
+                    }
+                }
+            }
+            return self;
+        }
+        self.status = Status::Unknown;
+        self.settle_retry_and_render();
+        self
+    }
+
+    /// Sets the retry advice implied by an unknown outcome and re-renders
+    /// the failure text.
+    fn settle_retry_and_render(&mut self) {
+        let level = self.effects.level;
+        let status = self.status;
+        if let Some(e) = &mut self.error {
+            if status == Status::Unknown
+                && matches!(level, SideEffect::Reversible | SideEffect::Irreversible)
+            {
+                // Editing the arguments and calling again could repeat the
+                // effect: settle first.
+                e.retry = Retry::AfterSettlement;
+                e.correctable = false;
+            }
+            let mut text = String::with_capacity(e.message.len() + 160);
+            render_error_paragraph(&mut text, status, level, e);
+            self.text = text;
+        }
+    }
+
+    /// Replaces the usage figures.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Observation {
+        self.usage = usage;
+        self
+    }
+
+    /// Attaches the captured guest output.
+    #[must_use]
+    pub fn with_logs(mut self, logs: Logs) -> Observation {
+        self.logs = logs;
+        self
+    }
+
+    /// Records the idempotency key the call ran under.
+    #[must_use]
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Observation {
+        self.effects.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Marks the observation as a stored result replayed for a repeated key.
+    #[must_use]
+    pub fn with_replayed(mut self, replayed: bool) -> Observation {
+        self.effects.replayed = replayed;
+        self
+    }
+
+    /// Replaces the generic truncation hint with a tool-specific one (e.g.
+    /// "call read_file with offset=2001 to continue"). No-op if nothing was
+    /// truncated.
+    #[must_use]
+    pub fn with_truncation_hint(mut self, hint: impl Into<String>) -> Observation {
+        if let Some(t) = &mut self.truncated {
+            t.hint = hint.into();
+        }
+        self
+    }
+
+    /// True only for `ok`: a batch must count anything else, `partial`
+    /// included, as not succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests;

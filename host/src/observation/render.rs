@@ -1,0 +1,329 @@
+//! The model-facing `text` of an observation: the output as JSON within a
+//! byte budget (pretty when it fits, else compact and clipped head and tail
+//! with an explicit marker), or one actionable paragraph for a failure —
+//! what went wrong, where, and what to do next.
+
+use serde_json::Value;
+
+use super::{ErrorCode, ErrorInfo, Retry, Status, Truncation};
+use crate::descriptor::SideEffect;
+
+/// How the text of a partial observation starts.
+pub(super) const PARTIAL_PREFIX: &str = "partial result: ";
+
+/// Renders `output` as JSON within `max_bytes`: pretty when it fits,
+/// otherwise compact and clipped. Returns the text, its truncation and the
+/// compact size.
+pub(super) fn render_json(output: &Value, max_bytes: usize) -> (String, Option<Truncation>, usize) {
+    // Serializing a `Value` cannot fail: keys are strings, numbers finite.
+    let compact = serde_json::to_string(output).unwrap_or_default();
+    let len = compact.len();
+    if len > max_bytes {
+        let (text, t) = clip_head_tail(&compact, max_bytes);
+        return (text, t, len);
+    }
+    if matches!(output, Value::Object(m) if !m.is_empty())
+        || matches!(output, Value::Array(a) if !a.is_empty())
+    {
+        if let Ok(pretty) = serde_json::to_string_pretty(output) {
+            if pretty.len() <= max_bytes {
+                return (pretty, None, len);
+            }
+        }
+    }
+    (compact, None, len)
+}
+
+/// Appends the one-paragraph, model-facing account of an error, e.g.
+/// `invalid_arguments at /offset: … (expected integer ≥ 1, got 0). Fix the
+/// argument and call again.`
+pub(super) fn render_error_paragraph(
+    out: &mut String,
+    status: Status,
+    level: SideEffect,
+    e: &ErrorInfo,
+) {
+    out.push_str(&e.code);
+    if let Some(field) = &e.field {
+        if !field.is_empty() {
+            out.push_str(" at ");
+            out.push_str(field);
+        }
+    }
+    out.push_str(": ");
+    let message = without_field(e);
+    match (&e.expected, &e.actual) {
+        (Some(exp), Some(act)) if says_expected_and_got(message, exp, act) => {
+            push_sentence_body(out, message);
+        }
+        (Some(exp), Some(act)) if message.is_empty() => {
+            out.push_str("expected ");
+            out.push_str(exp);
+            out.push_str(", got ");
+            out.push_str(act);
+        }
+        (Some(exp), Some(act)) => {
+            push_sentence_body(out, message);
+            out.push_str(" (expected ");
+            out.push_str(exp);
+            out.push_str(", got ");
+            out.push_str(act);
+            out.push(')');
+        }
+        (Some(exp), None) => {
+            push_sentence_body(
+                out,
+                if message.is_empty() {
+                    "wrong value"
+                } else {
+                    message
+                },
+            );
+            out.push_str(" (expected ");
+            out.push_str(exp);
+            out.push(')');
+        }
+        (None, Some(act)) => {
+            push_sentence_body(
+                out,
+                if message.is_empty() {
+                    "wrong value"
+                } else {
+                    message
+                },
+            );
+            out.push_str(" (got ");
+            out.push_str(act);
+            out.push(')');
+        }
+        (None, None) => {
+            push_sentence_body(
+                out,
+                if message.is_empty() {
+                    "no message"
+                } else {
+                    message
+                },
+            );
+        }
+    }
+    if out.ends_with(['.', '?', '!']) {
+        out.push(' ');
+    } else {
+        out.push_str(". ");
+    }
+    out.push_str(advice(status, level, e));
+}
+
+/// The message of `e` without a leading `FIELD: ` (`arguments: ` for the
+/// root): the paragraph names the field already.
+pub(super) fn without_field(e: &ErrorInfo) -> &str {
+    let message = e.message.trim();
+    let field = match e.field.as_deref() {
+        None | Some("") => "arguments",
+        Some(f) => f,
+    };
+    message
+        .strip_prefix(field)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
+/// Whether `message` starts by saying `expected EXP, got ACT` (a schema
+/// violation does): then the paragraph does not say it a second time.
+pub(super) fn says_expected_and_got(message: &str, exp: &str, act: &str) -> bool {
+    message
+        .strip_prefix("expected ")
+        .and_then(|rest| rest.strip_prefix(exp))
+        .and_then(|rest| rest.strip_prefix(", got "))
+        .is_some_and(|rest| rest.starts_with(act))
+}
+
+/// Pushes `s` without a final period (the caller ends the sentence).
+pub(super) fn push_sentence_body(out: &mut String, s: &str) {
+    out.push_str(s.trim_end_matches('.'));
+}
+
+/// What the model should do next, by status, retry advice and code.
+pub(super) fn advice(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str {
+    if status == Status::Denied {
+        return "This is a permission matter, not a missing file or a bad argument: \
+                the call is outside what this session is allowed to do. Do not search \
+                for alternatives or repeat the call; ask the user to grant the access \
+                if you need it.";
+    }
+    if status == Status::Partial {
+        return match e.retry {
+            Retry::AfterSettlement => {
+                "The output below holds what was done; the rest may or may not have \
+                 taken effect, so check the current state before redoing any of it."
+            }
+            _ => {
+                "The output below holds what was done; redo only the missing part, \
+                 not the whole call."
+            }
+        };
+    }
+    if status == Status::Unknown {
+        return match level {
+            SideEffect::Idempotent => {
+                "The outcome is unknown: the call may already have taken effect. It is \
+                 idempotent, so repeating it with the same arguments is safe."
+            }
+            _ => {
+                "The outcome is unknown: the call may already have taken effect, so do \
+                 not treat it as failed and do not repeat it blindly. Check the current \
+                 state first (or settle it with its idempotency key), then decide."
+            }
+        };
+    }
+    let host = e.host_code();
+    match e.retry {
+        Retry::Never => match host {
+            Some(ErrorCode::UnknownTool) => {
+                "Use one of the tools listed in the catalog; retrying this name will fail \
+                 the same way."
+            }
+            Some(ErrorCode::InvalidOutput | ErrorCode::PluginCrashed) => {
+                "The tool itself is at fault; repeating the call will fail the same way. \
+                 Use another approach or report the problem to the user."
+            }
+            Some(ErrorCode::Internal) => {
+                "This is a fault in the host, not in the call; report it to the user \
+                 rather than repeating the call."
+            }
+            _ => "Repeating the same call will fail the same way; change approach.",
+        },
+        Retry::AfterCorrection => match host {
+            Some(ErrorCode::InvalidJson) => {
+                "Send the arguments as one valid JSON object (no duplicate keys, integers \
+                 within ±2^53) and call again."
+            }
+            Some(
+                ErrorCode::FuelExhausted | ErrorCode::MemoryExhausted | ErrorCode::OutputTooLarge,
+            ) => {
+                "Ask for less (a smaller range, a page, a more specific pattern) and call \
+                 again."
+            }
+            _ if e.field.is_some() => "Fix the argument and call again.",
+            _ => "Fix the arguments and call again.",
+        },
+        Retry::Safe => {
+            "This is transient and the call had no effect; repeating it is safe, \
+             possibly with a narrower request."
+        }
+        Retry::AfterSettlement => {
+            "The call may have taken effect: check the current state before repeating it."
+        }
+    }
+}
+
+/// The hint [`clip_head_tail`] gives when nothing more specific is known.
+pub const DEFAULT_TRUNCATION_HINT: &str = "The middle of the text was left out; the head and \
+     tail are shown. Ask for a narrower part (an offset and limit, a page, or a more specific \
+     query) to see the rest.";
+
+/// Fixed bytes of the marker `\n[… N bytes omitted …]\n` besides the number.
+pub(super) const MARKER_FIXED_BYTES: usize = "\n[… ".len() + " bytes omitted …]\n".len();
+
+/// Largest char boundary ≤ `i`.
+pub(super) fn floor_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Smallest char boundary ≥ `i`.
+pub(super) fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+pub(super) fn decimal_digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// Clips `s` to at most `max_bytes`, keeping its head and tail and putting a
+/// marker line in the middle, e.g. `\n[… 12345 bytes omitted …]\n`.
+///
+/// Cuts fall on char boundaries and, when a line break is near (within a
+/// quarter of the kept part), on line boundaries. The result is at most
+/// `max_bytes` long, except that the marker is always present: for a
+/// `max_bytes` smaller than the marker, the result is the marker alone.
+/// Returns `None` as truncation when `s` already fits (and is returned as is).
+pub fn clip_head_tail(s: &str, max_bytes: usize) -> (String, Option<Truncation>) {
+    let len = s.len();
+    if len <= max_bytes {
+        return (s.to_owned(), None);
+    }
+    let budget = max_bytes.saturating_sub(MARKER_FIXED_BYTES + decimal_digits(len));
+    let head_budget = budget / 2;
+    let tail_budget = budget - head_budget;
+
+    let mut head_end = floor_boundary(s, head_budget);
+    if let Some(nl) = s[..head_end].rfind('\n') {
+        if nl + 1 >= head_end - head_end / 4 {
+            head_end = nl + 1;
+        }
+    }
+    let mut tail_start = ceil_boundary(s, len - tail_budget);
+    if tail_start < len {
+        if let Some(nl) = s[tail_start..].find('\n') {
+            if nl < (len - tail_start) / 4 {
+                tail_start += nl + 1;
+            }
+        }
+    }
+    let tail_start = tail_start.max(head_end);
+    let omitted = tail_start - head_end;
+    let head = &s[..head_end];
+    let tail = &s[tail_start..];
+
+    let mut out = String::with_capacity(head.len() + tail.len() + MARKER_FIXED_BYTES + 20);
+    out.push_str(head);
+    if !head.is_empty() && !head.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("[… ");
+    out.push_str(&omitted.to_string());
+    out.push_str(" bytes omitted …]");
+    if !tail.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(tail);
+
+    let truncation = Truncation {
+        original_bytes: len as u64,
+        kept_bytes: (len - omitted) as u64,
+        omitted_bytes: omitted as u64,
+        hint: DEFAULT_TRUNCATION_HINT.to_owned(),
+    };
+    (out, Some(truncation))
+}
+
+/// Clips a short string to `max_bytes` on a char boundary, ending it with `…`
+/// when cut.
+pub(super) fn clip_short(s: &str, max_bytes: usize) -> String {
+    if s.len() <= max_bytes {
+        return s.to_owned();
+    }
+    let end = floor_boundary(s, max_bytes.saturating_sub('…'.len_utf8()));
+    let mut out = String::with_capacity(end + 3);
+    out.push_str(&s[..end]);
+    out.push('…');
+    out
+}

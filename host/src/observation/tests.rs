@@ -1,0 +1,777 @@
+//! The observation shape, its text and its hygiene, end to end.
+
+use super::error::*;
+use super::hygiene::*;
+use super::render::*;
+use super::*;
+use serde_json::json;
+
+fn schema_validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(SCHEMA_JSON).expect("schema is JSON");
+    jsonschema::meta::validate(&schema).expect("schema is a valid 2020-12 schema");
+    jsonschema::validator_for(&schema).expect("schema compiles")
+}
+
+fn assert_valid(v: &jsonschema::Validator, obs: &Observation) -> Value {
+    let value = serde_json::to_value(obs).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{value:#}");
+    value
+}
+
+fn assert_invalid(v: &jsonschema::Validator, value: &Value) {
+    assert!(!v.is_valid(value), "should be rejected: {value:#}");
+}
+
+/// The `/offset` argument error the failure tests share, with `message`.
+fn offset_error(message: &str) -> ErrorInfo {
+    ErrorCode::InvalidArguments
+        .info(message)
+        .with_field("/offset")
+        .with_expected("integer ≥ 1")
+        .with_actual("0")
+}
+
+/// A failed observation of call `c`.
+fn failed(tool: &str, level: SideEffect, error: ErrorInfo) -> Observation {
+    Observation::failure("c", tool, level, error)
+}
+
+fn sample_ok() -> Observation {
+    Observation::ok(
+        "call-1",
+        "read_file",
+        SideEffect::ReadOnly,
+        json!({"path": "src/a.rs", "content": "fn main() {}", "lines": 1}),
+        4096,
+    )
+}
+
+// ---- shape and serialization ----
+
+#[test]
+fn ok_serializes_every_field_in_order() {
+    let s = serde_json::to_string(&sample_ok()).unwrap();
+    let keys = [
+        "schema_version",
+        "call_id",
+        "tool",
+        "status",
+        "output",
+        "text",
+        "truncated",
+        "error",
+        "effects",
+        "usage",
+        "logs",
+    ];
+    let mut last = 0;
+    for k in keys {
+        let pos = s
+            .find(&format!("\"{k}\":"))
+            .unwrap_or_else(|| panic!("{k} missing"));
+        assert!(pos >= last, "{k} out of order in {s}");
+        last = pos;
+    }
+    let v: Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["truncated"], Value::Null);
+    assert_eq!(v["error"], Value::Null);
+    assert_eq!(v["effects"]["level"], "read-only");
+    assert_eq!(v["effects"]["idempotency_key"], Value::Null);
+    assert_eq!(
+        v["usage"]["output_bytes"],
+        r#"{"path":"src/a.rs","content":"fn main() {}","lines":1}"#.len()
+    );
+    assert_eq!(v["logs"]["stdout"], "");
+}
+
+#[test]
+fn output_keeps_the_tools_key_order() {
+    let raw = r#"{"zeta":1,"alpha":2,"mid":{"b":1,"a":2}}"#;
+    let output: Value = serde_json::from_str(raw).unwrap();
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output, 10);
+    let s = serde_json::to_string(&obs).unwrap();
+    assert!(s.contains(raw), "{s}");
+    // Text clipped (10 bytes) but still in tool order.
+    let obs = Observation::ok(
+        "c",
+        "t",
+        SideEffect::ReadOnly,
+        serde_json::from_str(raw).unwrap(),
+        4096,
+    );
+    let z = obs.text.find("zeta").unwrap();
+    let a = obs.text.find("alpha").unwrap();
+    assert!(z < a);
+}
+
+#[test]
+fn round_trips_through_json() {
+    let obs = failed(
+        "write_file",
+        SideEffect::Irreversible,
+        ErrorCode::Timeout.info("deadline of 5000 ms exceeded"),
+    )
+    .with_idempotency_key("k1")
+    .with_usage(Usage {
+        fuel_consumed: 1,
+        wall_time_us: 2,
+        peak_memory_bytes: 3,
+        output_bytes: 4,
+    })
+    .with_logs(Logs::capture(b"out", b"err", 100));
+    let s = serde_json::to_string(&obs).unwrap();
+    let back: Observation = serde_json::from_str(&s).unwrap();
+    assert_eq!(back, obs);
+}
+
+#[test]
+fn deserialize_rejects_unknown_fields_and_bad_enums() {
+    let mut v = serde_json::to_value(sample_ok()).unwrap();
+    v["extra"] = json!(1);
+    assert!(serde_json::from_value::<Observation>(v).is_err());
+    let mut v = serde_json::to_value(sample_ok()).unwrap();
+    v["status"] = json!("failed");
+    assert!(serde_json::from_value::<Observation>(v).is_err());
+    let mut v = serde_json::to_value(sample_ok()).unwrap();
+    v["effects"]["level"] = json!("dangerous");
+    assert!(serde_json::from_value::<Observation>(v).is_err());
+}
+
+#[test]
+fn serialization_is_fast() {
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, json!({"ok": true}), 1024);
+    let mut buf = Vec::with_capacity(1024);
+    let n = 2000;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        buf.clear();
+        serde_json::to_writer(&mut buf, &obs).unwrap();
+    }
+    let per = start.elapsed() / n;
+    println!("serialize trivial observation: {per:?}");
+    // Generous bound for an unoptimized test build on a loaded machine;
+    // a release build serializes this in about a microsecond.
+    assert!(per < std::time::Duration::from_micros(200), "{per:?}");
+}
+
+// ---- ok text ----
+
+#[test]
+fn ok_text_is_pretty_when_it_fits_else_compact_and_clipped() {
+    let obs = sample_ok();
+    assert!(
+        obs.text.contains("\n  \"path\": \"src/a.rs\""),
+        "{}",
+        obs.text
+    );
+    assert!(obs.truncated.is_none());
+
+    let big: Vec<Value> = (0..2000).map(|i| json!({"i": i})).collect();
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, Value::Array(big), 500);
+    assert!(obs.text.len() <= 500, "{}", obs.text.len());
+    assert!(obs.text.starts_with("[{\"i\":0}"));
+    assert!(obs.text.ends_with("{\"i\":1999}]"));
+    assert!(obs.text.contains("bytes omitted …]"));
+    let t = obs.truncated.as_ref().unwrap();
+    assert_eq!(t.original_bytes, obs.usage.output_bytes);
+    assert_eq!(t.kept_bytes + t.omitted_bytes, t.original_bytes);
+    assert!(obs.output.as_ref().unwrap().as_array().unwrap().len() == 2000);
+
+    let obs = obs.with_truncation_hint("use offset=100");
+    assert_eq!(obs.truncated.unwrap().hint, "use offset=100");
+}
+
+#[test]
+fn ok_scalars_and_empty_containers_render_compact() {
+    for (v, text) in [
+        (json!(null), "null"),
+        (json!(3), "3"),
+        (json!("hi"), "\"hi\""),
+        (json!({}), "{}"),
+        (json!([]), "[]"),
+    ] {
+        let obs = Observation::ok("c", "t", SideEffect::ReadOnly, v, 100);
+        assert_eq!(obs.text, text);
+    }
+}
+
+// ---- failures ----
+
+#[test]
+fn invalid_arguments_text_is_actionable() {
+    let obs = failed("read_file", SideEffect::ReadOnly, offset_error(""));
+    assert_eq!(obs.status, Status::Error);
+    assert_eq!(
+        obs.text,
+        "invalid_arguments at /offset: expected integer ≥ 1, got 0. \
+         Fix the argument and call again."
+    );
+    let e = obs.error.unwrap();
+    assert!(e.correctable);
+    assert_eq!(e.retry, Retry::AfterCorrection);
+    assert!(obs.output.is_none());
+}
+
+#[test]
+fn message_and_expected_render_together() {
+    let obs = failed(
+        "read_file",
+        SideEffect::ReadOnly,
+        offset_error("offset must be positive."),
+    );
+    assert_eq!(
+        obs.text,
+        "invalid_arguments at /offset: offset must be positive (expected integer ≥ 1, \
+         got 0). Fix the argument and call again."
+    );
+}
+
+#[test]
+fn denied_says_it_is_a_permission_matter() {
+    let obs = failed(
+        "read_file",
+        SideEffect::ReadOnly,
+        ErrorCode::Denied
+            .info("`secrets/key` is outside the granted paths (read: src); ask the user for access")
+            .with_field("/path"),
+    );
+    assert_eq!(obs.status, Status::Denied);
+    assert!(obs.text.starts_with("denied at /path: `secrets/key`"));
+    assert!(obs.text.contains("permission matter, not a missing file"));
+    assert!(!obs.text.contains("not_found"));
+    let e = obs.error.unwrap();
+    assert!(!e.correctable);
+    assert_eq!(e.retry, Retry::Never);
+}
+
+#[test]
+fn timeout_of_a_read_only_call_is_a_safe_error() {
+    let obs = failed(
+        "search",
+        SideEffect::ReadOnly,
+        ErrorCode::Timeout.info("deadline of 5000 ms exceeded"),
+    );
+    assert_eq!(obs.status, Status::Error);
+    assert_eq!(obs.error.as_ref().unwrap().retry, Retry::Safe);
+    assert!(obs.text.contains("repeating it is safe"));
+}
+
+#[test]
+fn timeout_of_a_side_effecting_call_is_unknown_never_error() {
+    for level in [SideEffect::Reversible, SideEffect::Irreversible] {
+        for code in ErrorCode::ALL.into_iter().filter(|c| c.during_execution()) {
+            let obs = failed("send_mail", level, code.info("boom"));
+            assert_eq!(obs.status, Status::Unknown, "{code} {level:?}");
+            assert_eq!(obs.error.as_ref().unwrap().retry, Retry::AfterSettlement);
+            assert!(!obs.error.as_ref().unwrap().correctable);
+            assert!(obs.text.contains("outcome is unknown"), "{}", obs.text);
+            assert!(obs.text.contains("do not treat it as failed"));
+        }
+    }
+    let obs = failed(
+        "put",
+        SideEffect::Idempotent,
+        ErrorCode::Timeout.info("deadline"),
+    );
+    assert_eq!(obs.status, Status::Unknown);
+    assert_eq!(obs.error.as_ref().unwrap().retry, Retry::Safe);
+    assert!(obs.text.contains("idempotent"));
+}
+
+#[test]
+fn effect_unknown_is_explicit_for_other_errors() {
+    let e = ErrorInfo::from_tool(
+        "io_failed",
+        "disk full after 3 of 5 files",
+        None,
+        false,
+        None,
+    );
+    let obs = failed("copy", SideEffect::Reversible, e);
+    assert_eq!(obs.status, Status::Error);
+    let obs = obs.effect_unknown();
+    assert_eq!(obs.status, Status::Unknown);
+    assert_eq!(obs.error.as_ref().unwrap().retry, Retry::AfterSettlement);
+    assert!(obs.text.starts_with("io_failed: disk full"));
+    assert!(obs.text.contains("outcome is unknown"));
+
+    // Read-only calls cannot have an effect; denied and ok stay as they are.
+    let ro = failed("t", SideEffect::ReadOnly, ErrorCode::Internal.info("x")).effect_unknown();
+    assert_eq!(ro.status, Status::Error);
+    let denied =
+        failed("t", SideEffect::Irreversible, ErrorCode::Denied.info("x")).effect_unknown();
+    assert_eq!(denied.status, Status::Denied);
+    let ok = Observation::ok("c", "t", SideEffect::Irreversible, json!(1), 10).effect_unknown();
+    assert_eq!(ok.status, Status::Ok);
+}
+
+#[test]
+fn host_code_table() {
+    use ErrorCode::*;
+    for c in ErrorCode::ALL {
+        assert_eq!(ErrorCode::from_code(c.as_str()), Some(c));
+        assert!(is_valid_code(c.as_str()));
+        assert_eq!(serde_json::to_value(c).unwrap(), json!(c.as_str()));
+        // Correctable codes, and only they, say "fix and retry".
+        assert_eq!(c.correctable(), c.retry() == Retry::AfterCorrection, "{c}");
+    }
+    assert_eq!(ErrorCode::from_code("no_match"), None);
+    assert_eq!(Denied.status(), Status::Denied);
+    assert_eq!(Timeout.status(), Status::Error);
+    assert_eq!(Denied.retry(), Retry::Never);
+    assert!(!Denied.correctable());
+    assert_eq!(UnknownTool.retry(), Retry::Never);
+    assert!(InvalidJson.correctable());
+    assert!(!PluginUnavailable.during_execution());
+    assert!(!InvalidArguments.during_execution());
+    assert!(PluginCrashed.during_execution());
+}
+
+#[test]
+fn tool_defined_codes_pass_through() {
+    let e = ErrorInfo::from_tool(
+        "no_match",
+        "old_str not found",
+        Some("/old_str".into()),
+        true,
+        Some(json!({"count": 0})),
+    );
+    let obs = failed("edit_file", SideEffect::Reversible, e);
+    assert_eq!(obs.status, Status::Error);
+    let e = obs.error.as_ref().unwrap();
+    assert_eq!(e.code, "no_match");
+    assert_eq!(e.retry, Retry::AfterCorrection);
+    assert_eq!(
+        obs.text,
+        "no_match at /old_str: old_str not found. Fix the argument and call again."
+    );
+    // A host code given as a string gets the host defaults.
+    let e = ErrorInfo::new("denied", "no");
+    assert_eq!(e.retry, Retry::Never);
+    assert!(!e.correctable);
+    let e = ErrorInfo::new("weird", "no");
+    assert!(!e.correctable);
+    assert_eq!(e.retry, Retry::Never);
+}
+
+#[test]
+fn bad_tool_errors_are_sanitized() {
+    // Malformed code, ANSI in the message, bare field, huge actual.
+    let e = ErrorInfo::from_tool(
+        "Not-A-Code!",
+        "\x1b[31mred\x1b[0m failure",
+        None,
+        true,
+        None,
+    )
+    .with_field("a~b")
+    .with_actual("x".repeat(10_000));
+    let obs = failed("t", SideEffect::ReadOnly, e);
+    let e = obs.error.as_ref().unwrap();
+    assert_eq!(e.code, "invalid_output");
+    assert!(!e.correctable);
+    assert!(e.message.contains("malformed code `Not-A-Code!`"));
+    assert!(e.message.contains("red failure"));
+    assert!(!e.message.contains('\x1b'));
+    assert_eq!(e.field.as_deref(), Some("/a~0b"));
+    assert!(e.actual.as_ref().unwrap().len() <= MAX_DETAIL_BYTES);
+    assert!(e.actual.as_ref().unwrap().ends_with('…'));
+
+    let long = "é".repeat(5000);
+    let obs = failed("t", SideEffect::ReadOnly, ErrorInfo::new("x", long));
+    assert!(obs.error.as_ref().unwrap().message.len() <= MAX_MESSAGE_BYTES);
+    assert!(obs.text.len() < MAX_MESSAGE_BYTES + 400);
+
+    let obs = failed("t", SideEffect::ReadOnly, ErrorInfo::new("x", ""));
+    assert!(obs.text.starts_with("x: no message."));
+}
+
+#[test]
+fn huge_tool_name_and_call_id_are_clipped() {
+    let name = "n".repeat(100_000);
+    let obs = Observation::failure(
+        &name,
+        &name,
+        SideEffect::ReadOnly,
+        ErrorCode::UnknownTool.info("no tool named that"),
+    );
+    assert!(obs.tool.len() <= MAX_TOOL_NAME_BYTES);
+    assert!(obs.call_id.len() <= MAX_CALL_ID_BYTES);
+    assert!(obs.text.contains("Use one of the tools listed"));
+    let obs = failed(
+        "raed_file",
+        SideEffect::ReadOnly,
+        ErrorCode::UnknownTool.info("no tool `raed_file`; did you mean `read_file`?"),
+    );
+    assert!(
+        obs.text
+            .starts_with("unknown_tool: no tool `raed_file`; did you mean `read_file`? Use"),
+        "{}",
+        obs.text
+    );
+}
+
+#[test]
+fn pointers() {
+    assert!(is_json_pointer(""));
+    assert!(is_json_pointer("/a/0/~0~1"));
+    assert!(!is_json_pointer("a"));
+    assert!(!is_json_pointer("/a~2"));
+    assert!(!is_json_pointer("/a~"));
+    assert_eq!(to_json_pointer("offset"), "/offset");
+    assert_eq!(to_json_pointer("/x~"), "/x~0");
+    assert_eq!(to_json_pointer("/ok"), "/ok");
+    assert!(!is_valid_code(""));
+    assert!(!is_valid_code("9a"));
+    assert!(!is_valid_code(&"a".repeat(65)));
+    assert!(is_valid_code(&"a".repeat(64)));
+}
+
+#[test]
+fn partial_leads_with_the_error_and_keeps_output() {
+    let obs = Observation::partial(
+        "c",
+        "batch_read",
+        SideEffect::ReadOnly,
+        json!({"read": ["a", "b"]}),
+        ErrorInfo::from_tool(
+            "not_found",
+            "`c` does not exist",
+            Some("/paths/2".into()),
+            true,
+            None,
+        ),
+        4096,
+    );
+    assert_eq!(obs.status, Status::Partial);
+    assert!(!obs.is_ok());
+    assert!(obs
+        .text
+        .starts_with("partial result: not_found at /paths/2:"));
+    assert!(obs.text.contains("\"read\""));
+    assert!(obs.text.contains("redo only the missing part"));
+    assert!(obs.output.is_some() && obs.error.is_some());
+
+    let obs = Observation::partial(
+        "c",
+        "t",
+        SideEffect::Irreversible,
+        json!({"sent": 1}),
+        ErrorInfo::new("rate_limited", "2 of 3 not sent"),
+        400,
+    )
+    .effect_unknown();
+    assert_eq!(obs.status, Status::Partial);
+    assert!(
+        obs.text.contains("may or may not have taken effect"),
+        "{}",
+        obs.text
+    );
+    assert!(obs.text.ends_with("\"sent\": 1\n}"), "{}", obs.text);
+    assert_eq!(obs.error.unwrap().retry, Retry::AfterSettlement);
+}
+
+// ---- the published schema ----
+
+#[test]
+fn schema_has_the_published_id() {
+    let schema: Value = serde_json::from_str(SCHEMA_JSON).unwrap();
+    assert_eq!(schema["$id"], SCHEMA_ID);
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+}
+
+#[test]
+fn observations_validate_against_the_schema() {
+    let v = schema_validator();
+    // ok
+    assert_valid(&v, &sample_ok());
+    // ok, truncated, with logs, usage and a replayed key
+    let big: Vec<Value> = (0..500).map(|i| json!(i)).collect();
+    let obs = Observation::ok("c", "t", SideEffect::Idempotent, Value::Array(big), 100)
+        .with_idempotency_key("idem-1")
+        .with_replayed(true)
+        .with_usage(Usage {
+            fuel_consumed: 10,
+            wall_time_us: 20,
+            peak_memory_bytes: 65536,
+            output_bytes: 2000,
+        })
+        .with_logs(Logs::capture(b"\x1b[1mhello\x1b[0m", &[0xff, b'x'], 100));
+    assert!(obs.truncated.is_some());
+    let value = assert_valid(&v, &obs);
+    assert_eq!(value["logs"]["stdout"], "hello");
+    assert_eq!(value["logs"]["stderr"], "\u{fffd}x");
+    // error with every field
+    let obs = failed(
+        "read_file",
+        SideEffect::ReadOnly,
+        offset_error("offset must be positive").with_details(json!({"minimum": 1})),
+    );
+    let value = assert_valid(&v, &obs);
+    assert_eq!(value["error"]["details"]["minimum"], 1);
+    // denied
+    assert_valid(
+        &v,
+        &failed("t", SideEffect::ReadOnly, ErrorCode::Denied.info("no")),
+    );
+    // unknown
+    let obs = failed(
+        "send",
+        SideEffect::Irreversible,
+        ErrorCode::Timeout.info("deadline"),
+    );
+    assert_eq!(obs.status, Status::Unknown);
+    assert_valid(&v, &obs);
+    // partial
+    assert_valid(
+        &v,
+        &Observation::partial(
+            "c",
+            "t",
+            SideEffect::ReadOnly,
+            json!([1]),
+            ErrorInfo::new("some_failed", "1 of 2"),
+            100,
+        ),
+    );
+    // sanitized garbage still validates
+    assert_valid(
+        &v,
+        &failed(
+            "t",
+            SideEffect::ReadOnly,
+            ErrorInfo::new("BAD CODE", "m").with_field("no pointer"),
+        ),
+    );
+}
+
+#[test]
+fn schema_rejects_inconsistent_or_open_observations() {
+    let v = schema_validator();
+    let ok = serde_json::to_value(sample_ok()).unwrap();
+    let err = serde_json::to_value(failed(
+        "t",
+        SideEffect::Reversible,
+        ErrorCode::Internal.info("x"),
+    ))
+    .unwrap();
+
+    // `base` changed by `change` must fail the schema.
+    let rejects = |base: &Value, change: &dyn Fn(&mut Value)| {
+        let mut x = base.clone();
+        change(&mut x);
+        assert_invalid(&v, &x);
+    };
+
+    rejects(&ok, &|x| x["extra"] = json!(1));
+    rejects(&ok, &|x| {
+        drop(x.as_object_mut().unwrap().remove("truncated"))
+    });
+    rejects(&ok, &|x| x["schema_version"] = json!(2));
+    rejects(&ok, &|x| x["status"] = json!("failed"));
+    rejects(&ok, &|x| x["effects"]["level"] = json!("harmless"));
+    rejects(&ok, &|x| x["usage"]["extra"] = json!(0));
+    rejects(&ok, &|x| x["usage"]["fuel_consumed"] = json!(-1));
+    // ok with an error object
+    rejects(&ok, &|x| x["error"] = err["error"].clone());
+    // error without error object
+    rejects(&err, &|x| x["error"] = Value::Null);
+    // error with output
+    rejects(&err, &|x| x["output"] = json!({"a": 1}));
+    // bad retry value, open error object, bad pointer, bad code
+    for (k, bad) in [
+        ("retry", json!("maybe")),
+        ("field", json!("offset")),
+        ("code", json!("Bad")),
+        ("extra", json!(1)),
+    ] {
+        rejects(&err, &|x| x["error"][k] = bad.clone());
+    }
+    // unknown outcome claimed for a read-only call
+    rejects(&err, &|x| {
+        x["status"] = json!("unknown");
+        x["effects"]["level"] = json!("read-only");
+    });
+    // denied must not be retryable
+    rejects(&err, &|x| {
+        x["status"] = json!("denied");
+        x["error"]["retry"] = json!("safe");
+    });
+}
+
+// ---- strip_control ----
+
+/// Asserts `strip_control(input) == expected` for each `(input, expected)`.
+fn assert_strips(cases: &[(&str, &str)]) {
+    for &(input, expected) in cases {
+        assert_eq!(strip_control(input), expected, "{input:?}");
+    }
+}
+
+#[test]
+fn strip_plain_text_is_unchanged() {
+    for s in ["", "hello", "a\tb\nc\n", "héllo ✓ 日本"] {
+        assert_eq!(strip_control(s), s);
+    }
+}
+
+#[test]
+fn strip_ansi_sequences() {
+    assert_strips(&[
+        ("\x1b[1;31merror\x1b[0m: x", "error: x"),
+        ("\x1b[?25lhidden cursor\x1b[?25h", "hidden cursor"),
+        ("a\x1b[2Kb", "ab"),
+        // OSC 8 hyperlink with ST and an OSC title with BEL.
+        (
+            "\x1b]8;;https://x.dev\x1b\\link\x1b]8;;\x1b\\ done",
+            "link done",
+        ),
+        ("\x1b]0;title\x07text", "text"),
+        // Charset selection, keypad mode, save cursor.
+        ("\x1b(Babc\x1b=\x1b7", "abc"),
+        // DCS string.
+        ("x\x1bPq#0;2;0;0;0\x1b\\y", "xy"),
+        // 8-bit CSI and OSC.
+        ("\u{9b}31mred\u{9b}0m", "red"),
+        ("\u{9d}0;t\u{9c}ok", "ok"),
+        // A lone ESC at the end, and ESC before a non-ASCII char.
+        ("end\x1b", "end"),
+        ("\x1bé", "é"),
+        // An unterminated OSC ends at the line break.
+        ("a\x1b]unterminated\nnext", "a\nnext"),
+        // Truncated CSI.
+        ("\x1b[31", ""),
+    ]);
+}
+
+#[test]
+fn strip_resolves_progress_bars() {
+    assert_strips(&[
+        ("10%\r50%\r100%\ndone\n", "100%\ndone\n"),
+        ("\r\x1b[K 10%\r\x1b[K 100%", " 100%"),
+        // Shorter final state: no leftovers of the longer line.
+        ("100%\r50%", "50%"),
+        // CRLF is a line end; a trailing CR changes nothing.
+        ("a\r\nb\r\n", "a\nb\n"),
+        ("abc\r", "abc"),
+        ("abc\r\r\n", "abc\n"),
+        // Only the current line is rewritten.
+        ("keep\nold\rnew", "keep\nnew"),
+        ("x\r\tindented", "\tindented"),
+    ]);
+}
+
+#[test]
+fn strip_backspaces() {
+    assert_strips(&[
+        ("abc\u{8}\u{8}X", "aX"),
+        // Spinner.
+        ("|\u{8}/\u{8}-\u{8}\\", "\\"),
+        // Man-page overstrike.
+        ("_\u{8}Bo\u{8}o", "Bo"),
+        // Never crosses a line break or the start.
+        ("a\n\u{8}\u{8}b", "a\nb"),
+        ("\u{8}x", "x"),
+        // Deletes a whole multibyte char.
+        ("é\u{8}e", "e"),
+    ]);
+}
+
+#[test]
+fn strip_other_controls() {
+    assert_strips(&[("a\0b\x07c\x7fd\u{85}e\x0bf", "abcdef")]);
+}
+
+#[test]
+fn guest_text_is_lossy() {
+    assert_eq!(guest_text(b"ok \xff\xfe!"), "ok \u{fffd}\u{fffd}!");
+    assert_eq!(guest_text(b"\x1b[32mgreen\x1b[0m"), "green");
+}
+
+// ---- clip_head_tail ----
+
+#[test]
+fn clip_keeps_short_text() {
+    let (s, t) = clip_head_tail("hello", 5);
+    assert_eq!(s, "hello");
+    assert!(t.is_none());
+}
+
+#[test]
+fn clip_keeps_head_and_tail_with_marker() {
+    let text: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+    let (s, t) = clip_head_tail(&text, 300);
+    let t = t.unwrap();
+    assert!(s.len() <= 300, "{}", s.len());
+    assert!(s.starts_with("line 0\nline 1\n"));
+    assert!(s.ends_with("line 999\n"));
+    assert_eq!(t.original_bytes, text.len() as u64);
+    assert_eq!(t.kept_bytes + t.omitted_bytes, t.original_bytes);
+    assert!(s.contains(&format!("\n[… {} bytes omitted …]\n", t.omitted_bytes)));
+    // Cuts fall on line boundaries here: every kept line is whole.
+    for line in s.lines().filter(|l| !l.starts_with('[')) {
+        assert!(line.starts_with("line "), "{line:?}");
+    }
+    assert_eq!(t.hint, DEFAULT_TRUNCATION_HINT);
+}
+
+#[test]
+fn clip_respects_char_boundaries() {
+    let text = "日本語".repeat(1000);
+    for max in [40, 41, 42, 43, 100, 101, 102, 1000] {
+        let (s, t) = clip_head_tail(&text, max);
+        assert!(s.len() <= max, "{max}: {}", s.len());
+        let t = t.unwrap();
+        let marker = format!("[… {} bytes omitted …]", t.omitted_bytes);
+        assert!(s.contains(&marker));
+        assert_eq!(
+            s.len() - marker.len() - s.matches('\n').count(),
+            t.kept_bytes as usize
+        );
+    }
+}
+
+#[test]
+fn clip_to_tiny_limits_keeps_the_marker() {
+    let (s, t) = clip_head_tail("abcdefghijklmnopqrstuvwxyz", 0);
+    assert_eq!(s, "[… 26 bytes omitted …]");
+    assert_eq!(t.unwrap().kept_bytes, 0);
+    let (s, _) = clip_head_tail(&"x".repeat(100), 10);
+    assert!(s.contains("bytes omitted"));
+}
+
+#[test]
+fn clip_without_newlines_cuts_mid_line() {
+    let text = "x".repeat(10_000);
+    let (s, t) = clip_head_tail(&text, 1000);
+    let t = t.unwrap();
+    assert!(s.len() <= 1000);
+    assert!(t.kept_bytes >= 900, "{}", t.kept_bytes);
+    assert!(s.starts_with("xxx") && s.ends_with("xxx"));
+}
+
+#[test]
+fn logs_capture_clips_each_stream() {
+    let logs = Logs::capture(&vec![b'a'; 5000], b"\x1b[31mE\x1b[0m\n", 100);
+    assert!(logs.stdout.len() <= 100);
+    assert!(logs.stdout_omitted_bytes > 4800);
+    assert_eq!(logs.stderr, "E\n");
+    assert_eq!(logs.stderr_omitted_bytes, 0);
+}
+
+#[test]
+fn clip_short_marks_cuts() {
+    assert_eq!(clip_short("abc", 3), "abc");
+    assert_eq!(clip_short("abcdef", 4), "a…");
+    assert_eq!(clip_short("ééé", 5), "é…");
+    assert_eq!(clip_short("ééé", 4), "…");
+}
