@@ -29,7 +29,7 @@
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
 //! | `fuel=1000000` | fuel ceiling per call |
-//! | `max_calls=10` | number of calls the session may make with the token (enforced by the caller, see [`Grant::max_calls`]) |
+//! | `max_calls=10` | calls allowed to the token that carries the caveat and every token derived from it, together (counted by the host per caveat, see [`CallBudget`]) |
 //! | `expires=1767225600` | absolute expiry, unix seconds (also accepted: RFC 3339; [`Caveat::parse_at`] also takes `30s`/`10m`/`2h`/`7d`) |
 //!
 //! Folding rules (what [`RootKey::verify`] computes):
@@ -1133,11 +1133,12 @@ impl RootKey {
         if token.key_id() != self.id {
             return Err(CapError::UnknownKeyId(token.key_id()));
         }
-        let sig = self.chain(token);
+        let (sig, budgets) = self.chain(token);
         if !bool::from(sig.ct_eq(token.signature())) {
             return Err(CapError::BadSignature);
         }
-        let grant = fold(token)?;
+        let mut grant = fold(token)?;
+        grant.budgets = budgets;
         let now = unix_secs(now);
         if let Some(expires_at) = grant.expires_at {
             if now >= expires_at {
@@ -1147,15 +1148,13 @@ impl RootKey {
         Ok(grant)
     }
 
-    /// Recomputes the signature chain of `token` with this key.
-    fn chain(&self, token: &Token) -> [u8; SIG_LEN] {
+    /// Recomputes the signature chain of `token` with this key; also the
+    /// call budgets of its `max_calls` caveats, met on the way.
+    fn chain(&self, token: &Token) -> ([u8; SIG_LEN], Vec<CallBudget>) {
         let mut mac = self.mac.clone();
         mac.update(&token.bytes[..HEADER_LEN]);
-        let mut sig: [u8; SIG_LEN] = mac.finalize().into_bytes().into();
-        for &(start, end) in &token.spans {
-            sig = chain_step(&sig, &token.bytes[start..end]);
-        }
-        sig
+        let sig: [u8; SIG_LEN] = mac.finalize().into_bytes().into();
+        token.chain_from(0, sig)
     }
 }
 
@@ -1496,6 +1495,61 @@ impl Token {
     fn signature(&self) -> &[u8] {
         &self.bytes[self.bytes.len() - SIG_LEN..]
     }
+
+    /// Chains the caveats from index `from` on, starting from `sig` (the
+    /// signature after caveat `from - 1`, or the header's for 0). Returns
+    /// the last signature and the [`CallBudget`] of every `max_calls`
+    /// caveat on the way.
+    fn chain_from(&self, from: usize, mut sig: [u8; SIG_LEN]) -> ([u8; SIG_LEN], Vec<CallBudget>) {
+        let mut expires = self.caveats[..from]
+            .iter()
+            .filter_map(|c| match c {
+                Caveat::Expires(t) => Some(*t),
+                _ => None,
+            })
+            .min();
+        let mut budgets = Vec::new();
+        for (i, &(start, end)) in self.spans.iter().enumerate().skip(from) {
+            sig = chain_step(&sig, &self.bytes[start..end]);
+            match self.caveats[i] {
+                Caveat::Expires(t) => expires = Some(expires.map_or(t, |e| e.min(t))),
+                Caveat::MaxCalls(max) => budgets.push(CallBudget {
+                    id: BudgetId::of_signature(&sig),
+                    token_id: self.id(),
+                    position: i,
+                    max,
+                    expires_at: expires,
+                }),
+                _ => {}
+            }
+        }
+        (sig, budgets)
+    }
+
+    /// The call budgets of this token when it was made from `parent` by
+    /// [`attenuate`](Token::attenuate): `parent_budgets` (those of the
+    /// verified parent), then one for each `max_calls` caveat appended
+    /// after it, chained from the parent's signature (which its holder
+    /// has; no key needed). `None` if this token does not extend `parent`.
+    pub fn budgets_derived_from(
+        &self,
+        parent: &Token,
+        parent_budgets: &[CallBudget],
+    ) -> Option<Vec<CallBudget>> {
+        let body = parent.bytes.len() - SIG_LEN;
+        if self.caveats.len() < parent.caveats.len()
+            || self.bytes.len() < body + SIG_LEN
+            || self.bytes[..body] != parent.bytes[..body]
+        {
+            return None;
+        }
+        let sig: [u8; SIG_LEN] = parent.signature().try_into().ok()?;
+        let (last, appended) = self.chain_from(parent.caveats.len(), sig);
+        if last[..] != *self.signature() {
+            return None;
+        }
+        Some(parent_budgets.iter().copied().chain(appended).collect())
+    }
 }
 
 impl FromStr for Token {
@@ -1743,6 +1797,7 @@ impl Fold {
             fuel_ceiling: self.fuel,
             max_calls: self.max_calls,
             expires_at: self.expires,
+            budgets: Vec::new(),
         }
     }
 }
@@ -1787,6 +1842,9 @@ pub struct Grant {
     fuel_ceiling: Option<u64>,
     max_calls: Option<u64>,
     expires_at: Option<u64>,
+    /// One per `max_calls` caveat; known only after verification.
+    #[serde(skip)]
+    budgets: Vec<CallBudget>,
 }
 
 fn ser_hex<S: Serializer>(id: &[u8; NONCE_LEN], s: S) -> Result<S::Ok, S::Error> {
@@ -1987,16 +2045,87 @@ impl Grant {
         self.fuel_ceiling
     }
 
-    /// The call budget of the token. The grant cannot count calls: the
-    /// session that holds it must.
+    /// The call budget of the token (the smallest `max_calls`). The grant
+    /// cannot count calls: see [`call_budgets`](Grant::call_budgets).
     pub fn max_calls(&self) -> Option<u64> {
         self.max_calls
+    }
+
+    /// One [`CallBudget`] per `max_calls` caveat, in chain order: what a
+    /// host counts each call against. Filled by [`RootKey::verify`] (it
+    /// needs the signature chain); empty in a grant from
+    /// [`Token::grant_unverified`].
+    pub fn call_budgets(&self) -> &[CallBudget] {
+        &self.budgets
     }
 
     /// Unix seconds after which the token is expired.
     pub fn expires_at(&self) -> Option<u64> {
         self.expires_at
     }
+}
+
+// ---------------------------------------------------------------------------
+// Call budgets
+// ---------------------------------------------------------------------------
+
+/// The identity of one `max_calls` caveat in a token chain: SHA-256 of the
+/// chained signature right after that caveat.
+///
+/// Every token derived from the token at that point (by attenuation, any
+/// number of times) carries the same caveats up to it, hence the same
+/// signature there and the same id: counting calls per id makes a budget
+/// cover the token that carries the caveat and all its descendants, and
+/// re-attenuating cannot reset it. A token that does not contain that prefix
+/// cannot produce the id, since the intermediate signature is known only to
+/// the host and to whoever held the token at that point. The id is a hash,
+/// so showing it (logs, a record store) gives away nothing that could
+/// extend a token.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BudgetId([u8; 32]);
+
+impl BudgetId {
+    fn of_signature(sig: &[u8; SIG_LEN]) -> BudgetId {
+        let digest = Sha256::new()
+            .chain_update(b"toolhost/capability/budget/v1\0")
+            .chain_update(sig)
+            .finalize();
+        BudgetId(digest.into())
+    }
+
+    /// The 32 bytes, e.g. as a record-store key.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Display for BudgetId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for BudgetId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BudgetId({self})")
+    }
+}
+
+/// One `max_calls` caveat of a verified token: the calls it allows, shared
+/// by every token derived from that point of the chain (see [`BudgetId`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallBudget {
+    pub id: BudgetId,
+    /// The id of the minted token ([`Token::id`]) the chain starts from.
+    pub token_id: [u8; 16],
+    /// Index of the caveat in the chain (0-based).
+    pub position: usize,
+    /// Calls allowed.
+    pub max: u64,
+    /// Unix seconds from which every token carrying the caveat is expired
+    /// (the earliest `expires` at or before it), if any: after that, its
+    /// count can be forgotten.
+    pub expires_at: Option<u64>,
 }
 
 impl fmt::Display for Grant {

@@ -24,6 +24,7 @@
 //! - [`idempotency`]: idempotency keys and record stores (SQLite,
 //!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
+//! - [`budget`]: the `max_calls` counts of tokens, host-wide,
 //! - [`paths`]: workspace paths and grants,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
@@ -32,6 +33,7 @@
 //! - [`descriptor`]: tool descriptors as plain Rust,
 //! - `text`: small helpers for message text.
 
+pub mod budget;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;

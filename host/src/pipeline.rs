@@ -73,6 +73,8 @@ pub struct Host {
     sandbox: Sandbox,
     catalog: Catalog,
     records: Option<crate::effects::Records>,
+    /// Where the `max_calls` caveats of session calls are counted.
+    budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.
@@ -100,7 +102,19 @@ impl Host {
             sandbox,
             catalog,
             records: None,
+            budgets: crate::budget::process_ledger(),
         }
+    }
+
+    /// Counts the `max_calls` caveats of session calls in `ledger` instead
+    /// of the process-wide [`crate::budget::process_ledger`].
+    pub fn with_budgets(mut self, ledger: std::sync::Arc<dyn crate::budget::BudgetLedger>) -> Host {
+        self.budgets = ledger;
+        self
+    }
+
+    pub(crate) fn budgets(&self) -> &dyn crate::budget::BudgetLedger {
+        &*self.budgets
     }
 
     /// Turns on the side-effect policy: idempotent and reversible calls need

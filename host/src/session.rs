@@ -10,9 +10,15 @@
 //!   declares writes and is not read-only), network only to the token's
 //!   origins that the tool also declares, fuel = min(tool, token ceiling),
 //!   deadline = min(tool timeout, time left before expiry);
-//! - and whether the call may happen at all: an expired token, or a session
-//!   past its `max_calls`, gets a `denied` observation naming the caveat;
-//!   the plugin never runs.
+//! - and whether the call may happen at all: an expired token, or a token
+//!   with a `max_calls` caveat that has no calls left, gets a `denied`
+//!   observation naming the caveat; the plugin never runs.
+//!
+//! `max_calls` is counted per caveat, host-wide, not per session: a call
+//! (or a plan, which runs the tool's dry-run) is charged against every
+//! `max_calls` caveat in the token's chain, so the caveat limits the token
+//! that carries it and every token derived from it together, whichever
+//! session or process-local cache holds them (see [`crate::budget`]).
 //!
 //! ```no_run
 //! # use toolhost::{capability::{Caveat, RootKey, Token}, session::Session, paths::Workspace};
@@ -27,10 +33,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::capability::{CapError, Caveat, Grant, Keyring, RootKey, Token, WidenError};
+use crate::budget::BudgetError;
+use crate::capability::{
+    CallBudget, CapError, Caveat, CaveatKind, Grant, Keyring, RootKey, Token, WidenError,
+};
 use crate::catalog::Tool;
 use crate::descriptor::SideEffect;
-use crate::observation::{ErrorCode, Observation};
+use crate::observation::{ErrorCode, ErrorInfo, Observation};
 use crate::paths::{Grants, Workspace};
 use crate::pipeline::{denial_error, CallOptions, Host, Scope};
 
@@ -64,6 +73,8 @@ pub struct Session {
     grant: Grant,
     grants: Grants,
     net: Vec<String>,
+    /// The `max_calls` caveats of the token's chain.
+    budgets: Vec<CallBudget>,
     calls: AtomicU64,
 }
 
@@ -97,10 +108,16 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let token = Token::decode(token_text.trim())?;
         let grant = verifier.verify_token(&token, SystemTime::now())?;
-        Session::bind(token, grant, workspace)
+        let budgets = grant.call_budgets().to_vec();
+        Session::bind(token, grant, budgets, workspace)
     }
 
-    fn bind(token: Token, grant: Grant, workspace: Workspace) -> Result<Session, SessionError> {
+    fn bind(
+        token: Token,
+        grant: Grant,
+        budgets: Vec<CallBudget>,
+        workspace: Workspace,
+    ) -> Result<Session, SessionError> {
         use crate::capability::Right;
         let rights = grant.rights();
         let mounted = |prefixes: &[crate::capability::RelPath], right: Right| -> Vec<String> {
@@ -138,6 +155,7 @@ impl Session {
             grant,
             grants,
             net,
+            budgets,
             calls: AtomicU64::new(0),
         })
     }
@@ -159,23 +177,97 @@ impl Session {
 
     /// A narrower session for a sub-agent: the token with `caveats`
     /// appended. Refuses, naming the component, any caveat that would widen
-    /// this session's token. The child dies with the parent's expiry.
+    /// this session's token. The child dies with the parent's expiry, and
+    /// its calls count against the parent's `max_calls` caveats too.
     pub fn delegate(&self, caveats: &[Caveat]) -> Result<(Session, String), WidenError> {
         let child = self.token.attenuate(caveats)?;
         let grant = child
             .grant_unverified()
             .map_err(|e| WidenError::Invalid(e.to_string()))?;
+        let budgets = child
+            .budgets_derived_from(&self.token, &self.budgets)
+            .ok_or_else(|| {
+                WidenError::Invalid("the child token does not extend this one".into())
+            })?;
         let text = child.encode();
         let workspace = self.workspace.clone();
-        let session = Session::bind(child, grant, workspace)
+        let session = Session::bind(child, grant, budgets, workspace)
             .map_err(|e| WidenError::Invalid(e.to_string()))?;
         Ok((session, text))
     }
 
-    /// Calls made so far in this session.
+    /// Calls (and plans) this session let through so far. The `max_calls`
+    /// caveats are counted host-wide, not here ([`crate::budget`]).
     pub fn calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
     }
+
+    /// The `max_calls` caveats of this session's token chain.
+    pub fn call_budgets(&self) -> &[CallBudget] {
+        &self.budgets
+    }
+
+    /// The gates every call and plan of the session passes before anything
+    /// runs: the tool is in the token, the token has not expired, and every
+    /// `max_calls` caveat of its chain has a call left (then counted).
+    fn admit(&self, host: &Host, tool: &str) -> Result<(), Box<ErrorInfo>> {
+        if !self.grant.allows_tool(tool) {
+            let visible: Vec<&str> = host
+                .visible_tools(self)
+                .map(|t| t.descriptor.name.as_str())
+                .collect();
+            return Err(Box::new(ErrorCode::UnknownTool.info(format!(
+                "no tool named `{tool}` in this session's catalog. Available tools: {}.",
+                if visible.is_empty() {
+                    "none".to_string()
+                } else {
+                    visible.join(", ")
+                }
+            ))));
+        }
+        let now = SystemTime::now();
+        self.grant
+            .check_time(now)
+            .map_err(|d| Box::new(denial_error(&d)))?;
+        if self.grant.max_calls().is_some() && self.budgets.is_empty() {
+            // Cannot happen for a verified token; never let it through.
+            return Err(Box::new(budget_denial(&BudgetError::Unavailable(
+                "the token's call budgets were not computed".into(),
+            ))));
+        }
+        let secs = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        host.budgets()
+            .charge(&self.budgets, secs)
+            .map_err(|e| Box::new(budget_denial(&e)))?;
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A `max_calls` refusal as the observation's error: it names the caveat
+/// (its value and place in the chain) and what is left.
+fn budget_denial(e: &BudgetError) -> ErrorInfo {
+    let details = match e {
+        BudgetError::Exhausted { budget, used } => serde_json::json!({
+            "caveat": CaveatKind::MaxCalls.as_str(),
+            "allowed": budget.max.to_string(),
+            "requested": used.saturating_add(1).to_string(),
+            "used": used,
+            "left": budget.max.saturating_sub(*used),
+            "position": budget.position + 1,
+            "budget": budget.id.to_string(),
+        }),
+        BudgetError::Full { .. } | BudgetError::Unavailable(_) => serde_json::json!({
+            "caveat": CaveatKind::MaxCalls.as_str(),
+        }),
+    };
+    let mut message = e.to_string();
+    if matches!(e, BudgetError::Exhausted { .. }) {
+        message.push_str("; ask for a new token");
+    }
+    ErrorCode::Denied.info(message).with_details(details)
 }
 
 impl Host {
@@ -217,48 +309,21 @@ impl Host {
             call_id: Some(call_id.clone()),
             ..opts.clone()
         };
-        // A tool outside the token is not in this caller's catalog.
-        if !session.grant.allows_tool(tool) {
-            let visible: Vec<&str> = self
-                .visible_tools(session)
-                .map(|t| t.descriptor.name.as_str())
-                .collect();
-            let info = ErrorCode::UnknownTool.info(format!(
-                "no tool named `{tool}` in this session's catalog. Available tools: {}.",
-                if visible.is_empty() {
-                    "none".to_string()
-                } else {
-                    visible.join(", ")
-                }
-            ));
-            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, info);
-        }
-        let level = self
-            .catalog()
-            .get(tool)
-            .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect);
-        if let Err(d) = session.grant.check_time(SystemTime::now()) {
-            return Observation::failure(&call_id, tool, level, denial_error(&d));
-        }
-        if let Some(max) = session.grant.max_calls() {
-            let n = session.calls.fetch_add(1, Ordering::SeqCst);
-            if n >= max {
-                let d = crate::capability::Denial {
-                    caveat: crate::capability::CaveatKind::MaxCalls,
-                    allowed: max.to_string(),
-                    requested: (n + 1).to_string(),
-                    message: format!("this session's token allows {max} calls and all were used; ask for a new token"),
-                };
-                return Observation::failure(&call_id, tool, level, denial_error(&d));
-            }
-        } else {
-            session.calls.fetch_add(1, Ordering::Relaxed);
+        if let Err(info) = session.admit(self, tool) {
+            // A tool outside the token is not in this caller's catalog: its
+            // level is not shown either.
+            let level = match info.host_code() {
+                Some(ErrorCode::UnknownTool) => SideEffect::ReadOnly,
+                _ => self.level_of(tool),
+            };
+            return Observation::failure(&call_id, tool, level, *info);
         }
         self.call_cancellable(tool, args, &session.scope(), &opts, cancel)
     }
 
     /// Plans a call for a session ([`Host::plan`]); the token decides what
-    /// the dry-run may read, as for a call.
+    /// the dry-run may read, as for a call. The gates are the call's: a plan
+    /// runs the tool's dry-run, so it counts against `max_calls` too.
     pub fn plan_in(
         &self,
         session: &Session,
@@ -270,19 +335,22 @@ impl Host {
             .call_id
             .clone()
             .unwrap_or_else(crate::pipeline::new_call_id);
-        if !session.grant.allows_tool(tool) {
-            let info = ErrorCode::UnknownTool
-                .info(format!("no tool named `{tool}` in this session's catalog"));
-            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, info);
-        }
-        if let Err(d) = session.grant.check_time(SystemTime::now()) {
-            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, denial_error(&d));
+        if let Err(info) = session.admit(self, tool) {
+            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
         }
         let opts = CallOptions {
             call_id: Some(call_id),
             ..opts.clone()
         };
         self.plan(tool, args, &session.scope(), &opts)
+    }
+}
+
+impl Host {
+    fn level_of(&self, tool: &str) -> SideEffect {
+        self.catalog()
+            .get(tool)
+            .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect)
     }
 }
 

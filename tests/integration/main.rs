@@ -8,6 +8,7 @@
 mod support;
 
 mod bad_input;
+mod budgets;
 mod cache;
 mod capability;
 mod cli;

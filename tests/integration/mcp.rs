@@ -17,21 +17,21 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A workspace with a granted `pub/` and an ungranted `secret/`, a plugin
 /// directory holding `plugins`, and the server's own root key and record
 /// store.
-struct Setup {
-    ws: Ws,
+pub(crate) struct Setup {
+    pub(crate) ws: Ws,
     plugins: tempfile::TempDir,
-    state: tempfile::TempDir,
+    pub(crate) state: tempfile::TempDir,
     /// `--store`: a `postgres://` URL, or `records.sqlite` in `state`.
     store: Option<String>,
 }
 
 impl Setup {
-    fn new(plugins: &[&str]) -> Setup {
+    pub(crate) fn new(plugins: &[&str]) -> Setup {
         let ws = Ws::new();
         ws.write("pub/a.txt", "hello\nworld\n");
         ws.write("secret/b.txt", "not for you\n");
@@ -84,7 +84,7 @@ impl Setup {
 }
 
 /// Lines of a child's stream, read on a thread.
-fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
+pub(crate) fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
@@ -98,7 +98,7 @@ fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
 }
 
 /// A `toolhost serve --stdio` child and a line-oriented JSON-RPC client.
-struct StdioServer {
+pub(crate) struct StdioServer {
     child: Child,
     stdin: ChildStdin,
     out: Receiver<String>,
@@ -107,7 +107,7 @@ struct StdioServer {
 }
 
 impl StdioServer {
-    fn start(setup: &Setup, extra: &[&str]) -> StdioServer {
+    pub(crate) fn start(setup: &Setup, extra: &[&str]) -> StdioServer {
         let mut child = setup
             .command(&[&["--stdio"], extra].concat())
             .spawn()
@@ -129,7 +129,7 @@ impl StdioServer {
     }
 
     /// Starts and completes the 2025-11-25 handshake.
-    fn initialized(setup: &Setup, extra: &[&str]) -> StdioServer {
+    pub(crate) fn initialized(setup: &Setup, extra: &[&str]) -> StdioServer {
         let mut s = StdioServer::start(setup, extra);
         let init = s.request(
             0,
@@ -145,18 +145,18 @@ impl StdioServer {
         s
     }
 
-    fn send_raw(&mut self, line: &str) {
+    pub(crate) fn send_raw(&mut self, line: &str) {
         self.stdin.write_all(line.as_bytes()).unwrap();
         self.stdin.write_all(b"\n").unwrap();
         self.stdin.flush().unwrap();
     }
 
-    fn send(&mut self, msg: &Value) {
+    pub(crate) fn send(&mut self, msg: &Value) {
         self.send_raw(&msg.to_string());
     }
 
     /// The next message matching `pred` (earlier ones are kept in `seen`).
-    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.seen.iter().position(&pred) {
             return self.seen.remove(i);
         }
@@ -178,18 +178,18 @@ impl StdioServer {
         }
     }
 
-    fn response(&mut self, id: i64) -> Value {
+    pub(crate) fn response(&mut self, id: i64) -> Value {
         self.wait_for(&format!("the response to {id}"), |v| {
             v["id"] == id && v.get("method").is_none()
         })
     }
 
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.response(id)
     }
 
-    fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
         self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
     }
 
@@ -214,7 +214,7 @@ impl Drop for StdioServer {
 /// Checks a `tools/call` result: structuredContent is a valid observation,
 /// mirrored as the last text block; `isError` unless it is `ok`.
 #[track_caller]
-fn observation_of(result: &Value) -> Value {
+pub(crate) fn observation_of(result: &Value) -> Value {
     let r = &result["result"];
     let obs = r["structuredContent"].clone();
     assert_valid_observation(&obs);
@@ -741,13 +741,13 @@ fn stdio_stateless_client_gets_list_changed_on_its_subscription() {
 // ---- Streamable HTTP ---------------------------------------------------------
 
 /// A `toolhost serve --http 127.0.0.1:0` child.
-struct HttpServer {
-    child: Child,
-    port: u16,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl HttpServer {
-    fn start(setup: &Setup, extra: &[&str]) -> HttpServer {
+    pub(crate) fn start(setup: &Setup, extra: &[&str]) -> HttpServer {
         let mut child = setup
             .command(&[&["--http", "127.0.0.1:0"], extra].concat())
             .spawn()
@@ -773,14 +773,14 @@ impl HttpServer {
         HttpServer { child, port }
     }
 
-    fn connect(&self) -> TcpStream {
+    pub(crate) fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         s.set_read_timeout(Some(WAIT)).unwrap();
         s
     }
 
     /// One request on its own connection; the whole response.
-    fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    pub(crate) fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> Response {
         let mut s = self.connect();
         write_request(&mut s, "POST", headers, body);
         let mut raw = Vec::new();
@@ -788,7 +788,7 @@ impl HttpServer {
         Response::parse(&raw)
     }
 
-    fn post_json(&self, extra: &[(&str, &str)], msg: &Value) -> Response {
+    pub(crate) fn post_json(&self, extra: &[(&str, &str)], msg: &Value) -> Response {
         let mut headers = vec![
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
@@ -805,7 +805,12 @@ impl Drop for HttpServer {
     }
 }
 
-fn write_request(s: &mut TcpStream, method: &str, headers: &[(&str, &str)], body: &[u8]) {
+pub(crate) fn write_request(
+    s: &mut TcpStream,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) {
     let mut req = format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -815,14 +820,14 @@ fn write_request(s: &mut TcpStream, method: &str, headers: &[(&str, &str)], body
     s.write_all(body).unwrap();
 }
 
-struct Response {
-    status: u16,
+pub(crate) struct Response {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Response {
-    fn parse(raw: &[u8]) -> Response {
+    pub(crate) fn parse(raw: &[u8]) -> Response {
         let text = String::from_utf8_lossy(raw);
         let (head, rest) = text.split_once("\r\n\r\n").expect("an HTTP response");
         let mut lines = head.lines();
@@ -853,7 +858,7 @@ impl Response {
         }
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -872,7 +877,7 @@ impl Response {
             .collect()
     }
 
-    fn reply(&self) -> Value {
+    pub(crate) fn reply(&self) -> Value {
         self.messages()
             .into_iter()
             .find(|m| m.get("id").is_some() && m.get("method").is_none())
@@ -908,7 +913,7 @@ fn stateless(server: &HttpServer, id: i64, method: &str, params: Value) -> Respo
 }
 
 /// A stateless request, with `Authorization: Bearer` when `token` is given.
-fn stateless_as(
+pub(crate) fn stateless_as(
     server: &HttpServer,
     token: Option<&str>,
     id: i64,
@@ -1297,7 +1302,7 @@ fn http_session_cancellation_stops_the_running_instance() {
 }
 
 /// Mints a capability token with the `toolhost cap mint` command.
-fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
+pub(crate) fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .arg("--key-file")
         .arg(key)

@@ -220,19 +220,59 @@ impl SessionPolicy for FixedScope {
 }
 
 /// Capability tokens: a client presenting a bearer token gets a session
-/// bound to it (verified with the host's root key; sessions are cached per
-/// token, so `max_calls` counts across requests); a client without one gets
-/// `fallback`, or 401 when there is none.
+/// bound to it (verified with the host's root key); a client without one
+/// gets `fallback`, or 401 when there is none.
+///
+/// Verified sessions are cached by token text, least recently used first
+/// out ([`MAX_CACHED_SESSIONS`]): the cache saves verifying a token on
+/// every request and holds nothing that matters for security, since the
+/// `max_calls` counts live host-wide ([`crate::budget`]) and a token
+/// evicted or seen again under new text counts against the same caveats.
 pub struct TokenPolicy {
     pub verifier: Box<dyn Verifier + Send + Sync>,
     /// The workspace tokens' path prefixes are relative to.
     pub workspace: PathBuf,
     pub fallback: Option<Arc<SessionScope>>,
-    sessions: Mutex<HashMap<String, Arc<SessionScope>>>,
+    sessions: Mutex<SessionCache>,
 }
 
-/// Most cached token sessions; the cache starts over beyond it.
-const MAX_CACHED_SESSIONS: usize = 1024;
+/// Most cached token sessions; the least recently used goes first.
+pub const MAX_CACHED_SESSIONS: usize = 1024;
+
+/// Verified sessions by token text, with least-recently-used eviction.
+#[derive(Default)]
+struct SessionCache {
+    by_token: HashMap<String, (Arc<SessionScope>, u64)>,
+    /// Token texts by last use.
+    by_use: std::collections::BTreeMap<u64, String>,
+    clock: u64,
+}
+
+impl SessionCache {
+    fn get(&mut self, token: &str) -> Option<Arc<SessionScope>> {
+        self.clock += 1;
+        let now = self.clock;
+        let (scope, used) = self.by_token.get_mut(token)?;
+        self.by_use.remove(used);
+        *used = now;
+        self.by_use.insert(now, token.to_string());
+        Some(scope.clone())
+    }
+
+    fn insert(&mut self, token: &str, scope: Arc<SessionScope>) {
+        while self.by_token.len() >= MAX_CACHED_SESSIONS {
+            let Some((_, oldest)) = self.by_use.pop_first() else {
+                break;
+            };
+            self.by_token.remove(&oldest);
+        }
+        self.clock += 1;
+        if let Some((_, used)) = self.by_token.insert(token.to_string(), (scope, self.clock)) {
+            self.by_use.remove(&used);
+        }
+        self.by_use.insert(self.clock, token.to_string());
+    }
+}
 
 impl TokenPolicy {
     pub fn new(
@@ -244,7 +284,7 @@ impl TokenPolicy {
             verifier,
             workspace,
             fallback,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(SessionCache::default()),
         }
     }
 }
@@ -273,10 +313,7 @@ impl SessionPolicy for TokenPolicy {
             tools: None,
             session: Some(Arc::new(session)),
         });
-        if cache.len() >= MAX_CACHED_SESSIONS {
-            cache.clear();
-        }
-        cache.insert(token.to_string(), scope.clone());
+        cache.insert(token, scope.clone());
         Ok(scope)
     }
 }
