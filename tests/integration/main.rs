@@ -18,5 +18,6 @@ mod idempotency;
 mod languages;
 mod lint;
 mod mcp;
+mod mcp_limits;
 mod network;
 mod reference_tools;

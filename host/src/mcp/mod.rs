@@ -58,6 +58,7 @@ pub mod call_meta;
 mod http;
 pub mod listing;
 mod raw_args;
+mod request_ids;
 mod server;
 mod warm;
 mod watch;

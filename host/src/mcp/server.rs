@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
+use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
 use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
 use crate::effects::KeySource;
@@ -459,7 +460,9 @@ pub(super) async fn serve_stdio(
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let kept = KeptArguments::default();
     let stdin = Tap::new(stdin, max_message_bytes, kept.clone());
-    let transport = AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes);
+    let transport = UniqueIds::new(
+        AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes),
+    );
     let mut server = McpServer::new(state, Some(scope));
     server.kept = kept;
     match WarmThread::spawn() {
