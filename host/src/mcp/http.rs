@@ -9,6 +9,12 @@
 //! [`super::raw_args`]). rmcp then
 //! checks `Host` (loopback names only) and `Origin` (absent, or
 //! `http(s)://localhost|127.0.0.1|[::1]` with any port; otherwise 403).
+//!
+//! Bounded in time and memory: a client must send a request's headers
+//! within the request timeout (`--request-timeout-ms`, also the longest an
+//! idle kept-alive connection waits for its next request) and its body
+//! within the same time again, or the connection is closed (408 for a
+//! stalled body); sessions are capped and expire when idle (`sessions`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,14 +25,33 @@ use http::{header, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use hyper_util::rt::TokioTimer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::server::McpServer;
-use super::{SessionPolicy, State};
+use super::sessions::{Refusal, SessionLimits, Sessions, ANONYMOUS, OWNER};
+use super::{SessionPolicy, SessionScope, State};
 
 type Body = BoxBody<Bytes, Infallible>;
-type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+type Service = StreamableHttpService<McpServer, Sessions>;
+
+/// What the HTTP layer needs besides the service.
+struct Front {
+    policy: Arc<dyn SessionPolicy>,
+    sessions: Arc<Sessions>,
+    limits: HttpLimits,
+}
+
+/// Limits of the HTTP transport.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Largest message body.
+    pub max_message_bytes: usize,
+    /// Time to send a request's headers, and again its body.
+    pub request_timeout: std::time::Duration,
+    /// Sessions.
+    pub sessions: SessionLimits,
+}
 
 /// Origins a browser page may call from: the loopback names, any port.
 pub const ALLOWED_ORIGINS: [&str; 6] = [
@@ -46,12 +71,52 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
         .expect("a valid response")
 }
 
+/// Who owns the sessions a request opens: its minted token (shared by the
+/// token's attenuations), or one owner for every client without a token.
+fn owner_of(scope: &SessionScope) -> Arc<str> {
+    match &scope.session {
+        Some(session) => Arc::from(session.token().id_hex()),
+        None => Arc::from(ANONYMOUS),
+    }
+}
+
+/// The answer to an `initialize` that would open one session too many.
+fn refused(refusal: &Refusal, id: serde_json::Value, idle: std::time::Duration) -> Response<Body> {
+    let status = match refusal {
+        Refusal::OwnerFull(_) => StatusCode::TOO_MANY_REQUESTS,
+        Refusal::ServerFull(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32000, "message": refusal.to_string()},
+    });
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::RETRY_AFTER, idle.as_secs().max(1).to_string())
+        .body(Full::new(Bytes::from(error.to_string())).boxed())
+        .expect("a valid response")
+}
+
+/// The id of `body` when it is an `initialize` request.
+fn initialize_id(body: &[u8]) -> Option<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+        id: Option<serde_json::Value>,
+    }
+    let peek: Peek<'_> = serde_json::from_slice(body).ok()?;
+    (peek.method == Some("initialize")).then(|| peek.id.unwrap_or(serde_json::Value::Null))
+}
+
 async fn route(
     mut req: Request<Incoming>,
     service: Service,
-    policy: Arc<dyn SessionPolicy>,
-    max_message_bytes: usize,
+    front: Arc<Front>,
 ) -> Result<Response<Body>, Infallible> {
+    let max_message_bytes = front.limits.max_message_bytes;
     if req.uri().path() != "/mcp" {
         return Ok(plain(
             StatusCode::NOT_FOUND,
@@ -78,9 +143,11 @@ async fn route(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    match policy.scope_for(bearer) {
+    let owner = match front.policy.scope_for(bearer) {
         Ok(scope) => {
+            let owner = owner_of(&scope);
             req.extensions_mut().insert(scope);
+            owner
         }
         Err(refused) => {
             let mut resp = plain(StatusCode::UNAUTHORIZED, &refused.0);
@@ -90,17 +157,32 @@ async fn route(
             );
             return Ok(resp);
         }
-    }
+    };
     if req.method() != http::Method::POST {
         return Ok(service.handle(req).await);
     }
-    // Buffer the body (bounded) so that a malformed message gets a JSON-RPC
-    // parse error instead of a transport-level complaint.
+    // Buffer the body (bounded in size and time) so that a malformed
+    // message gets a JSON-RPC parse error instead of a transport-level
+    // complaint.
     let (mut parts, body) = req.into_parts();
-    let bytes = match http_body_util::Limited::new(body, max_message_bytes)
-        .collect()
-        .await
-    {
+    let collected = tokio::time::timeout(
+        front.limits.request_timeout,
+        http_body_util::Limited::new(body, max_message_bytes).collect(),
+    )
+    .await;
+    let Ok(collected) = collected else {
+        let mut resp = plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the body did not arrive within {} ms",
+                front.limits.request_timeout.as_millis()
+            ),
+        );
+        resp.headers_mut()
+            .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        return Ok(resp);
+    };
+    let bytes = match collected {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return Ok(plain(
@@ -138,8 +220,20 @@ async fn route(
                 .expect("a valid response"));
         }
     }
-    Ok(service
-        .handle(Request::from_parts(parts, Full::new(bytes)))
+    // A new session (no session id yet): refuse it here, with a proper
+    // status, when its owner or the server has no room.
+    if !parts.headers.contains_key("mcp-session-id") {
+        if let Some(id) = initialize_id(&bytes) {
+            if let Err(refusal) = front.sessions.admits(&owner) {
+                return Ok(refused(&refusal, id, front.limits.sessions.idle));
+            }
+        }
+    }
+    Ok(OWNER
+        .scope(
+            owner,
+            service.handle(Request::from_parts(parts, Full::new(bytes))),
+        )
         .await)
 }
 
@@ -147,10 +241,11 @@ async fn route(
 pub(super) async fn serve(
     addr: SocketAddr,
     allow_remote: bool,
-    max_message_bytes: usize,
+    limits: HttpLimits,
     state: Arc<State>,
     policy: Arc<dyn SessionPolicy>,
 ) -> anyhow::Result<()> {
+    let max_message_bytes = limits.max_message_bytes;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -164,11 +259,15 @@ pub(super) async fn serve(
         config = config.disable_allowed_hosts();
     }
     let server = McpServer::new(state, None);
-    let service: Service = StreamableHttpService::new(
-        move || Ok(server.fresh()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let sessions = Arc::new(Sessions::new(limits.sessions));
+    sessions.spawn_reaper();
+    let service: Service =
+        StreamableHttpService::new(move || Ok(server.fresh()), sessions.clone(), config);
+    let front = Arc::new(Front {
+        policy,
+        sessions,
+        limits,
+    });
     log!("toolhost: serving MCP on http://{local}/mcp");
     loop {
         let (stream, _) = match listener.accept().await {
@@ -181,12 +280,16 @@ pub(super) async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
-        let policy = policy.clone();
+        let front = front.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                route(req, service.clone(), policy.clone(), max_message_bytes)
-            });
+            let timeout = front.limits.request_timeout;
+            let svc =
+                hyper::service::service_fn(move |req| route(req, service.clone(), front.clone()));
+            // The header timeout also bounds how long an idle kept-alive
+            // connection waits for its next request.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeout)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });

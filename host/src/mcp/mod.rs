@@ -35,6 +35,13 @@
 //!   catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
+//! Bounds: over HTTP, sessions are capped in total (`--max-sessions`) and
+//! per token (`--max-sessions-per-token`), closed after `--session-idle-ms`
+//! without activity, and a client gets `--request-timeout-ms` to send a
+//! request's headers and again its body (see `sessions` and `http`).
+//! Over stdio, a request reusing the id of one still running is refused
+//! with a JSON-RPC error and does not run (`request_ids`).
+//!
 //! Security: HTTP binds to loopback unless `--allow-remote`; `Origin` must be
 //! absent or `http(s)://localhost|127.0.0.1|[::1]` (any port), else 403; the
 //! `Host` header must be a loopback name; a message over `--max-message-bytes`
@@ -60,6 +67,7 @@ pub mod listing;
 mod raw_args;
 mod request_ids;
 mod server;
+mod sessions;
 mod warm;
 mod watch;
 
@@ -141,7 +149,30 @@ pub struct ServeArgs {
     /// How often the plugin directory is polled, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
+    /// HTTP: most sessions (2025-11-25 handshakes) open at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// HTTP: most sessions open at once per token (its attenuations
+    /// included; clients without a token share one allowance).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_TOKEN)]
+    pub max_sessions_per_token: usize,
+    /// HTTP: a session with nothing running for this long is closed.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_SESSION_IDLE_MS)]
+    pub session_idle_ms: u64,
+    /// HTTP: time a client has to send a request's headers, and again its
+    /// body; also how long an idle connection is kept.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
+    pub request_timeout_ms: u64,
 }
+
+/// Default `--max-sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+/// Default `--max-sessions-per-token`.
+pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 64;
+/// Default `--session-idle-ms`: 5 minutes.
+pub const DEFAULT_SESSION_IDLE_MS: u64 = 5 * 60 * 1000;
+/// Default `--request-timeout-ms`: 30 seconds.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 
 /// Where the catalog comes from; re-read whenever the directory changes.
 #[derive(Debug, Clone, Default)]
@@ -524,14 +555,16 @@ pub fn serve(
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {
-                http::serve(
-                    addr,
-                    args.allow_remote,
-                    args.max_message_bytes,
-                    state,
-                    policy,
-                )
-                .await
+                let limits = http::HttpLimits {
+                    max_message_bytes: args.max_message_bytes,
+                    request_timeout: Duration::from_millis(args.request_timeout_ms.max(1)),
+                    sessions: sessions::SessionLimits {
+                        max_total: args.max_sessions.max(1),
+                        max_per_owner: args.max_sessions_per_token.max(1),
+                        idle: Duration::from_millis(args.session_idle_ms.max(1)),
+                    },
+                };
+                http::serve(addr, args.allow_remote, limits, state, policy).await
             }
             None => {
                 let scope = policy

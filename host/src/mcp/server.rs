@@ -41,6 +41,10 @@ pub(super) struct McpServer {
     kept: KeptArguments,
     /// The stdio session's warm call thread ([`warm`]).
     warm: Option<Arc<WarmThread>>,
+    /// Dropped with the last clone of this session's handler (the session
+    /// ended): its receivers see the channel close and the tasks the
+    /// session spawned stop.
+    alive: Arc<tokio::sync::watch::Sender<()>>,
 }
 
 impl McpServer {
@@ -51,6 +55,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             kept: KeptArguments::default(),
             warm: None,
+            alive: Arc::new(tokio::sync::watch::channel(()).0),
         }
     }
 
@@ -411,14 +416,24 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        // 2025-11-25 sessions: forward catalog changes to this peer until it
-        // goes away.
+        // 2025-11-25 sessions: forward catalog changes to this peer until
+        // the session ends (its handler is dropped) or the peer goes away.
         let peer = cx.peer.clone();
         let mut changes = self.state.changed.subscribe();
+        let mut alive = self.alive.subscribe();
         tokio::spawn(async move {
-            while let Ok(()) | Err(RecvError::Lagged(_)) = changes.recv().await {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            loop {
+                tokio::select! {
+                    // Only ever an error: the session's handler is gone.
+                    _ = alive.changed() => break,
+                    change = changes.recv() => match change {
+                        Ok(()) | Err(RecvError::Lagged(_)) => {
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                break;
+                            }
+                        }
+                        Err(RecvError::Closed) => break,
+                    },
                 }
             }
         });

@@ -1,0 +1,413 @@
+//! Streamable HTTP sessions (the 2025-11-25 `initialize` handshake),
+//! bounded and freed.
+//!
+//! Every `initialize` over HTTP opens a session that rmcp keeps in memory
+//! (a worker task, its channels, a handler) until the client deletes it.
+//! Clients that never do — or a flood of `initialize` requests — would hold
+//! memory for good. [`Sessions`] wraps rmcp's in-memory session manager and
+//!
+//! - caps the sessions open at once, in total and per owner: the minted
+//!   token a client presented ([`Token::id`](crate::capability::Token::id),
+//!   shared by its attenuations), or one shared owner for clients without a
+//!   token. A refused `initialize` gets HTTP 429 (the owner's share is
+//!   used up) or 503 (the server is full), with `Retry-After`;
+//! - closes a session idle for longer than the idle timeout (no request
+//!   running, no stream open, nothing received), which ends its worker and
+//!   handler and frees their state; a later request naming it gets 404, as
+//!   for any unknown session, and the client starts a new one.
+//!
+//! rmcp's own keep-alive is off: it counts a long call as idleness and would
+//! end a session in the middle of it; here a running request or an open
+//! stream keeps its session alive.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_core::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+
+/// The owner of clients that present no token.
+pub(super) const ANONYMOUS: &str = "anonymous";
+
+tokio::task_local! {
+    /// Who is asking for a new session: set around each request by the
+    /// HTTP layer, read by [`Sessions::create_session`].
+    pub(super) static OWNER: Arc<str>;
+}
+
+/// Bounds of the HTTP sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits {
+    /// Sessions open at once, all owners together.
+    pub max_total: usize,
+    /// Sessions open at once for one owner.
+    pub max_per_owner: usize,
+    /// A session with nothing running for this long is closed.
+    pub idle: Duration,
+}
+
+/// Why a new session was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Refusal {
+    #[error("this client already has {0} sessions open, the limit per token; close one (HTTP DELETE with its Mcp-Session-Id) or wait until an idle one expires")]
+    OwnerFull(usize),
+    #[error("the server has {0} sessions open, its limit; retry later")]
+    ServerFull(usize),
+}
+
+/// The session manager's errors: rmcp's, or a refusal.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SessionsError {
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+struct Tracked {
+    owner: Arc<str>,
+    last_active: Instant,
+    /// Requests running and streams open.
+    busy: usize,
+}
+
+#[derive(Default)]
+struct Table {
+    open: HashMap<SessionId, Tracked>,
+    /// Sessions open or being opened, per owner.
+    per_owner: HashMap<Arc<str>, usize>,
+    total: usize,
+}
+
+impl Table {
+    fn check(&self, owner: &str, limits: &SessionLimits) -> Result<(), Refusal> {
+        if self.per_owner.get(owner).copied().unwrap_or(0) >= limits.max_per_owner {
+            return Err(Refusal::OwnerFull(limits.max_per_owner));
+        }
+        if self.total >= limits.max_total {
+            return Err(Refusal::ServerFull(limits.max_total));
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, owner: &Arc<str>) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.per_owner.get_mut(owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_owner.remove(owner);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &SessionId) {
+        if let Some(t) = self.open.remove(id) {
+            self.release(&t.owner);
+        }
+    }
+}
+
+/// rmcp's in-memory session manager, bounded (see the module docs).
+pub(super) struct Sessions {
+    inner: LocalSessionManager,
+    limits: SessionLimits,
+    table: Arc<Mutex<Table>>,
+}
+
+impl Sessions {
+    pub(super) fn new(limits: SessionLimits) -> Sessions {
+        let mut inner = LocalSessionManager::default();
+        // Idleness is judged here, where a running call counts as activity.
+        inner.session_config.keep_alive = None;
+        Sessions {
+            inner,
+            limits,
+            table: Arc::default(),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `owner` may open a session now (the HTTP layer asks before
+    /// it hands an `initialize` to rmcp, to answer a refusal properly).
+    pub(super) fn admits(&self, owner: &str) -> Result<(), Refusal> {
+        self.table().check(owner, &self.limits)
+    }
+
+    /// Sessions open now.
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        self.table().open.len()
+    }
+
+    fn touch(&self, id: &SessionId) {
+        if let Some(t) = self.table().open.get_mut(id) {
+            t.last_active = Instant::now();
+        }
+    }
+
+    /// Marks the session busy until the guard is dropped.
+    fn busy(&self, id: &SessionId) -> Busy {
+        if let Some(t) = self.table().open.get_mut(id) {
+            t.busy += 1;
+            t.last_active = Instant::now();
+        }
+        Busy {
+            table: self.table.clone(),
+            id: id.clone(),
+        }
+    }
+
+    /// Closes every session idle for longer than the idle timeout; returns
+    /// how many.
+    pub(super) async fn close_idle(&self) -> usize {
+        let idle: Vec<SessionId> = {
+            let table = self.table();
+            table
+                .open
+                .iter()
+                .filter(|(_, t)| t.busy == 0 && t.last_active.elapsed() >= self.limits.idle)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in &idle {
+            let _ = self.close_session(id).await;
+        }
+        idle.len()
+    }
+
+    /// Runs [`close_idle`](Self::close_idle) periodically until the
+    /// manager is dropped.
+    pub(super) fn spawn_reaper(self: &Arc<Self>) {
+        let every = (self.limits.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(sessions) = weak.upgrade() else {
+                    return;
+                };
+                sessions.close_idle().await;
+            }
+        });
+    }
+}
+
+/// A running request or an open stream of a session.
+struct Busy {
+    table: Arc<Mutex<Table>>,
+    id: SessionId,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = table.open.get_mut(&self.id) {
+            t.busy = t.busy.saturating_sub(1);
+            t.last_active = Instant::now();
+        }
+    }
+}
+
+/// A stream that keeps its session busy while it is open.
+struct Guarded<S> {
+    inner: Pin<Box<S>>,
+    _busy: Busy,
+}
+
+impl<S: Stream> Stream for Guarded<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let owner: Arc<str> = OWNER
+            .try_with(Arc::clone)
+            .unwrap_or_else(|_| Arc::from(ANONYMOUS));
+        {
+            let mut table = self.table();
+            table.check(&owner, &self.limits)?;
+            table.total += 1;
+            *table.per_owner.entry(owner.clone()).or_insert(0) += 1;
+        }
+        match self.inner.create_session().await {
+            Ok((id, transport)) => {
+                self.table().open.insert(
+                    id.clone(),
+                    Tracked {
+                        owner,
+                        last_active: Instant::now(),
+                        busy: 0,
+                    },
+                );
+                Ok((id, transport))
+            }
+            Err(e) => {
+                self.table().release(&owner);
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let _busy = self.busy(id);
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let closed = self.inner.close_session(id).await;
+        self.table().remove(id);
+        Ok(closed?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.busy(id);
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(Guarded {
+            inner: Box::pin(stream),
+            _busy: busy,
+        })
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.touch(id);
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.busy(id);
+        let stream = self.inner.create_standalone_stream(id).await?;
+        Ok(Guarded {
+            inner: Box::pin(stream),
+            _busy: busy,
+        })
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.busy(id);
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(Guarded {
+            inner: Box::pin(stream),
+            _busy: busy,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(total: usize, per_owner: usize, idle_ms: u64) -> SessionLimits {
+        SessionLimits {
+            max_total: total,
+            max_per_owner: per_owner,
+            idle: Duration::from_millis(idle_ms),
+        }
+    }
+
+    async fn open_as(s: &Sessions, owner: &str) -> Result<SessionId, SessionsError> {
+        OWNER
+            .scope(Arc::from(owner), async { s.create_session().await })
+            .await
+            .map(|(id, _transport)| id)
+    }
+
+    fn run(test: impl std::future::Future<Output = ()>) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(test);
+    }
+
+    #[test]
+    fn caps_per_owner_and_in_total() {
+        run(caps_per_owner_and_in_total_async());
+    }
+
+    async fn caps_per_owner_and_in_total_async() {
+        let s = Sessions::new(limits(3, 2, 60_000));
+        open_as(&s, "a").await.unwrap();
+        open_as(&s, "a").await.unwrap();
+        assert!(matches!(
+            open_as(&s, "a").await,
+            Err(SessionsError::Refused(Refusal::OwnerFull(2)))
+        ));
+        assert_eq!(s.admits("a"), Err(Refusal::OwnerFull(2)));
+        let b = open_as(&s, "b").await.unwrap();
+        assert!(matches!(
+            open_as(&s, "c").await,
+            Err(SessionsError::Refused(Refusal::ServerFull(3)))
+        ));
+        // Closing one makes room.
+        s.close_session(&b).await.unwrap();
+        open_as(&s, "c").await.unwrap();
+        assert_eq!(s.open(), 3);
+    }
+
+    #[test]
+    fn idle_sessions_close_busy_ones_stay() {
+        run(idle_sessions_close_busy_ones_stay_async());
+    }
+
+    async fn idle_sessions_close_busy_ones_stay_async() {
+        let s = Sessions::new(limits(10, 10, 20));
+        let idle = open_as(&s, "a").await.unwrap();
+        let working = open_as(&s, "a").await.unwrap();
+        let busy = s.busy(&working);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(s.close_idle().await, 1);
+        assert!(
+            !s.inner.has_session(&idle).await.unwrap(),
+            "freed in rmcp too"
+        );
+        assert!(s.inner.has_session(&working).await.unwrap());
+        drop(busy);
+        assert_eq!(s.close_idle().await, 0, "activity just ended");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(s.close_idle().await, 1);
+        assert_eq!(s.open(), 0);
+        assert!(s.admits("a").is_ok());
+    }
+}
