@@ -325,7 +325,8 @@ impl Host {
                 }
             },
             Ok(Err(e)) => {
-                let details = e.details.and_then(|d| serde_json::from_str(&d).ok());
+                let details =
+                    crate::observation::tool_details(e.details, p.limits.max_output_bytes);
                 let info = crate::observation::ErrorInfo::from_tool(
                     e.code,
                     e.message,

@@ -362,7 +362,7 @@ impl Host {
             Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
-                let details = e.details.and_then(|d| serde_json::from_str(&d).ok());
+                let details = crate::observation::tool_details(e.details, limits.max_output_bytes);
                 let info = if declared {
                     ErrorInfo::from_tool(e.code, e.message, e.field, e.correctable, details)
                 } else {

@@ -13,6 +13,7 @@ mod cache;
 mod capability;
 mod cli;
 mod effects;
+mod error_details;
 mod hostile;
 mod idempotency;
 mod languages;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::hygiene::strip_control;
-use super::render::clip_short;
+use super::render::{clip_head_tail, clip_short};
 use super::{Status, MAX_DETAIL_BYTES, MAX_MESSAGE_BYTES};
 
 /// Whether, and when, the same call may be sent again.
@@ -393,7 +393,12 @@ impl ErrorInfo {
             self.correctable = false;
             self.retry = Retry::Never;
         }
-        self.message = clip_short(&strip_control(&self.message), MAX_MESSAGE_BYTES);
+        let message = strip_control(&self.message);
+        self.message = if message.len() > MAX_MESSAGE_BYTES {
+            clip_head_tail(&message, MAX_MESSAGE_BYTES).0
+        } else {
+            message
+        };
         if let Some(field) = &self.field {
             self.field = Some(to_json_pointer(&clip_short(field, MAX_DETAIL_BYTES)));
         }
@@ -401,6 +406,29 @@ impl ErrorInfo {
             *s = clip_short(&strip_control(s), MAX_DETAIL_BYTES);
         }
     }
+}
+
+/// The `details` of a tool's own error (the JSON text it returned) as an
+/// observation carries them, bounded by `max_bytes` (the tool's output
+/// limit): the parsed value when the text fits; otherwise the text clipped
+/// head and tail with the same marker as an output's `text`
+/// ([`clip_head_tail`]), as `{"clipped": {original_bytes, kept_bytes,
+/// omitted_bytes, hint}, "text": "…"}`. Text that is not JSON is dropped.
+/// Too-large text is never parsed.
+pub fn tool_details(details: Option<String>, max_bytes: usize) -> Option<Value> {
+    let text = details?;
+    if text.len() <= max_bytes {
+        return serde_json::from_str(&text).ok();
+    }
+    let (clipped, truncation) = clip_head_tail(&text, max_bytes);
+    let clipped = strip_control(&clipped);
+    let mut truncation = truncation?;
+    truncation.hint = format!(
+        "The tool's error details were {} bytes, more than its output limit of {max_bytes}; \
+         the head and tail of their JSON text are shown.",
+        text.len()
+    );
+    Some(serde_json::json!({ "clipped": truncation, "text": clipped }))
 }
 
 /// Turns a field name a tool reported into a JSON Pointer: valid pointers are

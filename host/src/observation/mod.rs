@@ -61,7 +61,7 @@ mod error;
 mod hygiene;
 mod render;
 
-pub use error::{is_json_pointer, is_valid_code, ErrorCode, ErrorInfo, Retry};
+pub use error::{is_json_pointer, is_valid_code, tool_details, ErrorCode, ErrorInfo, Retry};
 pub use hygiene::{guest_text, strip_control};
 pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT};
 use render::{clip_short, render_error_paragraph, render_json, PARTIAL_PREFIX};

@@ -13,6 +13,7 @@
 //! | `big_output`       | returns about `bytes` bytes of JSON (output limit)          |
 //! | `undeclared_error` | fails with a code it did not declare (output validation)    |
 //! | `write_attempts`   | tries every way to change a file it may only read (grants)  |
+//! | `huge_error`       | fails with a huge message, field and details (error limits) |
 //!
 //! A tool that returns invalid JSON cannot be written with the SDK; that one
 //! lives in `tp-bad-output`.
@@ -243,6 +244,23 @@ fn rename_and_back(path: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Arguments of `huge_error`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HugeErrorArgs {
+    /// Size of the message and of the details' string, in bytes (32 MiB at
+    /// most).
+    #[schemars(range(min = 0, max = 33_554_432))]
+    bytes: u64,
+}
+
+fn huge_error(_: &Context, args: HugeErrorArgs) -> Result<Never, ToolError> {
+    let n = args.bytes as usize;
+    Err(ToolError::new("huge_failure", "m".repeat(n))
+        .field(format!("/{}", "f".repeat(n.min(1 << 20))))
+        .details(toolhost_sdk::json!({ "blob": "d".repeat(n), "end": "tail-marker" })))
+}
+
 fn tools() -> Vec<Tool> {
     vec![
         Tool::new("spin_forever", spin_forever)
@@ -346,6 +364,18 @@ fn tools() -> Vec<Tool> {
             .reads_files()
             .timeout_ms(10_000)
             .max_output_bytes(16 * 1024),
+        Tool::new("huge_error", huge_error)
+            .title("Huge error")
+            .description(
+                "Hostile test tool: always fails with its declared code huge_failure, a \
+                 message of `bytes` letters m (bytes 0-33554432), a field of up to 1 MiB and \
+                 details {blob: `bytes` letters d, end: \"tail-marker\"}, far beyond its \
+                 declared 64 KiB output limit when bytes is large. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .error_codes(&["huge_failure"])
+            .timeout_ms(20_000)
+            .max_output_bytes(64 * 1024),
     ]
 }
 
