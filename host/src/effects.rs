@@ -25,13 +25,26 @@
 //!
 //! Nothing is recorded for a call rejected before execution (steps 1–4).
 //!
-//! Plans bind a tool, its canonical arguments and the SHA-256 of every
-//! target path as it was when planned; the token is an HMAC under the host
-//! key. Running the irreversible call needs that token; if a target changed
-//! since, the call is refused with `stale_plan` and nothing runs.
+//! Plans bind a tool, its canonical arguments and a digest of every target
+//! path as it was when planned (a file's SHA-256; for a directory, a digest
+//! of its sorted listing — names, types, sizes and file digests, bounded:
+//! see [`target_digest`]; `null` for a path that does not exist); the token
+//! is an HMAC under the host key. Running the irreversible call needs that
+//! token, and it is refused with `stale_plan` and nothing runs when
+//!
+//! - a target changed since the plan;
+//! - the plan expired (a plan lives [`DEFAULT_PLAN_TTL`] unless
+//!   [`Records::with_plan_ttl`] says otherwise);
+//! - the plan already approved a call under another idempotency key: a plan
+//!   approves one logical call. Its first use is recorded in the store
+//!   (under `plan-use:` and the token's signature, with the call's key in
+//!   place of an argument digest), so a second call with another key is
+//!   refused while a retry of the same call (the same key, e.g. after an
+//!   in-doubt record was settled as not done) is still approved.
 
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
@@ -46,6 +59,17 @@ use crate::sandbox::{CancelToken, ProbeOutcome};
 
 /// Extra lease time beyond a call's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// How long a plan token approves its call by default: 5 minutes.
+pub const DEFAULT_PLAN_TTL: Duration = Duration::from_secs(5 * 60);
+
+/// Most entries (files, directories, links) a directory target may hold to
+/// be planned: a bigger tree cannot be pinned, so it is refused.
+pub const MAX_DIGEST_ENTRIES: usize = 100_000;
+
+/// File bytes a directory target's digest reads; beyond that, files are
+/// pinned by size, modification and change times and inode instead.
+pub const MAX_DIGEST_BYTES: u64 = 64 << 20;
 
 /// Where a call's idempotency key comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +92,7 @@ pub struct Records {
     store: Arc<dyn Store>,
     host_key: Arc<[u8]>,
     lease_margin: Duration,
+    plan_ttl: Duration,
 }
 
 impl Records {
@@ -76,7 +101,16 @@ impl Records {
             store,
             host_key: host_key.into(),
             lease_margin: LEASE_MARGIN,
+            plan_ttl: DEFAULT_PLAN_TTL,
         }
+    }
+
+    /// How long a plan token approves its call (default
+    /// [`DEFAULT_PLAN_TTL`]). Keep it below the store's retention, which
+    /// keeps the record of a plan's use.
+    pub fn with_plan_ttl(mut self, ttl: Duration) -> Records {
+        self.plan_ttl = ttl;
+        self
     }
 
     /// How much longer than a call's deadline its lease lasts (default
@@ -172,7 +206,9 @@ impl Host {
                     // repeat of a completed call still replays.
                     if level == SideEffect::Irreversible {
                         let token = opts.plan_token.as_deref();
-                        if let Err(obs) = self.check_plan(records, p, &canonical_args, token) {
+                        if let Err(obs) =
+                            self.check_plan(records, p, &canonical_args, token, &key)
+                        {
                             // Nothing ran: free the key.
                             let _ = records.store.release(&key, fence);
                             return *obs;
@@ -343,10 +379,24 @@ impl Host {
                 )
             }
         };
+        let targets = match target_digests(&p) {
+            Ok(t) => t,
+            Err(e) => return fail(ErrorCode::InvalidArguments, e),
+        };
+        let mut nonce = [0u8; 16];
+        if getrandom::fill(&mut nonce).is_err() {
+            return fail(
+                ErrorCode::Internal,
+                "no randomness for the plan token's nonce".into(),
+            );
+        }
+        let expires_at_ms = unix_ms(SystemTime::now() + records.plan_ttl);
         let payload = json!({
             "tool": tool,
             "args_digest": idempotency::args_digest(&canonical_args),
-            "targets": target_digests(&p),
+            "targets": targets,
+            "expires_at_ms": expires_at_ms,
+            "nonce": hex::encode(nonce),
         });
         let payload_text = payload.to_string();
         let token = format!(
@@ -354,16 +404,24 @@ impl Host {
             base64_url(payload_text.as_bytes()),
             records.sign(payload_text.as_bytes())
         );
-        let output = json!({ "plan": plan, "plan_token": token, "targets": payload["targets"] });
+        let output = json!({
+            "plan": plan,
+            "plan_token": token,
+            "targets": payload["targets"],
+            "expires_at_ms": expires_at_ms,
+        });
         Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes)
     }
 
+    /// Whether `token` approves this call, which holds idempotency `key`;
+    /// on success the plan's use by `key` is recorded.
     fn check_plan(
         &self,
         records: &Records,
         p: &Prepared<'_>,
         canonical_args: &str,
         token: Option<&str>,
+        key: &str,
     ) -> Result<(), Box<Observation>> {
         let name = p.tool.descriptor.name.as_str();
         let level = p.tool.descriptor.side_effect;
@@ -405,10 +463,48 @@ impl Host {
                 "the plan token approves a different call (another tool or other arguments)",
             );
         }
-        if payload["targets"] != target_digests(p) {
-            return fail(ErrorCode::StalePlan, "a target changed since the plan was made; nothing ran. Plan again and get the new plan approved");
+        let Some(expires_at_ms) = payload["expires_at_ms"].as_u64() else {
+            return fail(ErrorCode::Denied, "the plan token is malformed");
+        };
+        if unix_ms(SystemTime::now()) >= expires_at_ms {
+            return fail(
+                ErrorCode::StalePlan,
+                "the plan token expired; nothing ran. Plan again and get the new plan approved",
+            );
         }
-        Ok(())
+        match target_digests(p) {
+            Ok(now) if now == payload["targets"] => {}
+            _ => return fail(ErrorCode::StalePlan, "a target changed since the plan was made; nothing ran. Plan again and get the new plan approved"),
+        }
+        // One plan, one logical call: record which key used it.
+        let use_key = format!("plan-use:{sig}");
+        let lease = Duration::from_secs(30);
+        match records.store.claim(&use_key, "plan-use", key, lease) {
+            Ok(Claim::Acquired { fence }) => {
+                let note = json!({ "plan_used_by": key }).to_string();
+                if let Err(e) = records.store.complete(&use_key, fence, &note) {
+                    return fail(
+                        ErrorCode::StoreUnavailable,
+                        &format!("recording the plan's use failed, so the call did not run: {e}"),
+                    );
+                }
+                Ok(())
+            }
+            // Used before by this same call (a retry after a not-done settlement).
+            Ok(Claim::Completed { .. }) => Ok(()),
+            Ok(Claim::Conflict { .. }) => fail(
+                ErrorCode::StalePlan,
+                "this plan token already approved another call (another idempotency key); a plan approves one call. Nothing ran. Plan again and get the new plan approved",
+            ),
+            Ok(Claim::InFlight { .. } | Claim::InDoubt { .. }) => fail(
+                ErrorCode::StalePlan,
+                "this plan token is being used by another call; a plan approves one call. Nothing ran. Plan again and get the new plan approved",
+            ),
+            Err(e) => fail(
+                ErrorCode::StoreUnavailable,
+                &format!("the idempotency store cannot be reached, so the call did not run: {e}"),
+            ),
+        }
     }
 }
 
@@ -433,17 +529,141 @@ fn replay(stored: &str, call_id: &str, tool: &str, level: SideEffect, key: &str)
     }
 }
 
-/// SHA-256 of each path argument's target (`null` when absent).
-fn target_digests(p: &Prepared<'_>) -> Value {
+/// The digest of each path argument's target ([`target_digest`]), or why
+/// one cannot be pinned.
+fn target_digests(p: &Prepared<'_>) -> Result<Value, String> {
     let mut out = Vec::new();
     for arg in p.tool.input.path_args(&p.value) {
         let path = p.workspace_root.join(arg.value);
-        let digest = std::fs::read(&path)
-            .ok()
-            .map(|b| hex::encode(Sha256::digest(&b)));
+        let digest = target_digest(&path).map_err(|e| format!("target `{}`: {e}", arg.value))?;
         out.push(json!({ "path": arg.value, "sha256": digest }));
     }
-    Value::Array(out)
+    Ok(Value::Array(out))
+}
+
+/// What a plan pins of one target: `None` when it does not exist; for a
+/// file, the SHA-256 of its content; for a directory, `dir:` and the
+/// SHA-256 of its listing, walked in name order without following links:
+/// each entry's relative path, type, size and, for a file, the SHA-256 of
+/// its content (once [`MAX_DIGEST_BYTES`] were read, its size, times and
+/// inode instead), for a link its target. A tree of more than
+/// [`MAX_DIGEST_ENTRIES`] entries is an error: it cannot be pinned.
+pub fn target_digest(path: &Path) -> Result<Option<String>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    if !meta.is_dir() {
+        return Ok(std::fs::read(path)
+            .ok()
+            .map(|b| hex::encode(Sha256::digest(&b))));
+    }
+    let mut listing = Sha256::new();
+    let mut walk = DirWalk {
+        entries: 0,
+        bytes_read: 0,
+    };
+    walk.dir(path, "", &mut listing)?;
+    Ok(Some(format!("dir:{}", hex::encode(listing.finalize()))))
+}
+
+struct DirWalk {
+    entries: usize,
+    bytes_read: u64,
+}
+
+impl DirWalk {
+    fn dir(&mut self, dir: &Path, rel: &str, out: &mut Sha256) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("cannot list `{rel}`: {e}");
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .map_err(io)?;
+        names.sort();
+        for name in names {
+            self.entries += 1;
+            if self.entries > MAX_DIGEST_ENTRIES {
+                return Err(format!(
+                    "the directory holds more than {MAX_DIGEST_ENTRIES} entries, too many to pin in a plan; plan a narrower target"
+                ));
+            }
+            let path = dir.join(&name);
+            let name = name.to_string_lossy();
+            let child = if rel.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let meta = std::fs::symlink_metadata(&path)
+                .map_err(|e| format!("cannot read `{child}`: {e}"))?;
+            let kind = if meta.is_dir() {
+                "dir"
+            } else if meta.is_file() {
+                "file"
+            } else if meta.file_type().is_symlink() {
+                "link"
+            } else {
+                "other"
+            };
+            // Length-prefixed fields: no two listings frame alike.
+            for field in [child.as_bytes(), kind.as_bytes(), &meta.len().to_be_bytes()] {
+                out.update((field.len() as u64).to_be_bytes());
+                out.update(field);
+            }
+            match kind {
+                "dir" => self.dir(&path, &child, out)?,
+                "file" if self.bytes_read + meta.len() <= MAX_DIGEST_BYTES => {
+                    self.bytes_read += meta.len();
+                    let content =
+                        std::fs::read(&path).map_err(|e| format!("cannot read `{child}`: {e}"))?;
+                    out.update(Sha256::digest(&content));
+                }
+                "link" => {
+                    let target = std::fs::read_link(&path)
+                        .map_err(|e| format!("cannot read `{child}`: {e}"))?;
+                    out.update(target.as_os_str().as_encoded_bytes());
+                }
+                _ => out.update(metadata_pin(&meta)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What pins a file without reading it: modification and change times and
+/// inode (the change time moves on every write and cannot be set back).
+fn metadata_pin(meta: &std::fs::Metadata) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        [
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.ino() as i64,
+            meta.dev() as i64,
+        ]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect()
+    }
+    #[cfg(not(unix))]
+    {
+        let t = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        t.to_be_bytes().to_vec()
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn base64_url(bytes: &[u8]) -> String {

@@ -78,6 +78,9 @@ struct PluginArgs {
     /// How much longer than a call's deadline its record lease lasts.
     #[arg(long, value_name = "MS", default_value_t = 30_000, global = true)]
     lease_margin_ms: u64,
+    /// How long a plan token (from `toolhost plan`) approves its call.
+    #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
+    plan_ttl_ms: u64,
 }
 
 /// How a side-effecting call names itself.
@@ -540,7 +543,8 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
     };
     Ok(
         toolhost::effects::Records::new(store, &key.derive("idempotency"))
-            .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms)),
+            .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
+            .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )
 }
 

@@ -21,4 +21,5 @@ mod lint;
 mod mcp;
 mod mcp_limits;
 mod network;
+mod plans;
 mod reference_tools;

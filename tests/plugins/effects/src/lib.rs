@@ -6,6 +6,7 @@
 //! | `append_line`          | reversible  | yes     | yes   | appends a line, then waits         |
 //! | `append_line_no_probe` | reversible  | no      | no    | the same; in-doubt needs a person  |
 //! | `count_calls`          | idempotent  | no      | no    | appends one byte, returns the count |
+//! | `clear_dir`            | irreversible| yes     | no    | deletes the files in a directory   |
 //!
 //! The wait (`hold_ms`) comes AFTER the effect, so a test can kill the host
 //! (or let the call time out) once the effect has happened but before the
@@ -156,6 +157,64 @@ fn count_calls(ctx: &Context, args: CountArgs) -> Result<CountOutput, ToolError>
     })
 }
 
+/// Arguments of `clear_dir`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClearArgs {
+    /// Directory whose regular files are deleted, relative to the workspace
+    /// root.
+    #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
+    path: String,
+}
+
+/// Result of `clear_dir`.
+#[derive(Serialize, JsonSchema)]
+struct ClearOutput {
+    /// The directory, as given.
+    path: String,
+    /// Names of the files deleted, sorted.
+    deleted: Vec<String>,
+}
+
+/// The regular files directly in the directory, sorted by name.
+fn files_in(ctx: &Context, path: &str) -> Result<Vec<String>, ToolError> {
+    let guest = ctx.guest_path(path).map_err(|e| e.field("/path"))?;
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&guest).map_err(|e| file_error(&e, path))? {
+        let entry = entry.map_err(|e| file_error(&e, path))?;
+        if entry
+            .file_type()
+            .map_err(|e| file_error(&e, path))?
+            .is_file()
+        {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn clear_dir(ctx: &Context, args: ClearArgs) -> Result<ClearOutput, ToolError> {
+    let names = files_in(ctx, &args.path)?;
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    for name in &names {
+        fs::remove_file(guest.join(name)).map_err(|e| file_error(&e, &args.path))?;
+    }
+    Ok(ClearOutput {
+        path: args.path,
+        deleted: names,
+    })
+}
+
+fn plan_clear(ctx: &Context, args: ClearArgs) -> Result<Plan, ToolError> {
+    let names = files_in(ctx, &args.path)?;
+    let mut plan = Plan::new(format!("delete {} files in {}", names.len(), args.path));
+    for name in names {
+        plan = plan.change(Change::delete(format!("{}/{name}", args.path), 0, 0));
+    }
+    Ok(plan)
+}
+
 const APPEND_CONTRACT: &str = "\
 Inputs: path = workspace-relative file (1-1024 chars), created if missing; line = text to \
 append (1-200 chars, no line break); hold_ms = milliseconds to wait AFTER appending and before \
@@ -218,6 +277,24 @@ fn tools() -> Vec<Tool> {
             .error_codes(&["not_found", "permission_denied", "io_error"])
             .timeout_ms(70_000)
             .max_output_bytes(1024),
+        Tool::new("clear_dir", clear_dir)
+            .title("Clear a directory")
+            .description(
+                "Test tool: deletes every regular file directly inside a directory \
+                 (subdirectories and links stay). Use only in toolhost's own tests of plans \
+                 on directory targets. Inputs: path = workspace-relative directory (1-1024 \
+                 chars). Output: {path, deleted: [file names, sorted]} (under 16 KiB). \
+                 Errors: not_found, permission_denied, io_error, invalid_path, \
+                 invalid_arguments. Side effect: irreversible. Dry-run: plans one delete \
+                 per file. No probe.",
+            )
+            .side_effect(SideEffect::Irreversible)
+            .reads_files()
+            .writes_files()
+            .error_codes(&["not_found", "permission_denied", "io_error"])
+            .timeout_ms(10_000)
+            .max_output_bytes(16 * 1024)
+            .dry_run(plan_clear),
     ]
 }
 
