@@ -60,6 +60,9 @@ use crate::sandbox::{CancelToken, ProbeOutcome};
 /// Extra lease time beyond a call's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
+/// Longest explicit idempotency key, in characters.
+pub const MAX_KEY_CHARS: usize = 256;
+
 /// How long a plan token approves its call by default: 5 minutes.
 pub const DEFAULT_PLAN_TTL: Duration = Duration::from_secs(5 * 60);
 
@@ -184,6 +187,25 @@ impl Host {
                 ),
             );
         };
+        if let KeySource::Explicit(k) = source {
+            if k.trim().is_empty() || k.chars().count() > MAX_KEY_CHARS {
+                return Observation::failure(
+                    &p.call_id,
+                    name,
+                    level,
+                    ErrorCode::IdempotencyKeyRequired
+                        .info(format!(
+                            "the idempotency key must be 1-{MAX_KEY_CHARS} characters and not blank; a blank key would name every call alike"
+                        ))
+                        .with_expected(format!("a key of 1-{MAX_KEY_CHARS} characters"))
+                        .with_actual(if k.is_empty() {
+                            "an empty key".to_string()
+                        } else {
+                            format!("{} characters", k.chars().count())
+                        }),
+                );
+            }
+        }
         let key = records.key_for(p, source, &canonical_args);
         let digest = idempotency::args_digest(&canonical_args);
         let lease = p.limits.timeout + records.lease_margin;

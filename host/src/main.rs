@@ -92,8 +92,13 @@ struct KeyArgs {
     /// Turn number of the logical call.
     #[arg(long, value_name = "N", requires = "trajectory")]
     turn: Option<u64>,
-    /// An explicit idempotency key instead of a derived one.
-    #[arg(long, value_name = "KEY", conflicts_with = "trajectory")]
+    /// An explicit idempotency key instead of a derived one (not empty).
+    #[arg(
+        long,
+        value_name = "KEY",
+        conflicts_with = "trajectory",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
     idempotency_key: Option<String>,
     /// The plan token that approves an irreversible call (from `toolhost plan`).
     #[arg(long, value_name = "TOKEN")]
@@ -134,6 +139,21 @@ impl CaveatArgs {
     /// prefixes and origins need (for minting).
     fn caveats(&self, imply_rights: bool) -> Result<Vec<Caveat>> {
         let now = std::time::SystemTime::now();
+        // One flag, one value: a comma would silently split it in two (the
+        // caveat syntax separates list values with commas).
+        for (flag, values) in [
+            ("--tool", &self.tools),
+            ("--right", &self.rights),
+            ("--read", &self.read),
+            ("--write", &self.write),
+            ("--net", &self.net),
+        ] {
+            if let Some(v) = values.iter().find(|v| v.contains(',')) {
+                bail!(
+                    "{flag} `{v}`: one value per flag, without commas (repeat {flag} for several; a path with a comma in its name cannot be granted)"
+                );
+            }
+        }
         let mut texts = Vec::new();
         if !self.tools.is_empty() {
             texts.push(format!("tool={}", self.tools.join(",")));

@@ -23,3 +23,4 @@ mod mcp_limits;
 mod network;
 mod plans;
 mod reference_tools;
+mod store_and_flags;

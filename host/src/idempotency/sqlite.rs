@@ -17,6 +17,10 @@
 //!   deleted record (release, settle not-done, purge), which every new record
 //!   starts above. Claims read that floor but never write it, so a claim
 //!   writes one row. (Delete records only through the store.)
+//! - The file is private to its owner (mode 0600, as the root key): it is
+//!   created so, an existing one is narrowed to it, and SQLite gives its
+//!   `-wal` and `-shm` files the database's mode (existing ones are
+//!   narrowed too).
 //! - Times are the host's clock, in unix milliseconds.
 //! - Durability: `synchronous=NORMAL` by default, which in WAL mode survives
 //!   a crash of any process but may lose the last commits on power loss;
@@ -201,6 +205,8 @@ impl SqliteStore {
         let retention_ms = duration_ms(options.retention, "retention")?;
         let unavailable =
             |e: rusqlite::Error| StoreError::unavailable(format!("{}: {e}", path.display()));
+        make_private(&path)
+            .map_err(|e| StoreError::unavailable(format!("{}: {e}", path.display())))?;
         let conn = Connection::open(&path).map_err(unavailable)?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(unavailable)?;
@@ -542,6 +548,46 @@ fn now_ms() -> i64 {
 
 fn from_ms(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Creates the database file owner-only (0600) if it is missing, and
+/// narrows an existing one, with its `-wal` and `-shm` files, to that mode
+/// (when this process may):
+/// the records hold observations (file contents, tool outputs). SQLite
+/// creates the `-wal` and `-shm` files with the database file's mode.
+fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
+            return Ok(());
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        let mut files = vec![path.to_path_buf()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            files.push(name.into());
+        }
+        for file in files {
+            match std::fs::metadata(&file) {
+                Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
+                    // Best effort: a file of another owner keeps its mode.
+                    let mode = meta.permissions().mode() & 0o700;
+                    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
