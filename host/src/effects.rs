@@ -563,23 +563,38 @@ fn target_digests(p: &Prepared<'_>) -> Result<Value, String> {
     Ok(Value::Array(out))
 }
 
-/// What a plan pins of one target: `None` when it does not exist; for a
-/// file, the SHA-256 of its content; for a directory, `dir:` and the
-/// SHA-256 of its listing, walked in name order without following links:
-/// each entry's relative path, type, size and, for a file, the SHA-256 of
-/// its content (once [`MAX_DIGEST_BYTES`] were read, its size, times and
-/// inode instead), for a link its target. A tree of more than
-/// [`MAX_DIGEST_ENTRIES`] entries is an error: it cannot be pinned.
+/// What a plan pins of one target, read without following a symbolic link
+/// and without opening anything but regular files and directories:
+///
+/// - `None` when it does not exist;
+/// - a regular file: the SHA-256 of its content;
+/// - a directory: `dir:` and the SHA-256 of its listing, walked in name
+///   order: each entry's relative path, type, size and, for a file, the
+///   SHA-256 of its content (once [`MAX_DIGEST_BYTES`] were read, its size,
+///   times and inode instead), for a link its target. A tree of more than
+///   [`MAX_DIGEST_ENTRIES`] entries is an error: it cannot be pinned;
+/// - a symbolic link: `link:` and the SHA-256 of its target path;
+/// - anything else (a FIFO, a device): `other:` and its times and inode.
 pub fn target_digest(path: &Path) -> Result<Option<String>, String> {
-    let meta = match std::fs::metadata(path) {
+    let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read it: {e}")),
     };
-    if !meta.is_dir() {
-        return Ok(std::fs::read(path)
-            .ok()
-            .map(|b| hex::encode(Sha256::digest(&b))));
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return file_digest(path)
+            .map(|d| Some(hex::encode(d)))
+            .map_err(|e| format!("cannot read it: {e}"));
+    }
+    if kind.is_symlink() {
+        let target = std::fs::read_link(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let digest = Sha256::digest(target.as_os_str().as_encoded_bytes());
+        return Ok(Some(format!("link:{}", hex::encode(digest))));
+    }
+    if !kind.is_dir() {
+        let digest = Sha256::digest(metadata_pin(&meta));
+        return Ok(Some(format!("other:{}", hex::encode(digest))));
     }
     let mut listing = Sha256::new();
     let mut walk = DirWalk {
@@ -588,6 +603,15 @@ pub fn target_digest(path: &Path) -> Result<Option<String>, String> {
     };
     walk.dir(path, "", &mut listing)?;
     Ok(Some(format!("dir:{}", hex::encode(listing.finalize()))))
+}
+
+/// SHA-256 of a regular file's content, read in chunks (not opened with a
+/// path that could be a FIFO: callers check the type first).
+fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hasher.finalize().into())
 }
 
 struct DirWalk {
@@ -638,9 +662,9 @@ impl DirWalk {
                 "dir" => self.dir(&path, &child, out)?,
                 "file" if self.bytes_read + meta.len() <= MAX_DIGEST_BYTES => {
                     self.bytes_read += meta.len();
-                    let content =
-                        std::fs::read(&path).map_err(|e| format!("cannot read `{child}`: {e}"))?;
-                    out.update(Sha256::digest(&content));
+                    let digest =
+                        file_digest(&path).map_err(|e| format!("cannot read `{child}`: {e}"))?;
+                    out.update(digest);
                 }
                 "link" => {
                     let target = std::fs::read_link(&path)
@@ -703,4 +727,50 @@ fn base64_url_decode(text: &str) -> Option<Vec<u8>> {
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_digests_pin_files_directories_and_links_without_following_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |rel: &str| dir.path().join(rel);
+        assert_eq!(target_digest(&p("missing")).unwrap(), None);
+        std::fs::write(p("f.txt"), "abc").unwrap();
+        assert_eq!(
+            target_digest(&p("f.txt")).unwrap().unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        std::fs::create_dir_all(p("d/sub")).unwrap();
+        std::fs::write(p("d/sub/x"), "1").unwrap();
+        let before = target_digest(&p("d")).unwrap().unwrap();
+        assert!(before.starts_with("dir:"), "{before}");
+        assert_eq!(target_digest(&p("d")).unwrap().unwrap(), before, "stable");
+        std::fs::write(p("d/sub/x"), "2").unwrap();
+        let changed = target_digest(&p("d")).unwrap().unwrap();
+        assert_ne!(changed, before, "a nested change");
+        std::fs::rename(p("d/sub/x"), p("d/sub/y")).unwrap();
+        assert_ne!(
+            target_digest(&p("d")).unwrap().unwrap(),
+            changed,
+            "a rename"
+        );
+
+        // Links are pinned by their target path, never read through: a
+        // link to a file outside, as a target or inside a directory.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s1").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), p("ln")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), p("d/ln")).unwrap();
+        let (link, listing) = (
+            target_digest(&p("ln")).unwrap().unwrap(),
+            target_digest(&p("d")).unwrap().unwrap(),
+        );
+        assert!(link.starts_with("link:"), "{link}");
+        std::fs::write(outside.path().join("secret"), "s2").unwrap();
+        assert_eq!(target_digest(&p("ln")).unwrap().unwrap(), link);
+        assert_eq!(target_digest(&p("d")).unwrap().unwrap(), listing);
+    }
 }
