@@ -7,6 +7,9 @@
 //! - (b) toolhost's whole in-process call of the same trivial tool
 //!   (strict parse + schema + sandbox + observation + serialization);
 //! - (c) `file_view` of a 4 KiB file through the whole pipeline;
+//! - (d) a trivial idempotent call through the SQLite record store;
+//! - (e) the trivial call in a session bound to a 5-caveat token, and (f)
+//!   the same with a `max_calls` caveat, counted host-wide on every call;
 //!
 //! and prints the ratio (b)/(a). The targets (on a 2-core machine) are
 //! (b) ≤ 20 µs and ≤ 3× (a), (c) ≤ 100 µs.
@@ -155,6 +158,27 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
+    // (f) the same with a `max_calls` caveat: every call is also counted
+    // against the caveat's host-wide budget.
+    let counted = toolhost::capability::Token::mint(
+        &key,
+        &[
+            caveats.as_slice(),
+            &["max_calls=1000000000".parse().unwrap()],
+        ]
+        .concat(),
+    )
+    .unwrap()
+    .encode();
+    let counted =
+        toolhost::session::Session::open(&key, &counted, Workspace::open(ws.dir.path()).unwrap())
+            .unwrap();
+    let f = measure(|| {
+        let obs = host.call_in(&counted, "echo_value", r#"{"value":7}"#, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+
     println!(
         "{:<52} {:>10} {:>10} {:>10}",
         "benchmark", "median µs", "p90 µs", "min µs"
@@ -165,6 +189,7 @@ fn main() {
         ("(c) toolhost file_view, 4 KiB file", &c),
         ("(d) toolhost call, trivial idempotent tool (SQLite)", &d),
         ("(e) toolhost call, trivial tool, with a 5-caveat token", &e),
+        ("(f) the same, plus a max_calls caveat (counted)", &f),
     ] {
         println!(
             "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
@@ -175,6 +200,10 @@ fn main() {
     }
     println!("ratio (b)/(a): {:.2}", us(b.median) / us(a.median));
     println!("token call (e)/(b): {:.2}", us(e.median) / us(b.median));
+    println!(
+        "max_calls overhead (f)-(e): {:.1} µs",
+        us(f.median) - us(e.median)
+    );
     println!(
         "idempotency overhead (d)-(b): {:.1} µs",
         us(d.median) - us(b.median)
