@@ -15,7 +15,9 @@
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //! - [`lint`] and [`schema`]: descriptor rules and argument validation,
 //! - [`json`]: strict JSON parsing,
-//! - [`paths`]: workspace paths and grants,
+//! - [`paths`]: workspace paths and grants, over
+//! - [`opendir`]: open directories and lookups beneath them that follow no
+//!   symbolic link,
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`observation`]: the one result shape,
 //! - [`descriptor`]: tool descriptors as plain Rust.
@@ -30,6 +32,7 @@ pub mod json;
 pub mod lint;
 pub mod mcp;
 pub mod observation;
+pub mod opendir;
 pub mod paths;
 pub mod pipeline;
 pub mod sandbox;

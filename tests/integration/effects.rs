@@ -52,11 +52,7 @@ fn tool(name: &str) -> &'static Tool {
 
 /// The workspace mounted at `/workspace`.
 fn mounts(ws: &Ws, writable: bool) -> Vec<Mount> {
-    vec![Mount {
-        host: ws.dir.path().canonicalize().unwrap(),
-        guest: "/workspace".into(),
-        writable,
-    }]
+    vec![Mount::open(ws.dir.path(), "/workspace", writable).unwrap()]
 }
 
 fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest<'a> {

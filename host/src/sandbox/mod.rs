@@ -12,7 +12,9 @@
 //!
 //! | resource            | default                                        |
 //! |---------------------|------------------------------------------------|
-//! | filesystem          | none; only the request's preopens              |
+//! | filesystem          | none; only the request's mounts, each an open  |
+//! |                     | directory ([`Mount`]; the pipeline opens grants|
+//! |                     | beneath the workspace root, following no link) |
 //! | environment, args   | empty                                          |
 //! | network             | `wasi:http` requests to the call's granted     |
 //! |                     | origins only, checked by the host ([`http`])   |
@@ -38,7 +40,7 @@ pub use cache::{Checked, CompileCache, Miss};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +53,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::opendir::OpenDir;
 use capture::Capture;
 use http::{NetHooks, NetPolicy};
 use limits::MemoryLimiter;
@@ -129,12 +132,28 @@ impl Default for Limits {
     }
 }
 
-/// One directory the guest may see.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One directory the guest may see: an open directory, mounted as it is
+/// (through `/proc/self/fd/N`), so nothing renamed or swapped in on the host
+/// after it was opened can change what the guest sees.
+#[derive(Debug, Clone)]
 pub struct Mount {
-    pub host: PathBuf,
+    pub dir: OpenDir,
     pub guest: String,
     pub writable: bool,
+}
+
+impl Mount {
+    /// A mount of the host directory at `path`, opened now (following
+    /// symbolic links in `path`: for directories the embedder chooses; the
+    /// pipeline opens grants beneath the workspace root instead, see
+    /// [`crate::paths::Workspace::open_grant`]).
+    pub fn open(path: &Path, guest: &str, writable: bool) -> std::io::Result<Mount> {
+        Ok(Mount {
+            dir: OpenDir::open(path)?,
+            guest: guest.to_owned(),
+            writable,
+        })
+    }
 }
 
 /// Everything one call needs.
@@ -505,7 +524,9 @@ impl Plugin {
             } else {
                 FsPerms::ReadOnly
             };
-            b.preopened_dir(&m.host, &m.guest, perms)
+            // The open directory itself, by its `/proc/self/fd` name: `m`
+            // keeps the descriptor alive until the context is built.
+            b.preopened_dir(m.dir.fd_path(), &m.guest, perms)
                 .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
         }
         let state = State {
