@@ -12,6 +12,7 @@ mod cache;
 mod capability;
 mod cli;
 mod effects;
+mod escapes;
 mod hostile;
 mod idempotency;
 mod languages;
