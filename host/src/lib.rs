@@ -25,7 +25,9 @@
 //!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`budget`]: the `max_calls` counts of tokens, host-wide,
-//! - [`paths`]: workspace paths and grants,
+//! - [`paths`]: workspace paths and grants, over
+//! - [`opendir`]: open directories and lookups beneath them that follow no
+//!   symbolic link,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
 //!   parsing,
@@ -44,6 +46,7 @@ pub mod json;
 pub mod lint;
 pub mod mcp;
 pub mod observation;
+pub mod opendir;
 pub mod origin;
 pub mod paths;
 pub mod pipeline;

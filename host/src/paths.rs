@@ -1,5 +1,11 @@
 //! Workspace paths and grants: the host's first wall.
 //!
+//! The workspace root is opened once, when the [`Workspace`] is opened, and
+//! everything below it is reached from that open descriptor
+//! ([`crate::opendir`]), never by walking a host path again: a directory
+//! renamed away and replaced by a symbolic link after a check cannot
+//! redirect a later lookup.
+//!
 //! Every path argument (a string property marked `x-toolhost-path` in a
 //! tool's input schema) is checked here before the guest runs:
 //!
@@ -10,13 +16,18 @@
 //! 2. **Lexical**: `.` and `..` are resolved without touching the disk; a
 //!    path that climbs above the root → [`PathErrorKind::OutsideWorkspace`]
 //!    (`denied`).
-//! 3. **Symlinks**: the longest existing ancestor is canonicalized (one
-//!    syscall when the target exists, one more per missing trailing
-//!    component), the rest re-appended, and the result must still lie in the
-//!    workspace → else `OutsideWorkspace` (`denied`, never `not_found`). A
-//!    dangling symlink cannot be checked and is refused
-//!    ([`PathErrorKind::UnresolvableLink`], `denied`).
-//! 4. **Grants**: the resolved path must lie under a grant with the needed
+//! 3. **Symlinks**: the path is walked beneath the root descriptor one name
+//!    at a time, each entry opened without following it (one `openat2` with
+//!    `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` when no component is a link).
+//!    A link's target is read from the opened link itself and walked the
+//!    same way; a target that leaves the workspace → `OutsideWorkspace`
+//!    (`denied`, never `not_found`). A dangling symlink (or a loop) cannot be
+//!    checked and is refused ([`PathErrorKind::UnresolvableLink`], `denied`).
+//! 4. **Kind**: an existing target that is neither a regular file nor a
+//!    directory (a FIFO, socket or device: opening one can block forever) →
+//!    [`PathErrorKind::NotAFile`] (`invalid_arguments`, correctable: name a
+//!    regular file). It is never opened, only looked at (`O_PATH`).
+//! 5. **Grants**: the resolved path must lie under a grant with the needed
 //!    [`Access`] → else [`PathErrorKind::NotGranted`] (`denied`).
 //!
 //! Prefixes match by whole segment: `src` covers `src` and `src/a`, never
@@ -26,9 +37,11 @@
 //! The resolved [`ResolvedPath::rel`] has symlinks resolved: the pipeline
 //! must hand **that** path (or [`ResolvedPath::guest`]) to the guest, not the
 //! raw argument, so the guest opens exactly what was checked. The sandbox
-//! mounts only [`Grants::preopens`], and its directory handles refuse to
-//! follow links out of a mount: the second wall against a symlink swapped in
-//! between check and use.
+//! mounts only [`Grants::preopens`], each opened for the call by
+//! [`Workspace::open_grant`] beneath the root without following a link at
+//! any step (a grant whose name is now a link, or gone, is `denied`); the
+//! mounts' directory handles refuse to follow links out of a mount: the
+//! second wall against a symlink swapped in between check and use.
 
 use std::fmt;
 use std::io;
@@ -37,6 +50,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::observation::{ErrorCode, ErrorInfo};
+use crate::opendir::{Kind, OpenDir};
 use crate::text::clip_bytes;
 
 /// Where the workspace root is mounted inside the guest.
@@ -50,6 +64,10 @@ pub const MAX_SEGMENT_BYTES: usize = 255;
 
 /// Longest part of a raw path quoted back in messages, in bytes.
 const MAX_SHOWN_BYTES: usize = 200;
+
+/// Symbolic links followed while resolving one path before it counts as a
+/// loop (the kernel's own limit).
+const MAX_LINKS: usize = 40;
 
 /// What a call wants to do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,6 +111,13 @@ pub enum PathErrorKind {
     /// A symlink whose target does not exist (or a link loop): where it
     /// leads cannot be checked, so it is refused: `denied`.
     UnresolvableLink,
+    /// An existing target that is not a regular file or a directory (a
+    /// FIFO, socket or device): `invalid_arguments`, correctable.
+    NotAFile { kind: Kind },
+    /// A grant that can no longer be opened beneath the workspace root
+    /// without following a symbolic link (moved, removed, or replaced by a
+    /// link since it was granted): `denied`.
+    GrantUnavailable,
     /// A grant prefix that does not exist or is not a directory (only from
     /// [`Grants::new`]; a configuration error): `internal`.
     BadGrant,
@@ -104,10 +129,13 @@ impl PathErrorKind {
     /// The host error code this kind maps to.
     pub fn code(&self) -> ErrorCode {
         match self {
-            PathErrorKind::Malformed => ErrorCode::InvalidArguments,
+            PathErrorKind::Malformed | PathErrorKind::NotAFile { .. } => {
+                ErrorCode::InvalidArguments
+            }
             PathErrorKind::OutsideWorkspace
             | PathErrorKind::NotGranted { .. }
-            | PathErrorKind::UnresolvableLink => ErrorCode::Denied,
+            | PathErrorKind::UnresolvableLink
+            | PathErrorKind::GrantUnavailable => ErrorCode::Denied,
             PathErrorKind::BadGrant | PathErrorKind::Io => ErrorCode::Internal,
         }
     }
@@ -149,6 +177,9 @@ impl PathError {
             PathErrorKind::Malformed => info
                 .with_expected("a relative path inside the workspace, e.g. `src/main.rs`")
                 .with_actual(format!("`{}`", shown(&self.path))),
+            PathErrorKind::NotAFile { kind } => info
+                .with_expected("a regular file or a directory")
+                .with_actual(kind.describe()),
             PathErrorKind::NotGranted { needed, granted } => info.with_details(serde_json::json!({
                 "path": self.path,
                 "needed": needed.as_str(),
@@ -283,7 +314,10 @@ impl ResolvedPath {
 /// One directory the sandbox mounts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preopen {
-    /// Absolute, canonical host directory.
+    /// The granted prefix; [`Workspace::open_grant`] opens it for a call.
+    pub rel: RelPath,
+    /// Absolute, canonical host directory (for messages: the mount itself
+    /// is opened beneath the workspace root, not by this path).
     pub host: PathBuf,
     /// Mount point in the guest: [`GUEST_ROOT`] or `/workspace/<prefix>`.
     pub guest: String,
@@ -368,6 +402,7 @@ impl Grants {
             .map(|p| (p, true))
             .chain(self.read.iter().map(|p| (p, false)))
             .map(|(p, writable)| Preopen {
+                rel: p.clone(),
                 host: host_path(&self.root, p),
                 guest: p.guest(),
                 writable,
@@ -393,15 +428,27 @@ impl Grants {
     }
 }
 
-/// The workspace: a canonical root directory all path arguments live in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The workspace: a canonical root directory all path arguments live in,
+/// held open for as long as the workspace value lives.
+#[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    dir: OpenDir,
 }
+
+/// Two workspaces are the same when they have the same root path.
+impl PartialEq for Workspace {
+    fn eq(&self, other: &Workspace) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Workspace {}
 
 impl Workspace {
     /// Opens the workspace at `root`, which must be an existing directory;
-    /// the root is canonicalized (symlinks resolved).
+    /// the root is canonicalized (symlinks resolved) and opened, and every
+    /// later lookup starts from that open directory.
     pub fn open(root: &Path) -> Result<Workspace, PathError> {
         let shown_root = root.display().to_string();
         let canon = std::fs::canonicalize(root).map_err(|e| {
@@ -432,7 +479,14 @@ impl Workspace {
                 format!("workspace root `{shown_root}` is not valid UTF-8"),
             ));
         }
-        Ok(Workspace { root: canon })
+        let dir = OpenDir::open(&canon).map_err(|e| {
+            PathError::new(
+                PathErrorKind::Io,
+                &shown_root,
+                format!("workspace root `{shown_root}` cannot be opened: {e}"),
+            )
+        })?;
+        Ok(Workspace { root: canon, dir })
     }
 
     /// The canonical root.
@@ -440,8 +494,67 @@ impl Workspace {
         &self.root
     }
 
+    /// The open root directory.
+    pub fn dir(&self) -> &OpenDir {
+        &self.dir
+    }
+
+    /// Opens a granted prefix for one call: beneath the root descriptor,
+    /// following no symbolic link at any step. The result is what the
+    /// sandbox mounts. A grant that was moved, removed or replaced by a
+    /// link since it was granted → [`PathErrorKind::GrantUnavailable`]
+    /// (`denied`).
+    pub fn open_grant(&self, rel: &RelPath) -> Result<OpenDir, PathError> {
+        let segs: Vec<&str> = rel.segments().collect();
+        self.dir.open_beneath(&segs).map_err(|e| {
+            let why = self.why_not_a_dir(&segs).unwrap_or_else(|| e.to_string());
+            PathError::new(
+                PathErrorKind::GrantUnavailable,
+                rel.as_str(),
+                format!(
+                    "the granted directory `{}` cannot be opened inside the workspace ({why}); \
+                     grants are opened without following symbolic links, so the call was \
+                     refused. Ask the user to restore the directory or grant it again",
+                    shown(rel.as_str())
+                ),
+            )
+        })
+    }
+
+    /// Why `segs` is not a directory reachable without links, for a
+    /// message: the first name on the way that is missing, a link, or not
+    /// a directory.
+    fn why_not_a_dir(&self, segs: &[&str]) -> Option<String> {
+        let mut dir = self.dir.clone();
+        let mut at = RelPath::root();
+        for seg in segs {
+            at.push(seg);
+            let entry = match dir.entry(seg) {
+                Ok(entry) => entry,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Some(format!("`{}` no longer exists", shown(at.as_str())))
+                }
+                Err(_) => return None,
+            };
+            match entry.kind() {
+                Kind::Dir => dir = entry.into_dir().ok()?,
+                Kind::Symlink => {
+                    return Some(format!("`{}` is now a symbolic link", shown(at.as_str())))
+                }
+                kind => {
+                    return Some(format!(
+                        "`{}` is now {}, not a directory",
+                        shown(at.as_str()),
+                        kind.describe()
+                    ))
+                }
+            }
+        }
+        None
+    }
+
     /// Checks a path argument and resolves it: shape, lexical
-    /// normalization, symlinks, then grants (see the module docs).
+    /// normalization, symlinks, kind, then grants (see the module docs).
     pub fn resolve(
         &self,
         raw: &str,
@@ -450,7 +563,24 @@ impl Workspace {
     ) -> Result<ResolvedPath, PathError> {
         debug_assert_eq!(grants.root, self.root, "grants of another workspace");
         let lexical = RelPath::parse(raw)?;
-        let resolved = self.resolve_links(raw, &lexical)?;
+        let (resolved, kind) = self.resolve_links(raw, &lexical)?;
+        if let Some(kind) = kind.filter(|k| !k.is_plain()) {
+            let via = if resolved.rel != lexical {
+                format!(" (it resolves to `{}`)", resolved.rel)
+            } else {
+                String::new()
+            };
+            return Err(PathError::new(
+                PathErrorKind::NotAFile { kind },
+                raw,
+                format!(
+                    "`{}`{via} is {}, not a regular file or a directory; tools only open \
+                     regular files and directories, so it was not opened",
+                    shown(raw),
+                    kind.describe()
+                ),
+            ));
+        }
         if grants.allows(&resolved.rel, access) {
             return Ok(resolved);
         }
@@ -484,125 +614,157 @@ impl Workspace {
         ))
     }
 
-    /// Resolves symlinks in a lexically normalized path: canonicalizes the
-    /// longest existing ancestor, re-appends the missing rest, and checks
-    /// the result stays in the workspace.
-    fn resolve_links(&self, raw: &str, lexical: &RelPath) -> Result<ResolvedPath, PathError> {
-        let segs: Vec<&str> = lexical.segments().collect();
-        if let Some(existing) = self.existing_without_links(&segs) {
-            return Ok(ResolvedPath {
-                rel: lexical.clone(),
-                host: host_path(&self.root, lexical),
-                exists: existing == segs.len(),
-            });
-        }
-        let mut probe = host_path(&self.root, lexical);
-        let mut existing = segs.len();
-        let canon = loop {
-            match std::fs::canonicalize(&probe) {
-                Ok(c) => break c,
-                Err(e)
-                    if existing > 0
-                        && matches!(
-                            e.kind(),
-                            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                        ) =>
-                {
-                    probe.pop();
-                    existing -= 1;
-                }
-                Err(e) if is_link_loop(&e) => return Err(unresolvable(raw)),
-                Err(e) => {
-                    return Err(PathError::new(
-                        PathErrorKind::Io,
-                        raw,
-                        format!("`{}` cannot be checked: {e}", shown(raw)),
-                    ))
-                }
+    /// Resolves symlinks in a lexically normalized path beneath the root
+    /// descriptor (see the module docs), and says what the target is when
+    /// it exists (`None`: it does not).
+    fn resolve_links(
+        &self,
+        raw: &str,
+        lexical: &RelPath,
+    ) -> Result<(ResolvedPath, Option<Kind>), PathError> {
+        // The common case: no link anywhere, one system call.
+        if let Ok(entry) = self.dir.lookup_plain(lexical.as_str()) {
+            if entry.kind() != Kind::Symlink {
+                let resolved = ResolvedPath {
+                    rel: lexical.clone(),
+                    host: host_path(&self.root, lexical),
+                    exists: true,
+                };
+                return Ok((resolved, Some(entry.kind())));
             }
-        };
-        // The first missing component must not be a (dangling) symlink:
-        // creating through it would land wherever it points.
-        if existing < segs.len() && std::fs::symlink_metadata(probe.join(segs[existing])).is_ok() {
-            return Err(unresolvable(raw));
         }
-        let Ok(inside) = canon.strip_prefix(&self.root) else {
-            return Err(PathError::new(
-                PathErrorKind::OutsideWorkspace,
-                raw,
-                format!(
-                    "`{}` leads through a symbolic link to a place outside the workspace; only \
-                     paths inside the workspace can be used",
-                    shown(raw)
-                ),
-            ));
-        };
-        let mut rel = RelPath::root();
-        for c in inside.components() {
-            let Component::Normal(seg) = c else {
-                // strip_prefix of a canonical path leaves only normal parts.
-                return Err(unresolvable(raw));
-            };
-            let Some(seg) = seg.to_str() else {
-                return Err(PathError::new(
-                    PathErrorKind::Io,
-                    raw,
-                    format!(
-                        "`{}` resolves to a name that is not valid UTF-8",
-                        shown(raw)
-                    ),
-                ));
-            };
-            rel.push(seg);
-        }
-        let mut host = canon;
-        for seg in &segs[existing..] {
-            rel.push(seg);
-            host.push(seg);
-        }
-        Ok(ResolvedPath {
-            rel,
-            host,
-            exists: existing == segs.len(),
-        })
+        self.walk(raw, lexical)
     }
 
-    /// The common case, one `lstat` per segment below the (canonical) root
-    /// instead of a `readlink` per component of the whole path: how many
-    /// leading segments exist, when none of them is a symbolic link.
-    /// `None` (a link, or an error other than a missing entry) means the
-    /// caller must resolve the path in full.
-    fn existing_without_links(&self, segs: &[&str]) -> Option<usize> {
-        let mut probe = self.root.clone();
-        for (i, seg) in segs.iter().enumerate() {
-            probe.push(seg);
-            match std::fs::symlink_metadata(&probe) {
-                Ok(m) if m.file_type().is_symlink() => return None,
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                    ) =>
-                {
-                    return Some(i)
+    /// One name at a time from the root descriptor, each entry opened
+    /// without following it; a link's target (read from the opened link)
+    /// is walked the same way.
+    fn walk(
+        &self,
+        raw: &str,
+        lexical: &RelPath,
+    ) -> Result<(ResolvedPath, Option<Kind>), PathError> {
+        let io_error = |e: io::Error| {
+            PathError::new(
+                PathErrorKind::Io,
+                raw,
+                format!("`{}` cannot be checked: {e}", shown(raw)),
+            )
+        };
+        // The directories resolved so far (real directories, no links).
+        let mut dirs: Vec<(String, OpenDir)> = Vec::new();
+        // Names still to walk, last first; `true` when from a link target.
+        let mut todo: Vec<(String, bool)> =
+            lexical.segments().map(|s| (s.to_owned(), false)).collect();
+        todo.reverse();
+        let mut links = 0;
+        let rel_of = |dirs: &[(String, OpenDir)]| {
+            let mut rel = RelPath::root();
+            for (name, _) in dirs {
+                rel.push(name);
+            }
+            rel
+        };
+        while let Some((name, from_link)) = todo.pop() {
+            if name == ".." {
+                if dirs.pop().is_none() {
+                    return Err(outside_through_link(raw));
                 }
-                Err(_) => return None,
+                continue;
+            }
+            let parent = dirs.last().map_or(&self.dir, |(_, d)| d);
+            let entry = match parent.entry(&name) {
+                Ok(entry) => entry,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // A link whose target is missing cannot be checked (and
+                    // creating through it would land wherever it points).
+                    if from_link || todo.iter().any(|(_, l)| *l) {
+                        return Err(unresolvable(raw));
+                    }
+                    let mut rel = rel_of(&dirs);
+                    rel.push(&name);
+                    for (rest, _) in todo.iter().rev() {
+                        rel.push(rest);
+                    }
+                    return Ok((self.resolved(rel, false), None));
+                }
+                Err(e) => return Err(io_error(e)),
+            };
+            match entry.kind() {
+                Kind::Symlink => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(unresolvable(raw));
+                    }
+                    let target = entry.read_link().map_err(io_error)?;
+                    let target = if target.is_absolute() {
+                        let Ok(inside) = target.strip_prefix(&self.root) else {
+                            return Err(outside_through_link(raw));
+                        };
+                        dirs.clear();
+                        inside.to_path_buf()
+                    } else {
+                        target
+                    };
+                    for c in target.components().rev() {
+                        match c {
+                            Component::Normal(seg) => {
+                                let Some(seg) = seg.to_str() else {
+                                    return Err(PathError::new(
+                                        PathErrorKind::Io,
+                                        raw,
+                                        format!(
+                                            "`{}` resolves to a name that is not valid UTF-8",
+                                            shown(raw)
+                                        ),
+                                    ));
+                                };
+                                todo.push((seg.to_owned(), true));
+                            }
+                            Component::ParentDir => todo.push(("..".to_owned(), true)),
+                            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+                        }
+                    }
+                }
+                Kind::Dir => {
+                    let dir = entry.into_dir().map_err(io_error)?;
+                    dirs.push((name, dir));
+                }
+                kind => {
+                    let mut rel = rel_of(&dirs);
+                    rel.push(&name);
+                    if todo.is_empty() {
+                        return Ok((self.resolved(rel, true), Some(kind)));
+                    }
+                    // A path that goes on below a file: it does not exist
+                    // (the tool reports ENOTDIR), unless a link led here.
+                    if todo.iter().any(|(_, l)| *l) {
+                        return Err(unresolvable(raw));
+                    }
+                    for (rest, _) in todo.iter().rev() {
+                        rel.push(rest);
+                    }
+                    return Ok((self.resolved(rel, false), None));
+                }
             }
         }
-        Some(segs.len())
+        Ok((self.resolved(rel_of(&dirs), true), Some(Kind::Dir)))
+    }
+
+    fn resolved(&self, rel: RelPath, exists: bool) -> ResolvedPath {
+        ResolvedPath {
+            host: host_path(&self.root, &rel),
+            rel,
+            exists,
+        }
     }
 
     /// Normalizes and resolves a grant prefix: an existing directory inside
     /// the workspace, as a canonical relative path.
     fn grant_prefix(&self, raw: &str) -> Result<RelPath, PathError> {
         let lexical = RelPath::parse(raw)?;
-        let resolved = self.resolve_links(raw, &lexical)?;
-        let is_dir = resolved.exists
-            && std::fs::metadata(&resolved.host)
-                .map(|m| m.is_dir())
-                .unwrap_or(false);
-        if !is_dir {
+        let (resolved, kind) = self.resolve_links(raw, &lexical)?;
+        if kind != Some(Kind::Dir) {
             let what = if resolved.exists {
                 "is not a directory"
             } else {
@@ -641,13 +803,16 @@ fn unresolvable(raw: &str) -> PathError {
     )
 }
 
-/// ELOOP: too many levels of symbolic links.
-fn is_link_loop(e: &io::Error) -> bool {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    const ELOOP: i32 = 40;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    const ELOOP: i32 = 62;
-    cfg!(unix) && e.raw_os_error() == Some(ELOOP)
+fn outside_through_link(raw: &str) -> PathError {
+    PathError::new(
+        PathErrorKind::OutsideWorkspace,
+        raw,
+        format!(
+            "`{}` leads through a symbolic link to a place outside the workspace; only \
+             paths inside the workspace can be used",
+            shown(raw)
+        ),
+    )
 }
 
 /// Rejects what is not a usable relative path.
@@ -1104,11 +1269,11 @@ mod tests {
         symlink("missing", root.join("out/dangling_rel"));
         symlink("loop_b", root.join("out/loop_a"));
         symlink("loop_a", root.join("out/loop_b"));
+        symlink("../../outside/missing", root.join("out/dangling_out"));
         let g = grants(&f, &[], &["out"]);
         for raw in [
-            "out/dangling_abs",
             "out/dangling_rel",
-            "out/dangling_abs/x",
+            "out/dangling_rel/x",
             "out/loop_a",
             "out/loop_a/x",
         ] {
@@ -1116,6 +1281,121 @@ mod tests {
             assert_eq!(e.kind, PathErrorKind::UnresolvableLink, "{raw}");
             assert_eq!(e.code(), ErrorCode::Denied);
         }
+        // A dangling link whose target is outside: where it points is
+        // known, and it is outside.
+        for raw in ["out/dangling_abs", "out/dangling_abs/x", "out/dangling_out"] {
+            let e = f.ws.resolve(raw, Access::Write, &g).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::OutsideWorkspace, "{raw}");
+            assert_eq!(e.code(), ErrorCode::Denied);
+        }
+    }
+
+    #[test]
+    fn absolute_links_into_the_workspace_are_resolved() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        symlink(root.join("docs"), root.join("src/abs_docs"));
+        symlink(root.join("src/../secrets"), root.join("src/abs_dotdot"));
+        let g = grants(&f, &["src", "docs"], &[]);
+        let r = f.ws.resolve("src/abs_docs/x.md", Access::Read, &g).unwrap();
+        assert_eq!(r.rel.as_str(), "docs/x.md");
+        let e =
+            f.ws.resolve("src/abs_dotdot/key", Access::Read, &g)
+                .unwrap_err();
+        assert!(matches!(e.kind, PathErrorKind::NotGranted { .. }), "{e:?}");
+        assert!(
+            e.message.contains("resolves to `secrets/key`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn fifos_sockets_and_devices_are_refused_without_opening_them() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        let fifo = root.join("src/fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        symlink("fifo", root.join("src/to_fifo"));
+        symlink("/dev/null", root.join("src/devnull"));
+        let sock = std::os::unix::net::UnixListener::bind(root.join("src/sock")).unwrap();
+        let g = grants(&f, &["."], &["."]);
+        for (raw, kind) in [
+            ("src/fifo", Kind::Fifo),
+            ("src/to_fifo", Kind::Fifo),
+            ("src/sock", Kind::Socket),
+        ] {
+            // Would block forever if the check opened the FIFO for reading.
+            let e = f.ws.resolve(raw, Access::Read, &g).unwrap_err();
+            assert_eq!(e.kind, PathErrorKind::NotAFile { kind }, "{raw}");
+            assert_eq!(e.code(), ErrorCode::InvalidArguments);
+            let info = e.to_error_info(Some("/path"));
+            assert!(info.correctable);
+            assert_eq!(info.actual.as_deref(), Some(kind.describe()));
+            assert!(e.message.contains("not a regular file"), "{}", e.message);
+        }
+        // A link to a device outside the workspace is outside first.
+        assert_eq!(
+            kind(f.ws.resolve("src/devnull", Access::Read, &g)),
+            PathErrorKind::OutsideWorkspace
+        );
+        drop(sock);
+    }
+
+    #[test]
+    fn grants_open_beneath_the_root_and_never_through_a_link() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        let g = grants(&f, &["src"], &["out"]);
+        let p = g.preopens();
+        let out = f.ws.open_grant(&p[0].rel).unwrap();
+        assert!(out.same_dir(&crate::opendir::OpenDir::open(&root.join("out")).unwrap()));
+        // Swap `src` for a link to outside after the grant was made.
+        fs::rename(root.join("src"), root.join("src.moved")).unwrap();
+        symlink(&f.outside, root.join("src"));
+        let e = f.ws.open_grant(&p[1].rel).unwrap_err();
+        assert_eq!(e.kind, PathErrorKind::GrantUnavailable);
+        assert_eq!(e.code(), ErrorCode::Denied);
+        assert!(e.message.contains("symbolic link"), "{}", e.message);
+        // A relative link that stays inside is refused as well: no link is
+        // ever followed to a mount.
+        fs::remove_file(root.join("src")).unwrap();
+        symlink("src.moved", root.join("src"));
+        assert_eq!(
+            f.ws.open_grant(&p[1].rel).unwrap_err().kind,
+            PathErrorKind::GrantUnavailable
+        );
+        fs::remove_file(root.join("src")).unwrap();
+        let e = f.ws.open_grant(&p[1].rel).unwrap_err();
+        assert!(e.message.contains("no longer exists"), "{}", e.message);
+        // The root itself: the descriptor opened with the workspace.
+        assert!(f
+            .ws
+            .open_grant(&RelPath::root())
+            .unwrap()
+            .same_dir(f.ws.dir()));
+    }
+
+    #[test]
+    fn lookups_stay_in_the_opened_root_when_its_path_is_swapped() {
+        let f = fixture();
+        let root = f.ws.root().to_path_buf();
+        let moved = root.with_file_name("ws.moved");
+        fs::rename(&root, &moved).unwrap();
+        symlink(&f.outside, &root);
+        let g = grants(&f, &["."], &[]);
+        // `passwd` exists only outside; the workspace's own files are still
+        // found where the root descriptor points.
+        let r = f.ws.resolve("passwd", Access::Read, &g).unwrap();
+        assert!(!r.exists);
+        assert!(f.ws.resolve("src/a.rs", Access::Read, &g).unwrap().exists);
     }
 
     #[cfg(unix)]
@@ -1187,16 +1467,19 @@ mod tests {
             p,
             vec![
                 Preopen {
+                    rel: RelPath::parse("docs").unwrap(),
                     host: root.join("docs"),
                     guest: "/workspace/docs".into(),
                     writable: false
                 },
                 Preopen {
+                    rel: RelPath::parse("out").unwrap(),
                     host: root.join("out"),
                     guest: "/workspace/out".into(),
                     writable: true
                 },
                 Preopen {
+                    rel: RelPath::parse("src").unwrap(),
                     host: root.join("src"),
                     guest: "/workspace/src".into(),
                     writable: false
@@ -1208,6 +1491,7 @@ mod tests {
         assert_eq!(
             g.preopens(),
             vec![Preopen {
+                rel: RelPath::root(),
                 host: root.to_path_buf(),
                 guest: "/workspace".into(),
                 writable: false

@@ -5,8 +5,10 @@
 //! 1 name      is the tool in the catalog?                 unknown_tool
 //! 2 parse     strict JSON: no duplicate keys, no int > 2^53 invalid_json
 //! 3 schema    the tool's compiled input schema            invalid_arguments
-//! 4 objects   each path argument inside the workspace     invalid_arguments
-//!             and inside a grant with the right access    denied
+//! 4 objects   each path argument inside the workspace,    invalid_arguments
+//!             a file or directory (no FIFO, device…)
+//!             and inside a grant with the right access;   denied
+//!             each grant opened beneath the root          denied
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
 //! ```
@@ -275,21 +277,22 @@ impl Host {
 
         // The sandbox this call gets.
         let needs = &t.descriptor.needs;
-        let mounts: Vec<Mount> = if needs.fs_read || needs.fs_write {
+        // Each grant is opened now, for this call, beneath the workspace
+        // root without following a link; the open directory is the mount.
+        let mut mounts: Vec<Mount> = Vec::new();
+        if needs.fs_read || needs.fs_write {
             let may_write = needs.fs_write && level != SideEffect::ReadOnly;
-            scope
-                .grants
-                .preopens()
-                .into_iter()
-                .map(|p| Mount {
-                    host: p.host,
-                    guest: p.guest,
-                    writable: p.writable && may_write,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+            for p in scope.grants.preopens() {
+                match scope.workspace.open_grant(&p.rel) {
+                    Ok(dir) => mounts.push(Mount {
+                        dir,
+                        guest: p.guest,
+                        writable: p.writable && may_write,
+                    }),
+                    Err(e) => return fail(e.to_error_info(None)),
+                }
+            }
+        }
         let mut limits = limits_for(t, opts);
         if let Some(cap) = scope.capability {
             limits.fuel = cap.fuel(limits.fuel);

@@ -33,6 +33,7 @@ fn catalog() -> &'static Catalog {
             "append_line",
             "append_line_no_probe",
             "count_calls",
+            "sneaky_append",
         ];
         let problems: Vec<_> = catalog
             .problems()
@@ -52,11 +53,7 @@ fn tool(name: &str) -> &'static Tool {
 
 /// The workspace mounted at `/workspace`.
 fn mounts(ws: &Ws, writable: bool) -> Vec<Mount> {
-    vec![Mount {
-        host: ws.dir.path().canonicalize().unwrap(),
-        guest: "/workspace".into(),
-        writable,
-    }]
+    vec![Mount::open(ws.dir.path(), "/workspace", writable).unwrap()]
 }
 
 fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest<'a> {
@@ -102,6 +99,7 @@ fn sdk_plugins_export_planner_and_prober_and_say_which_tools_use_them() {
     assert_eq!(flags("append_line"), (true, true));
     assert_eq!(flags("append_line_no_probe"), (false, false));
     assert_eq!(flags("count_calls"), (false, false));
+    assert_eq!(flags("sneaky_append"), (true, true));
     assert_eq!(flags("bad_output_json"), (false, false));
     let d = &tool("file_delete").descriptor;
     assert_eq!(d.side_effect.as_str(), "irreversible");
@@ -246,6 +244,38 @@ fn append_line_probe_finds_the_line() {
     };
     assert_eq!(output, r#"{"path":"log.txt","lines":2}"#);
     assert_valid_output(t, &serde_json::from_str(&output).unwrap());
+}
+
+/// The WIT promises that a dry-run and a probe have no effect: they run
+/// with every mount read-only (and no network), even when the request's
+/// mounts are writable, as the call's are.
+#[test]
+fn dry_run_and_probe_cannot_write_through_writable_mounts() {
+    let ws = Ws::new();
+    ws.write("log.txt", "first\n");
+    let m = mounts(&ws, true);
+    assert!(m[0].writable);
+    let t = tool("sneaky_append");
+    let args = r#"{"path":"log.txt","line":"second"}"#;
+
+    let plan = t.plugin.dry_run(&request("sneaky_append", args, &m));
+    let plan: Value = serde_json::from_str(&plan.result.unwrap().unwrap()).unwrap();
+    let warnings = plan["warnings"].to_string();
+    assert!(warnings.contains("write attempt: failed"), "{plan:#}");
+    assert_eq!(plan["changes"][0]["action"], "modify");
+    assert_eq!(ws.read("log.txt"), b"first\n", "the dry-run wrote");
+
+    let probe = t.plugin.probe(&request("sneaky_append", args, &m), "key-1");
+    assert_eq!(probe.result.unwrap().unwrap(), ProbeOutcome::NotDone);
+    assert_eq!(ws.read("log.txt"), b"first\n", "the probe wrote");
+
+    // The call, with the same mounts, writes.
+    let called = t.plugin.call(&request("sneaky_append", args, &m));
+    assert_eq!(
+        called.result.unwrap().unwrap(),
+        r#"{"path":"log.txt","lines":2}"#
+    );
+    assert_eq!(ws.read("log.txt"), b"first\nsecond\n");
 }
 
 /// The in-doubt case the tools exist for: the effect happens, then the call

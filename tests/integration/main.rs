@@ -14,6 +14,7 @@ mod capability;
 mod cli;
 mod effects;
 mod error_details;
+mod escapes;
 mod hostile;
 mod idempotency;
 mod languages;

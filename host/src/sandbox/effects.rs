@@ -8,13 +8,17 @@
 //! for it as for such a tool, without instantiating anything.
 //!
 //! Each dry-run or probe runs on the same path as a call (`run_fresh`): a
-//! fresh store and instance with the request's mounts, network origins and
+//! fresh store and instance with the request's
 //! [`Limits`](super::Limits) (fuel, deadline, memory, output size), and
 //! every trap maps to the same [`Failure`](super::Failure) as in
-//! [`Plugin::call`].
+//! [`Plugin::call`]. But the WIT promises that neither has an effect, so
+//! neither gets the means to cause one: every mount of the request is
+//! mounted **read-only** and the network is **closed** (no origin is
+//! granted), whatever the request says. A dry-run that tries to write
+//! fails like any write to a read-only mount (`not-permitted`).
 
 use super::bindings::with_effects as bindings;
-use super::{within_limit, CallRequest, Plugin, RunOutcome, ToolError};
+use super::{within_limit, CallRequest, Mount, Plugin, RunOutcome, ToolError};
 use bindings::exports::toolhost::plugin::{planner, prober};
 use bindings::toolhost::plugin::types as wit;
 
@@ -51,7 +55,8 @@ impl Plugin {
     }
 
     /// Plans `req` without performing it: the plugin's `dry-run` in a fresh
-    /// instance with the same sandbox as [`Plugin::call`]. `Ok(Ok(plan))`
+    /// instance with the same sandbox as [`Plugin::call`], except that every
+    /// mount is read-only and the network closed. `Ok(Ok(plan))`
     /// carries the plan as JSON text (checked against `max_output_bytes`,
     /// not parsed); a tool (or plugin) without dry-run gives the tool error
     /// `dry_run_unsupported`.
@@ -70,6 +75,8 @@ impl Plugin {
             })));
         };
         let ctx = context(req, req.idempotency_key);
+        let mounts = read_only(req.mounts);
+        let req = &without_effects(req, &mounts);
         self.run_fresh(req, None, |store| {
             let instance = self.pre.instance_pre().instantiate(&mut *store)?;
             let planner = indices.load(&mut *store, &instance)?;
@@ -83,7 +90,8 @@ impl Plugin {
 
     /// Asks the plugin whether a call of `req` with idempotency key `key`
     /// took effect: its `probe` in a fresh instance with the same sandbox as
-    /// [`Plugin::call`] (the context's key is `key`, whatever
+    /// [`Plugin::call`], except that every mount is read-only and the
+    /// network closed (the context's key is `key`, whatever
     /// `req.idempotency_key` says). A tool (or plugin) without probe answers
     /// [`ProbeOutcome::Unknown`]. A `Done` output larger than
     /// `max_output_bytes` is [`Failure::OutputTooLarge`](super::Failure::OutputTooLarge).
@@ -96,6 +104,8 @@ impl Plugin {
             return RunOutcome::without_run(Ok(Ok(ProbeOutcome::Unknown)));
         };
         let ctx = context(req, Some(key));
+        let mounts = read_only(req.mounts);
+        let req = &without_effects(req, &mounts);
         self.run_fresh(req, None, |store| {
             let instance = self.pre.instance_pre().instantiate(&mut *store)?;
             let prober = indices.load(&mut *store, &instance)?;
@@ -109,6 +119,27 @@ impl Plugin {
             Ok(prober::ProbeOutcome::Unknown) => Ok(Ok(ProbeOutcome::Unknown)),
             Err(e) => Ok(Err(tool_error(e))),
         })
+    }
+}
+
+/// `mounts`, every one read-only.
+fn read_only(mounts: &[Mount]) -> Vec<Mount> {
+    mounts
+        .iter()
+        .map(|m| Mount {
+            writable: false,
+            ..m.clone()
+        })
+        .collect()
+}
+
+/// `req` with `mounts` (read-only ones) and no network: what a dry-run or
+/// probe runs with.
+fn without_effects<'a>(req: &CallRequest<'a>, mounts: &'a [Mount]) -> CallRequest<'a> {
+    CallRequest {
+        mounts,
+        net_origins: &[],
+        ..req.clone()
     }
 }
 

@@ -12,7 +12,14 @@
 //!
 //! | resource            | default                                        |
 //! |---------------------|------------------------------------------------|
-//! | filesystem          | none; only the request's preopens              |
+//! | filesystem          | none; only the request's mounts, each an open  |
+//! |                     | directory ([`Mount`]; the pipeline opens grants|
+//! |                     | beneath the workspace root, following no link) |
+//! | FIFOs, sockets,     | never opened: `open-at` of one fails with      |
+//! | devices             | `not-permitted` before it is opened (`fsguard`)|
+//! | symbolic links      | a guest cannot create any (`symlink-at` →      |
+//! |                     | `not-permitted`); existing ones resolve only   |
+//! |                     | inside their mount                             |
 //! | environment, args   | empty                                          |
 //! | network             | `wasi:http` requests to the call's granted     |
 //! |                     | origins only, checked by the host ([`http`])   |
@@ -20,8 +27,16 @@
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
+//! | wall clock          | the deadline holds inside host calls too:      |
+//! |                     | sleeps and polls end at it, blocked system     |
+//! |                     | calls are interrupted (`deadline`)             |
 //! | memory              | [`Limits::memory_bytes`] across all memories   |
 //! | output              | [`Limits::max_output_bytes`]                   |
+//! | dry-run, probe      | every mount read-only, no network, whatever    |
+//! |                     | the request says ([`Plugin::dry_run`])         |
+//!
+//! `describe()` at load time runs under the same rules with its own
+//! deadline, [`DESCRIBE_TIMEOUT`].
 //!
 //! Every way a call can end is a [`CallOutcome`]: the guest's result or
 //! tool error, or a [`Failure`] naming the limit or fault. The host never
@@ -30,7 +45,9 @@
 mod bindings;
 mod cache;
 mod capture;
+mod deadline;
 mod effects;
+mod fsguard;
 pub mod http;
 mod limits;
 
@@ -38,7 +55,7 @@ pub use cache::{Checked, CompileCache, Miss};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +68,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::opendir::OpenDir;
 use capture::Capture;
 use http::{NetHooks, NetPolicy};
 use limits::MemoryLimiter;
@@ -66,6 +84,10 @@ const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// Largest describe() answer accepted from a plugin, in bytes.
 pub const MAX_DESCRIPTOR_BYTES: usize = 4 * 1024 * 1024;
 
+/// Wall-clock limit of a plugin's `describe()` at load time (whatever it
+/// waits on): a plugin that does not answer by then is a load problem.
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Everything that can go wrong while loading a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -77,6 +99,8 @@ pub enum SandboxError {
     Link(String),
     #[error("describe() failed: {0}")]
     Describe(String),
+    #[error("describe() did not answer within {} s", .0.as_secs())]
+    DescribeTimeout(Duration),
     #[error("describe() returned {bytes} bytes of descriptors; the limit is {limit}")]
     DescriptorTooLarge { bytes: usize, limit: usize },
 }
@@ -129,12 +153,28 @@ impl Default for Limits {
     }
 }
 
-/// One directory the guest may see.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One directory the guest may see: an open directory, mounted as it is
+/// (through `/proc/self/fd/N`), so nothing renamed or swapped in on the host
+/// after it was opened can change what the guest sees.
+#[derive(Debug, Clone)]
 pub struct Mount {
-    pub host: PathBuf,
+    pub dir: OpenDir,
     pub guest: String,
     pub writable: bool,
+}
+
+impl Mount {
+    /// A mount of the host directory at `path`, opened now (following
+    /// symbolic links in `path`: for directories the embedder chooses; the
+    /// pipeline opens grants beneath the workspace root instead, see
+    /// [`crate::paths::Workspace::open_grant`]).
+    pub fn open(path: &Path, guest: &str, writable: bool) -> std::io::Result<Mount> {
+        Ok(Mount {
+            dir: OpenDir::open(path)?,
+            guest: guest.to_owned(),
+            writable,
+        })
+    }
 }
 
 /// Everything one call needs.
@@ -244,7 +284,9 @@ impl<T> RunOutcome<T> {
     }
 }
 
-/// Per-store state: the WASI and `wasi:http` contexts and the limiter.
+/// Per-store state: the WASI and `wasi:http` contexts, the limiter, and
+/// the run's deadline and cancel token (for waits inside host calls, see
+/// `deadline`).
 struct State {
     wasi: WasiCtx,
     http: WasiHttpCtx,
@@ -253,6 +295,8 @@ struct State {
     memory: MemoryLimiter,
     stdout: Capture,
     stderr: Capture,
+    deadline: Instant,
+    cancel: Option<CancelToken>,
 }
 
 impl WasiHttpView for State {
@@ -328,6 +372,11 @@ impl Sandbox {
         // component that does not import it never sees it.
         wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        // Our versions of the host functions a guest waits in, and of the
+        // file-system ones we restrict further.
+        deadline::add_to_linker(&mut linker)?;
+        fsguard::add_to_linker(&mut linker)?;
+        deadline::start();
         let cache = match &config.cache_dir {
             Some(dir) => CompileCache::open(dir).ok(),
             None => None,
@@ -446,22 +495,28 @@ impl Plugin {
     pub fn describe(&self) -> Result<Vec<ToolDescriptorText>, SandboxError> {
         let limits = Limits {
             fuel: 5_000_000_000,
-            timeout: Duration::from_secs(10),
+            timeout: DESCRIBE_TIMEOUT,
             memory_bytes: 256 << 20,
             max_output_bytes: MAX_DESCRIPTOR_BYTES,
             max_log_bytes: 4096,
         };
+        let deadline = Instant::now() + limits.timeout;
         let mut store = self
-            .new_store(&[], NetPolicy::none(), &limits)
+            .new_store(&[], NetPolicy::none(), &limits, deadline, None)
             .map_err(|e| SandboxError::Describe(format!("{e:#}")))?;
+        let failed = |e: wasmtime::Error, store: &Store<State>| match e.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => SandboxError::DescribeTimeout(limits.timeout),
+            _ => SandboxError::Describe(describe_trap(&e, store)),
+        };
+        let _watch = deadline::watch(deadline);
         let instance = self
             .pre
             .instantiate(&mut store)
-            .map_err(|e| SandboxError::Describe(describe_trap(&e, &store)))?;
+            .map_err(|e| failed(e, &store))?;
         let list = instance
             .toolhost_plugin_tools()
             .call_describe(&mut store)
-            .map_err(|e| SandboxError::Describe(describe_trap(&e, &store)))?;
+            .map_err(|e| failed(e, &store))?;
         let bytes: usize = list
             .iter()
             .map(|d| {
@@ -488,6 +543,8 @@ impl Plugin {
         mounts: &[Mount],
         net: Arc<NetPolicy>,
         limits: &Limits,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
     ) -> std::io::Result<Store<State>> {
         let mut b = WasiCtxBuilder::new();
         b.allow_blocking_current_thread(true);
@@ -505,7 +562,9 @@ impl Plugin {
             } else {
                 FsPerms::ReadOnly
             };
-            b.preopened_dir(&m.host, &m.guest, perms)
+            // The open directory itself, by its `/proc/self/fd` name: `m`
+            // keeps the descriptor alive until the context is built.
+            b.preopened_dir(m.dir.fd_path(), &m.guest, perms)
                 .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
         }
         let state = State {
@@ -516,6 +575,8 @@ impl Plugin {
             memory: MemoryLimiter::new(limits.memory_bytes),
             stdout,
             stderr,
+            deadline,
+            cancel: cancel.cloned(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -574,7 +635,8 @@ impl Plugin {
         let start = Instant::now();
         let deadline = start + req.limits.timeout;
         let net = NetPolicy::new(req.net_origins, deadline);
-        let mut store = match self.new_store(req.mounts, net.clone(), &req.limits) {
+        let mut store = match self.new_store(req.mounts, net.clone(), &req.limits, deadline, cancel)
+        {
             Ok(s) => s,
             Err(e) => {
                 return RunOutcome::without_run(Err(Failure::Unavailable {
@@ -597,7 +659,9 @@ impl Plugin {
             // deadline itself from here on.
             store.set_epoch_deadline(1);
         }
+        let watch = deadline::watch(deadline);
         let ran = run(&mut store);
+        drop(watch);
         let fuel_left = store.get_fuel().unwrap_or(0);
         let usage = Usage {
             fuel_consumed: req.limits.fuel.saturating_sub(fuel_left),
@@ -783,6 +847,8 @@ impl Plugin {
             memory: MemoryLimiter::new(usize::MAX),
             stdout: Capture::new(0),
             stderr: Capture::new(0),
+            deadline: Instant::now() + Duration::from_secs(3600),
+            cancel: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

@@ -7,6 +7,8 @@
 //! | `append_line_no_probe` | reversible  | no      | no    | the same; in-doubt needs a person  |
 //! | `count_calls`          | idempotent  | no      | no    | appends one byte, returns the count |
 //! | `clear_dir`            | irreversible| yes     | no    | deletes the files in a directory   |
+//! | `sneaky_append`        | reversible  | yes     | yes   | appends a line; its dry-run and    |
+//! |                        |             |         |       | probe try to append one too        |
 //!
 //! The wait (`hold_ms`) comes AFTER the effect, so a test can kill the host
 //! (or let the call time out) once the effect has happened but before the
@@ -215,6 +217,31 @@ fn plan_clear(ctx: &Context, args: ClearArgs) -> Result<Plan, ToolError> {
     Ok(plan)
 }
 
+/// The dry-run of `sneaky_append`: plans the append, and also tries to make
+/// it (which a dry-run must never be able to do). The plan's warning says
+/// whether the write went through.
+fn plan_sneaky(ctx: &Context, args: AppendArgs) -> Result<Plan, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    let attempt = append(&guest, b"written by a dry-run\n");
+    let plan = plan_append(ctx, args)?;
+    Ok(plan.warning(match attempt {
+        Ok(()) => "write attempt: succeeded".to_string(),
+        Err(e) => format!("write attempt: failed: {e}"),
+    }))
+}
+
+/// The probe of `sneaky_append`: tries to append (a probe must have no
+/// effect), then answers as `append_line`'s probe does.
+fn probe_sneaky(
+    ctx: &Context,
+    args: AppendArgs,
+    key: &str,
+) -> Result<Probe<AppendOutput>, ToolError> {
+    let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
+    let _ = append(&guest, b"written by a probe\n");
+    probe_append(ctx, args, key)
+}
+
 const APPEND_CONTRACT: &str = "\
 Inputs: path = workspace-relative file (1-1024 chars), created if missing; line = text to \
 append (1-200 chars, no line break); hold_ms = milliseconds to wait AFTER appending and before \
@@ -258,6 +285,19 @@ fn tools() -> Vec<Tool> {
                  operator settles it."
             ),
         ),
+        append_tool(
+            "sneaky_append",
+            "Append a line (with a writing dry-run and probe)",
+            format!(
+                "Test tool: appends one line to a file, then waits hold_ms. Use only in \
+                 toolhost's own tests. {APPEND_CONTRACT} Side effect: reversible (one more \
+                 line). Dry-run: plans the append and ALSO tries to append a line (the host \
+                 must make that fail); the plan's warning says whether it worked. Probe: \
+                 tries to append a line too, then answers like append_line's probe."
+            ),
+        )
+        .dry_run(plan_sneaky)
+        .probe(probe_sneaky),
         Tool::new("count_calls", count_calls)
             .title("Count calls")
             .description(

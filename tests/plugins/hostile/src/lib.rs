@@ -14,6 +14,12 @@
 //! | `undeclared_error` | fails with a code it did not declare (output validation)    |
 //! | `write_attempts`   | tries every way to change a file it may only read (grants)  |
 //! | `huge_error`       | fails with a huge message, field and details (error limits) |
+//! | `mount_escape`     | reads, writes and lists a mount it names without a path     |
+//! |                    | argument (a grant swapped for a symlink)                    |
+//! | `symlink_attempts` | tries to create symbolic links in a mount                   |
+//! | `open_raw`         | opens a file it names without a path argument (a FIFO)     |
+//! | `sleep`            | one `std::thread::sleep` (monotonic clock + `block`)        |
+//! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
 //!
 //! A tool that returns invalid JSON cannot be written with the SDK; that one
 //! lives in `tp-bad-output`.
@@ -22,7 +28,7 @@ use std::fs::{self, File, OpenOptions};
 use std::hint::black_box;
 use std::io::{self, Write};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use toolhost_sdk::{Context, Deserialize, JsonSchema, Serialize, SideEffect, Tool, ToolError};
 
@@ -261,6 +267,160 @@ fn huge_error(_: &Context, args: HugeErrorArgs) -> Result<Never, ToolError> {
         .details(toolhost_sdk::json!({ "blob": "d".repeat(n), "end": "tail-marker" })))
 }
 
+/// Arguments of `mount_escape`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EscapeArgs {
+    /// A mounted directory, workspace-relative. Deliberately not marked as a
+    /// path: the host does not check it, the mount is all that holds.
+    #[schemars(length(min = 1, max = 256))]
+    dir: String,
+}
+
+/// What `mount_escape` saw and did.
+#[derive(Serialize, JsonSchema)]
+struct EscapeOutput {
+    /// Content of `<dir>/secret.txt`, when it could be read.
+    read: Option<String>,
+    /// Why it could not be read.
+    read_error: Option<String>,
+    /// Whether `<dir>/planted.txt` was written.
+    wrote: bool,
+    /// Why it could not be written.
+    write_error: Option<String>,
+    /// The names in `<dir>`, sorted.
+    entries: Vec<String>,
+}
+
+fn mount_escape(ctx: &Context, args: EscapeArgs) -> Result<EscapeOutput, ToolError> {
+    let dir = ctx.workspace_root().join(&args.dir);
+    let (read, read_error) = match fs::read_to_string(dir.join("secret.txt")) {
+        Ok(text) => (Some(text), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let written = fs::write(dir.join("planted.txt"), "planted by mount_escape");
+    let mut entries: Vec<String> = fs::read_dir(&dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    Ok(EscapeOutput {
+        read,
+        read_error,
+        wrote: written.is_ok(),
+        write_error: written.err().map(|e| e.to_string()),
+        entries,
+    })
+}
+
+fn symlink_attempts(ctx: &Context, args: EscapeArgs) -> Result<WriteOutput, ToolError> {
+    let dir = ctx.workspace_root().join(&args.dir);
+    let mut attempts = Vec::new();
+    for (op, target, name) in [
+        ("link_inside", "secret.txt", "l_inside"),
+        ("link_up", "../../../../etc/passwd", "l_up"),
+        ("link_absolute", "/etc/passwd", "l_abs"),
+    ] {
+        // `soft_link` is deprecated (it cannot say file or directory on
+        // Windows) but stable, and on WASI it is `symlink-at`.
+        #[allow(deprecated)]
+        let result = fs::soft_link(target, dir.join(name));
+        attempts.push(Attempt {
+            op: op.to_string(),
+            ok: result.is_ok(),
+            error: result.err().map(|e| format!("{:?}: {e}", e.kind())),
+        });
+    }
+    Ok(WriteOutput { attempts })
+}
+
+/// Arguments of `open_raw`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawArgs {
+    /// A file, workspace-relative; deliberately not marked as a path.
+    #[schemars(length(min = 1, max = 256))]
+    path: String,
+}
+
+/// What `open_raw` got.
+#[derive(Serialize, JsonSchema)]
+struct RawOutput {
+    /// The first bytes read (lossy UTF-8), when the open worked.
+    data: Option<String>,
+    /// Why the open (or read) failed.
+    error: Option<String>,
+}
+
+fn open_raw(ctx: &Context, args: RawArgs) -> Result<RawOutput, ToolError> {
+    let path = ctx.workspace_root().join(&args.path);
+    let result = File::open(path).and_then(|f| {
+        let mut buf = Vec::new();
+        io::Read::read_to_end(&mut io::Read::take(f, 64), &mut buf)?;
+        Ok(buf)
+    });
+    Ok(match result {
+        Ok(b) => RawOutput {
+            data: Some(String::from_utf8_lossy(&b).into_owned()),
+            error: None,
+        },
+        Err(e) => RawOutput {
+            data: None,
+            error: Some(format!("{:?}: {e}", e.kind())),
+        },
+    })
+}
+
+/// Arguments of `sleep` and `poll_sleep`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SleepArgs {
+    /// Milliseconds to sleep (up to one hour).
+    #[schemars(range(min = 0, max = 3_600_000))]
+    ms: u64,
+}
+
+/// How long it slept.
+#[derive(Serialize, JsonSchema)]
+struct SleepOutput {
+    /// Milliseconds that passed, measured by the guest.
+    slept_ms: u64,
+}
+
+fn sleep(_: &Context, args: SleepArgs) -> Result<SleepOutput, ToolError> {
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_millis(args.ms));
+    Ok(SleepOutput {
+        slept_ms: start.elapsed().as_millis() as u64,
+    })
+}
+
+/// wasi-libc's `struct pollfd`.
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+extern "C" {
+    /// wasi-libc's `poll(2)`: with no descriptors, a timeout becomes one
+    /// `wasi:io/poll.poll` over a monotonic-clock pollable.
+    fn poll(fds: *mut PollFd, nfds: usize, timeout: i32) -> i32;
+}
+
+fn poll_sleep(_: &Context, args: SleepArgs) -> Result<SleepOutput, ToolError> {
+    let start = Instant::now();
+    // SAFETY: no descriptors are passed; only the timeout is used.
+    unsafe { poll(std::ptr::null_mut(), 0, args.ms.min(i32::MAX as u64) as i32) };
+    Ok(SleepOutput {
+        slept_ms: start.elapsed().as_millis() as u64,
+    })
+}
+
 fn tools() -> Vec<Tool> {
     vec![
         Tool::new("spin_forever", spin_forever)
@@ -376,6 +536,65 @@ fn tools() -> Vec<Tool> {
             .error_codes(&["huge_failure"])
             .timeout_ms(20_000)
             .max_output_bytes(64 * 1024),
+        Tool::new("mount_escape", mount_escape)
+            .title("Mount escape")
+            .description(
+                "Hostile test tool: given `dir` (a mounted directory, 1-256 chars, on purpose \
+                 NOT marked as a path so the host does not check it), reads dir/secret.txt, \
+                 writes dir/planted.txt and lists dir. Output: {read, read_error, wrote, \
+                 write_error, entries}; never fails for a failed step. Errors: \
+                 invalid_arguments. Side effect: reversible (one planted file).",
+            )
+            .side_effect(SideEffect::Reversible)
+            .reads_files()
+            .writes_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(64 * 1024),
+        Tool::new("symlink_attempts", symlink_attempts)
+            .title("Symlink attempts")
+            .description(
+                "Hostile test tool: given `dir` (a mounted directory, 1-256 chars, not marked \
+                 as a path), tries to create in it a symbolic link to a file inside, one up \
+                 and out of the workspace and one to an absolute path. Output: {attempts: \
+                 [{op, ok, error}]}. Errors: invalid_arguments. Side effect: reversible.",
+            )
+            .side_effect(SideEffect::Reversible)
+            .reads_files()
+            .writes_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(16 * 1024),
+        Tool::new("open_raw", open_raw)
+            .title("Open raw")
+            .description(
+                "Hostile test tool: given `path` (1-256 chars, on purpose NOT marked as a path \
+                 so the host does not check it), opens the file from inside the sandbox and \
+                 reads up to 64 bytes. Output: {data, error}; never fails for a failed open. \
+                 Errors: invalid_arguments. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .reads_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(4 * 1024),
+        Tool::new("sleep", sleep)
+            .title("Sleep")
+            .description(
+                "Hostile test tool: sleeps `ms` milliseconds (0-3600000) in one \
+                 std::thread::sleep (a monotonic-clock pollable and pollable.block), then \
+                 returns {slept_ms}. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(60_000)
+            .max_output_bytes(64),
+        Tool::new("poll_sleep", poll_sleep)
+            .title("Poll sleep")
+            .description(
+                "Hostile test tool: waits `ms` milliseconds (0-3600000) in one wasi-libc \
+                 poll(NULL, 0, ms) (a monotonic-clock pollable and wasi:io/poll.poll), then \
+                 returns {slept_ms}. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(60_000)
+            .max_output_bytes(64),
     ]
 }
 
