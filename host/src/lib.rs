@@ -25,6 +25,7 @@
 //!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`paths`]: workspace paths and grants,
+//! - [`exec`]: running a native program in a bubblewrap sandbox,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
 //!   parsing,
@@ -37,6 +38,7 @@ pub mod capability;
 pub mod catalog;
 pub mod descriptor;
 pub mod effects;
+pub mod exec;
 pub mod idempotency;
 pub mod json;
 pub mod lint;
