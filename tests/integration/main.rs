@@ -12,6 +12,7 @@ mod cache;
 mod capability;
 mod cli;
 mod effects;
+mod exec;
 mod hostile;
 mod idempotency;
 mod languages;
