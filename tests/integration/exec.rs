@@ -94,10 +94,11 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
-/// Zombie children of this test process (unreaped `bwrap`s).
-fn zombie_children() -> Vec<String> {
+/// Zombies: (children of this test process, `bwrap`s with another parent).
+/// A sandbox's init orphaned to pid 1 instead of reaped here is the second.
+fn zombies() -> (Vec<String>, Vec<String>) {
     let me = std::process::id().to_string();
-    let mut found = Vec::new();
+    let (mut ours, mut elsewhere) = (Vec::new(), Vec::new());
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
@@ -107,26 +108,35 @@ fn zombie_children() -> Vec<String> {
         };
         let mut f = stat[close + 1..].split_whitespace();
         if let (Some("Z"), Some(ppid)) = (f.next(), f.next()) {
+            let who = format!("{} ppid {ppid}", &stat[..close + 1]);
             if ppid == me {
-                found.push(stat[..close + 1].to_owned());
+                ours.push(who);
+            } else if stat.contains("(bwrap)") {
+                elsewhere.push(who);
             }
         }
     }
-    found
+    (ours, elsewhere)
 }
 
-/// Asserts that nothing of a run is left: no process with `marker`, and
-/// (allowing a moment for a concurrent test's own reaping) no zombie child.
+/// Asserts that nothing of a run is left: no process with `marker`, no
+/// orphaned `bwrap` zombie, and (allowing a moment for a concurrent test's
+/// own reaping) no zombie child.
 fn assert_nothing_left(marker: &str) {
     let left = processes_with(marker);
     assert!(left.is_empty(), "processes left after the call: {left:?}");
+    let (_, orphaned) = zombies();
+    assert!(
+        orphaned.is_empty(),
+        "zombies left to another reaper: {orphaned:?}"
+    );
     let until = Instant::now() + Duration::from_secs(2);
     loop {
-        let z = zombie_children();
-        if z.is_empty() {
+        let (ours, _) = zombies();
+        if ours.is_empty() {
             break;
         }
-        assert!(Instant::now() < until, "zombie children: {z:?}");
+        assert!(Instant::now() < until, "zombie children: {ours:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -171,6 +181,12 @@ fn echo_exit_codes_and_signals_are_normal_outcomes() {
     let o = run(&r);
     assert_eq!(o.stdout.text, "from stdin\n");
     assert_eq!(o.exit_code, Some(0));
+
+    // stdin is sealed: the program cannot use it to store data.
+    let mut r = sh("cat; echo more >> /proc/self/fd/0 && echo WROTE", &[]);
+    r.stdin = b"x\n".to_vec();
+    let o = run(&r);
+    assert_eq!(o.stdout.text, "x\n", "{}", o.stderr.text);
 }
 
 #[test]

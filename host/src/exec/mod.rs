@@ -64,7 +64,7 @@
 //! | namespaces | new PID, IPC, UTS (`hostname` = `sandbox`), network, cgroup (if possible) and user |
 //! | network | none: a loopback device of its own, no route out |
 //! | environment | cleared; `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp/home`, `LANG=C.UTF-8`, plus allowed variables |
-//! | stdin | [`ExecRequest::stdin`] (an in-memory file), else `/dev/null` |
+//! | stdin | [`ExecRequest::stdin`] (a sealed in-memory file), else `/dev/null` |
 //! | stdout, stderr | captured; head, error-looking lines and tail kept ([`Captured`]), ANSI and progress rewrites stripped |
 //! | session | a new session (`setsid`): no controlling terminal |
 //! | CPU time, address space, file size, open files, core size | `RLIMIT_CPU`, `RLIMIT_AS`, `RLIMIT_FSIZE`, `RLIMIT_NOFILE`, `RLIMIT_CORE`=0 ([`ExecLimits`]) |
@@ -89,9 +89,14 @@
 //!
 //! The deadline and [`Cancel`] kill the sandbox's PID namespace through a
 //! pidfd of its init (killing a namespace's init kills every process in
-//! it, whatever their process group or signal mask); bubblewrap then
-//! reaps it and exits, and this module reaps bubblewrap. No process of a
-//! run survives the call, and none is left a zombie.
+//! it, whatever their process group or signal mask). Every run waits for
+//! that init to end and reaps both it and bubblewrap, so no process of a
+//! run survives the call and none is left a zombie. For that, the first
+//! run makes the host process a child subreaper (`PR_SET_CHILD_SUBREAPER`):
+//! bubblewrap's monitor exits as soon as the program does, orphaning the
+//! init while it empties the namespace, and the host must inherit it
+//! instead of pid 1. A side effect: any other orphaned descendant of the
+//! host is reparented to it too (toolhost starts no other process).
 //!
 //! # Why not Landlock as a second wall
 //!
@@ -482,7 +487,8 @@ impl Executor {
     /// Checks `req` and runs it. Blocks until every process of the run has
     /// ended and been reaped. Call it on a thread that lives until it
     /// returns: the sandbox dies with the thread that started it
-    /// (`--die-with-parent` is a parent-*thread* death signal).
+    /// (`--die-with-parent` is a parent-*thread* death signal). The first
+    /// run makes this process a child subreaper (see the module docs).
     pub fn run(
         &self,
         req: &ExecRequest,

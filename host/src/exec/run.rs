@@ -9,7 +9,11 @@
 //! never be hit), moves it into the run's pids cgroup, sets its rlimits, and
 //! only then lets it go on to start the program. The pidfd is also how the
 //! tree is killed: SIGKILL to a PID namespace's init kills every process in
-//! the namespace. bwrap reaps the init and exits; [`run`] reaps bwrap.
+//! the namespace. bwrap exits when the program does (its init may still be
+//! tearing the namespace down); [`run`] reaps bwrap, then waits for the
+//! init to end and reaps it too: this process is a child subreaper, so the
+//! orphaned init is its child rather than pid 1's (see
+//! [`become_subreaper`]).
 //!
 //! One thread does everything with `poll(2)`: the two output pipes, a pidfd
 //! of `bwrap`, and a timeout (the deadline, or [`CANCEL_POLL`] when a
@@ -80,12 +84,18 @@ fn close_on_exec_from_3() {
     }
 }
 
-/// An in-memory file holding `data`, positioned at its start.
+/// A sealed in-memory file holding `data`, positioned at its start: the
+/// program reading it (stdin) cannot write to it or grow it.
 fn data_fd(name: &str, data: &[u8]) -> io::Result<OwnedFd> {
-    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
     let mut f = std::fs::File::from(fd);
     f.write_all(data)?;
     rustix::fs::seek(&f, rustix::fs::SeekFrom::Start(0))?;
+    rustix::fs::fcntl_add_seals(
+        &f,
+        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+    )?;
     Ok(OwnedFd::from(f))
 }
 
@@ -166,17 +176,51 @@ fn exits_within(child: &Child, limit: Duration) -> bool {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        if self.status.is_some() {
-            return;
+        if self.status.is_none() {
+            // Kill the namespace and let bwrap reap its init; kill bwrap
+            // itself only if it does not exit (or there is no init).
+            self.kill_tree();
+            if self.init.is_none() || !exits_within(&self.child, ESCALATE_AFTER) {
+                let _ = self.child.kill();
+            }
+            let _ = self.child.wait();
         }
-        // Kill the namespace and let bwrap reap its init; kill bwrap itself
-        // only if it does not exit (or there is no init to kill).
-        self.kill_tree();
-        if self.init.is_none() || !exits_within(&self.child, ESCALATE_AFTER) {
-            let _ = self.child.kill();
+        if let Some(init) = &self.init {
+            reap_init(init);
         }
-        let _ = self.child.wait();
     }
+}
+
+/// Waits until the process behind `pidfd` has exited, up to `limit`.
+fn exited_within(pidfd: &OwnedFd, limit: Duration) -> bool {
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    matches!(poll(&mut fds, Some(&timespec(limit))), Ok(n) if n > 0)
+}
+
+/// Makes this process the reaper of its orphaned descendants, once.
+///
+/// bwrap's monitor exits as soon as the program does, while the sandbox's
+/// init is still tearing the namespace down; the init is then orphaned.
+/// As a subreaper, this process inherits it (rather than pid 1) and
+/// [`reap_init`] collects it before the run returns.
+fn become_subreaper() -> Result<(), ExecError> {
+    static DONE: std::sync::OnceLock<Result<(), Errno>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| rustix::process::set_child_subreaper(Pid::from_raw(1)))
+        .map_err(|e| ExecError::io("prctl(PR_SET_CHILD_SUBREAPER)", e.into()))
+}
+
+/// Waits for the sandbox's init to end (the namespace is empty then) and
+/// reaps it if it was left to this process. Called once bwrap is reaped.
+fn reap_init(init: &OwnedFd) {
+    if !exited_within(init, ESCALATE_AFTER) {
+        let _ = pidfd_send_signal(init, Signal::KILL);
+        exited_within(init, ESCALATE_AFTER);
+    }
+    // ECHILD when bwrap reaped it itself.
+    let _ = rustix::process::waitid(
+        rustix::process::WaitId::PidFd(init.as_fd()),
+        rustix::process::WaitIdOptions::EXITED,
+    );
 }
 
 /// Reads what is available from a non-blocking pipe. Returns false at
@@ -251,6 +295,7 @@ pub(super) fn run(
         Stdio::from(data_fd("stdin", &req.stdin).map_err(io_err("stdin"))?)
     };
 
+    become_subreaper()?;
     let mut cmd = Command::new(&info.path);
     cmd.args(bwrap::args(info, cfg, req, plan, &fds))
         .env_clear()
@@ -335,6 +380,9 @@ pub(super) fn run(
     }
 
     let outcome = supervise(&mut sb, req, deadline, cancel, start);
+    if let Some(init) = &sb.init {
+        reap_init(init);
+    }
     let peak = sb.cgroup.as_ref().and_then(RunCgroup::peak);
     drop(sb); // reaps bwrap if `supervise` failed; removes the cgroup
     let mut outcome = outcome?;
