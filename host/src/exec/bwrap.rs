@@ -6,7 +6,7 @@
 //! ```text
 //! --unshare-user --uid 1000 --gid 1000 [--disable-userns]
 //! --unshare-pid --unshare-ipc --unshare-uts --unshare-net --unshare-cgroup-try
-//! --hostname sandbox --die-with-parent --new-session
+//! --hostname sandbox --die-with-parent [--new-session]       (if the host has a terminal)
 //! --clearenv --setenv PATH /usr/local/bin:/usr/bin:/bin --setenv HOME /tmp/home
 //!   --setenv LANG C.UTF-8 [--setenv NAME VALUE]…
 //! --ro-bind /usr /usr
@@ -188,6 +188,9 @@ pub(super) struct Fds {
     pub hosts: RawFd,
     /// One per mount, in `plan.mount_order`.
     pub mounts: Vec<RawFd>,
+    /// Start a new session: the host has a controlling terminal the
+    /// program must not reach.
+    pub new_session: bool,
 }
 
 /// Whether `p` is visible in every sandbox (system directories and the
@@ -234,8 +237,10 @@ pub(super) fn args(
         &"--hostname",
         &"sandbox",
         &"--die-with-parent",
-        &"--new-session",
     ]);
+    if fds.new_session {
+        push(&[&"--new-session"]);
+    }
 
     // A cleared environment; allowed variables may override the defaults.
     push(&[&"--clearenv"]);
@@ -360,6 +365,7 @@ mod tests {
             group: 13,
             hosts: 14,
             mounts: (0..n).map(|i| 20 + i as RawFd).collect(),
+            new_session: true,
         }
     }
 
@@ -435,6 +441,14 @@ mod tests {
         ] {
             assert!(has(&a, seq), "missing {seq:?} in {a:?}");
         }
+        // Without a terminal on the host there is no session to leave.
+        let no_tty = Fds {
+            new_session: false,
+            ..fds(2)
+        };
+        let b = strings(&args(&info(), &ExecConfig::default(), &req, &plan, &no_tty));
+        assert!(!b.iter().any(|s| s == "--new-session"));
+        assert_eq!(b.len() + 1, a.len());
         // The default LANG gave way to the allowed one.
         assert!(!has(&a, &["--setenv", "LANG", "C.UTF-8"]));
         // Nothing of the host's /etc, home or root besides the listed files.
