@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use toolhost::exec::{AllowedPrograms, ExecMount, ExecRequest, Executor};
+//! use toolhost::exec::{ExecMount, ExecRequest, Executor};
 //!
 //! let exec = Executor::default();
 //! let mut req = ExecRequest::new(["cargo", "test", "--quiet"]);
