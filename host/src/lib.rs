@@ -28,6 +28,7 @@
 //! - [`paths`]: workspace paths and grants, over
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
+//! - [`exec`]: running a native program in a bubblewrap sandbox,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
 //!   parsing,
@@ -41,6 +42,7 @@ pub mod capability;
 pub mod catalog;
 pub mod descriptor;
 pub mod effects;
+pub mod exec;
 pub mod idempotency;
 pub mod json;
 pub mod lint;

@@ -15,6 +15,7 @@ mod cli;
 mod effects;
 mod error_details;
 mod escapes;
+mod exec;
 mod hostile;
 mod idempotency;
 mod languages;
