@@ -18,6 +18,7 @@
 //! - [`paths`]: workspace paths and grants,
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`observation`]: the one result shape,
+//! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`descriptor`]: tool descriptors as plain Rust.
 
 pub mod canonical;
@@ -36,3 +37,4 @@ pub mod sandbox;
 pub mod schema;
 pub mod session;
 mod text;
+pub mod trust;
