@@ -26,6 +26,7 @@
 //! signature fails is never described to the lint.
 
 pub mod lock;
+pub mod oci;
 pub mod poison;
 pub mod signature;
 
