@@ -19,6 +19,7 @@
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
 //! - [`observation`]: the one result shape,
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
+//! - [`redact`]: secret redaction in outputs and arguments,
 //! - [`descriptor`]: tool descriptors as plain Rust.
 
 pub mod canonical;
@@ -33,6 +34,7 @@ pub mod mcp;
 pub mod observation;
 pub mod paths;
 pub mod pipeline;
+pub mod redact;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
