@@ -19,3 +19,4 @@ mod lint;
 mod mcp;
 mod network;
 mod reference_tools;
+mod trust;
