@@ -33,6 +33,8 @@
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
 //!   parsing,
 //! - [`origin`]: network origins, one grammar,
+//! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
+//! - [`redact`]: secret redaction in outputs and arguments,
 //! - [`descriptor`]: tool descriptors as plain Rust,
 //! - `text`: small helpers for message text.
 
@@ -52,7 +54,9 @@ pub mod opendir;
 pub mod origin;
 pub mod paths;
 pub mod pipeline;
+pub mod redact;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
 mod text;
+pub mod trust;

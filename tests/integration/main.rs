@@ -26,3 +26,4 @@ mod network;
 mod plans;
 mod reference_tools;
 mod store_and_flags;
+mod trust;

@@ -1,0 +1,397 @@
+//! Secret redaction: well-known secret forms found in text and JSON are
+//! replaced by a marker before they reach the model.
+//!
+//! A tool's output can carry secrets it was never meant to show: a
+//! configuration file with an AWS key, a `.env` with a database password, a
+//! fetched page echoing a token. [`Redactor`] finds them with the rule set of
+//! [`rules`] (private key blocks, cloud and forge tokens, JWTs, connection
+//! strings with passwords, high-entropy values assigned to secret-looking
+//! names — see the table there) and replaces each secret with
+//! `[REDACTED:<rule>]`, keeping the context (`password=[REDACTED:secret_assignment]`).
+//! Every redaction is reported as a [`Redaction`] `{rule, field, count}`,
+//! `field` being the JSON Pointer of the string (or the name the caller
+//! gave a plain text), so the observation can say what was hidden where
+//! without repeating it.
+//!
+//! In JSON, member names give context a plain scan cannot: the string under
+//! `"aws_secret_access_key"` or `"client_secret"` is a secret as a whole
+//! when it looks random, and in name/value pairs
+//! (`{"name": "authorization", "value": "Bearer …"}`) the name speaks for
+//! the value. Arrays inherit their member's name.
+//!
+//! [`contains_secret`] is the exfiltration half: the same scan over a call's
+//! arguments, without changing them, so that a tool with network needs can
+//! be refused arguments that carry a secret (`secret_in_arguments`).
+//!
+//! The rules are compiled once per process ([`redactor`]). A text is first
+//! passed through a [`regex::RegexSet`] of each rule's *trigger literals*
+//! (`AKIA`, `ghp_`, `-----BEGIN`, `://`, `eyJ`, secret-looking names; see
+//! [`rules::triggers`]): one pass over the text says which rules can match
+//! at all, and only those run their full pattern. That keeps the many small
+//! strings of a JSON output cheap; a text of 4 KiB or more skips the set,
+//! as each pattern's own literal prefilter is faster on long text. (A set
+//! over the full patterns was measured first and was far slower on source
+//! text: its union automaton outgrows the lazy DFA's cache.) Word
+//! boundaries are ASCII (`(?-u:\b)`): a Unicode `\b` forces the slow engine
+//! on any non-ASCII text. The `redact` benchmark measures 1 MiB of text and
+//! a 20 000-line JSON output.
+
+pub mod rules;
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::json::push_pointer_token;
+pub use rules::SecretRule;
+use rules::{
+    aws_secret_ok, connection_password_ok, jwt_ok, looks_like_secret_value, Check,
+    AWS_SECRET_NAME_RX, BASE64_40_RX, RULES, SECRET_NAME_RX,
+};
+
+/// How far after an AWS access key id a lone 40-character secret key is
+/// looked for (a credentials CSV or an `aws configure` listing).
+const AWS_PAIR_WINDOW: usize = 160;
+
+/// Texts shorter than this are first filtered by the trigger set.
+const TRIGGER_SET_MAX_BYTES: usize = 4096;
+
+/// Header names whose values are credentials.
+const CREDENTIAL_HEADERS: [&str; 6] = [
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "x-auth-token",
+    "cookie",
+    "set-cookie",
+];
+
+/// One kind of secret hidden in one place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Redaction {
+    pub rule: SecretRule,
+    /// JSON Pointer of the string, or the name given to a plain text.
+    pub field: String,
+    /// How many secrets of this rule were hidden there.
+    pub count: usize,
+}
+
+/// A secret found in a text: its rule and byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretMatch {
+    pub rule: SecretRule,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The marker that replaces a secret.
+pub fn marker(rule: SecretRule) -> String {
+    format!("[REDACTED:{}]", rule.id())
+}
+
+/// The compiled rule set.
+pub struct Redactor {
+    /// Per rule: does the text hold one of its trigger literals?
+    triggers: RegexSet,
+    regexes: Vec<Regex>,
+}
+
+static REDACTOR: LazyLock<Redactor> = LazyLock::new(Redactor::compile);
+
+/// The process-wide redactor, compiled on first use.
+pub fn redactor() -> &'static Redactor {
+    &REDACTOR
+}
+
+/// Replaces the secrets in `text`; `field` names it in the report.
+pub fn redact_text<'a>(text: &'a str, field: &str) -> (Cow<'a, str>, Vec<Redaction>) {
+    redactor().redact_text(text, field)
+}
+
+/// Replaces the secrets in every string of `value`, in place.
+pub fn redact_json(value: &mut Value) -> Vec<Redaction> {
+    redactor().redact_json(value)
+}
+
+/// The secrets a call's arguments carry (empty when none): the check
+/// behind `secret_in_arguments`.
+pub fn contains_secret(args: &Value) -> Vec<Redaction> {
+    redactor().scan_json(args)
+}
+
+impl Redactor {
+    fn compile() -> Redactor {
+        // Word boundaries are ASCII (see the module overview).
+        let patterns: Vec<String> = RULES
+            .iter()
+            .map(|r| r.pattern.replace(r"\b", r"(?-u:\b)"))
+            .collect();
+        let triggers = RULES.iter().map(|r| {
+            let literals: Vec<String> = rules::triggers(r.rule)
+                .iter()
+                .map(|t| regex::escape(t))
+                .collect();
+            format!("(?i:{})", literals.join("|"))
+        });
+        Redactor {
+            triggers: RegexSet::new(triggers).expect("trigger set compiles"),
+            regexes: patterns
+                .iter()
+                .map(|p| Regex::new(p).expect("secret rule compiles"))
+                .collect(),
+        }
+    }
+
+    /// Every secret in `text`, non-overlapping, in order. Where two rules
+    /// cover the same text the longer match wins, then the more specific
+    /// rule (earlier in the table).
+    pub fn find(&self, text: &str) -> Vec<SecretMatch> {
+        let mut found: Vec<(SecretMatch, usize)> = Vec::new();
+        // Short texts (most JSON strings) pay one pass of the trigger set;
+        // long ones go straight to the patterns, whose own literal
+        // prefilters are faster than the set on a long text.
+        let candidates: Vec<usize> = if text.len() < TRIGGER_SET_MAX_BYTES {
+            self.triggers.matches(text).iter().collect()
+        } else {
+            (0..RULES.len()).collect()
+        };
+        for index in candidates {
+            let def = &RULES[index];
+            for caps in self.regexes[index].captures_iter(text) {
+                let Some(m) = caps.get(def.group) else {
+                    continue;
+                };
+                let mut end = m.end();
+                let ok = match def.check {
+                    Check::None => true,
+                    Check::Jwt => jwt_ok(m.as_str()),
+                    Check::AwsSecret => aws_secret_ok(text, m.start(), m.end()),
+                    Check::ConnectionPassword => {
+                        connection_password_ok(caps.get(1).map_or("", |u| u.as_str()), m.as_str())
+                    }
+                    Check::RandomValue => {
+                        let trimmed = m.as_str().trim_end_matches(['"', '\'', ')', ']', '}', '.']);
+                        end = m.start() + trimmed.len();
+                        looks_like_secret_value(trimmed)
+                    }
+                };
+                if ok {
+                    found.push((
+                        SecretMatch {
+                            rule: def.rule,
+                            start: m.start(),
+                            end,
+                        },
+                        index,
+                    ));
+                }
+            }
+        }
+        // A lone 40-character secret key shortly after an access key id.
+        let ids: Vec<usize> = found
+            .iter()
+            .filter(|(m, _)| m.rule == SecretRule::AwsAccessKeyId)
+            .map(|(m, _)| m.end)
+            .collect();
+        for id_end in ids {
+            let mut window_end = (id_end + AWS_PAIR_WINDOW).min(text.len());
+            while !text.is_char_boundary(window_end) {
+                window_end -= 1;
+            }
+            for m in BASE64_40_RX.find_iter(&text[id_end..window_end]) {
+                let (start, end) = (id_end + m.start(), id_end + m.end());
+                if aws_secret_ok(text, start, end) {
+                    found.push((
+                        SecretMatch {
+                            rule: SecretRule::AwsSecretKey,
+                            start,
+                            end,
+                        },
+                        usize::MAX,
+                    ));
+                }
+            }
+        }
+        // Specific forms first; the catch-all only where none matched.
+        let (generic, specific): (Vec<_>, Vec<_>) = found
+            .into_iter()
+            .partition(|(m, _)| m.rule == SecretRule::SecretAssignment);
+        let mut out = merge(specific);
+        if !generic.is_empty() {
+            let extra: Vec<_> = generic
+                .into_iter()
+                .filter(|(g, _)| !out.iter().any(|m| g.start < m.end && m.start < g.end))
+                .collect();
+            out.extend(merge(extra));
+            out.sort_by_key(|m| m.start);
+        }
+        out
+    }
+
+    /// Whether `text` holds any secret.
+    pub fn is_secret_free(&self, text: &str) -> bool {
+        self.find(text).is_empty()
+    }
+
+    /// Replaces the secrets in `text`; `field` names it in the report.
+    pub fn redact_text<'a>(&self, text: &'a str, field: &str) -> (Cow<'a, str>, Vec<Redaction>) {
+        let matches = self.find(text);
+        if matches.is_empty() {
+            return (Cow::Borrowed(text), Vec::new());
+        }
+        let mut report = Vec::new();
+        record(&mut report, &matches, field);
+        (Cow::Owned(apply(text, &matches)), report)
+    }
+
+    /// Replaces the secrets in every string of `value`, in place; returns
+    /// what was hidden where.
+    pub fn redact_json(&self, value: &mut Value) -> Vec<Redaction> {
+        let mut report = Vec::new();
+        self.walk(value, None, &mut String::new(), &mut report, true);
+        report
+    }
+
+    /// What [`Redactor::redact_json`] would hide, without changing `value`.
+    pub fn scan_json(&self, value: &Value) -> Vec<Redaction> {
+        let mut copy = value.clone();
+        let mut report = Vec::new();
+        self.walk(&mut copy, None, &mut String::new(), &mut report, false);
+        report
+    }
+
+    fn walk(
+        &self,
+        value: &mut Value,
+        name: Option<&str>,
+        pointer: &mut String,
+        report: &mut Vec<Redaction>,
+        rewrite: bool,
+    ) {
+        match value {
+            Value::String(s) => {
+                let matches = self.find(s);
+                if !matches.is_empty() {
+                    record(report, &matches, pointer);
+                    if rewrite {
+                        *s = apply(s, &matches);
+                    }
+                    return;
+                }
+                // Nothing of a known form: the member's name may still say
+                // the whole value is a secret.
+                if let Some(rule) = name.and_then(|n| whole_value_rule(n, s)) {
+                    record(
+                        report,
+                        &[SecretMatch {
+                            rule,
+                            start: 0,
+                            end: s.len(),
+                        }],
+                        pointer,
+                    );
+                    if rewrite {
+                        *s = marker(rule);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let len = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.walk(item, name, pointer, report, rewrite);
+                    pointer.truncate(len);
+                }
+            }
+            Value::Object(members) => {
+                // A name/value pair: the name speaks for the value.
+                let pair_name = ["name", "key", "header"]
+                    .iter()
+                    .find_map(|k| members.get(*k).and_then(Value::as_str))
+                    .map(str::to_owned);
+                for (key, item) in members.iter_mut() {
+                    let len = pointer.len();
+                    push_pointer_token(pointer, key);
+                    let context = match (&pair_name, key.as_str()) {
+                        (Some(n), "value") => n.as_str(),
+                        _ => key.as_str(),
+                    };
+                    self.walk(item, Some(context), pointer, report, rewrite);
+                    pointer.truncate(len);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+/// The rule that makes a whole string under member `name` a secret.
+fn whole_value_rule(name: &str, value: &str) -> Option<SecretRule> {
+    if value.contains("[REDACTED:") {
+        // Already redacted.
+        return None;
+    }
+    if AWS_SECRET_NAME_RX.is_match(name) && value.len() == 40 && aws_secret_ok(value, 0, 40) {
+        return Some(SecretRule::AwsSecretKey);
+    }
+    let lower = name.to_ascii_lowercase();
+    if CREDENTIAL_HEADERS.contains(&lower.as_str()) && value.trim().len() >= 8 {
+        return Some(SecretRule::AuthorizationHeader);
+    }
+    if SECRET_NAME_RX.is_match(name)
+        && !value.contains(char::is_whitespace)
+        && looks_like_secret_value(value)
+    {
+        return Some(SecretRule::SecretAssignment);
+    }
+    None
+}
+
+/// Non-overlapping matches in text order: the earliest first, then the
+/// longest, then the rule earliest in the table.
+fn merge(mut found: Vec<(SecretMatch, usize)>) -> Vec<SecretMatch> {
+    found.sort_by_key(|(m, priority)| (m.start, std::cmp::Reverse(m.end), *priority));
+    let mut out: Vec<SecretMatch> = Vec::with_capacity(found.len());
+    for (m, _) in found {
+        match out.last() {
+            Some(last) if m.start < last.end => {}
+            _ => out.push(m),
+        }
+    }
+    out
+}
+
+fn apply(text: &str, matches: &[SecretMatch]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in matches {
+        out.push_str(&text[at..m.start]);
+        out.push_str(&marker(m.rule));
+        at = m.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+fn record(report: &mut Vec<Redaction>, matches: &[SecretMatch], field: &str) {
+    for m in matches {
+        match report
+            .iter_mut()
+            .find(|r| r.rule == m.rule && r.field == field)
+        {
+            Some(r) => r.count += 1,
+            None => report.push(Redaction {
+                rule: m.rule,
+                field: field.to_string(),
+                count: 1,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
