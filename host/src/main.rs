@@ -7,7 +7,15 @@
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
 //! toolhost cap mint|attenuate|inspect             capability tokens
+//! toolhost plugin lock|verify|list|add|remove|push third-party plugins
 //! ```
+//!
+//! Third-party plugins (`--plugin`, `--plugins-dir`) are judged at load by
+//! the trust policy: `--lock FILE` (default: `toolhost.lock` in the plugins
+//! directory, when present), `--require-lock`, `--trusted-signers FILE`,
+//! `--require-signature`, `--strict-descriptions` (see
+//! `toolhost::trust::policy`). A refused plugin is reported with its code;
+//! a plugin named with `--plugin` that cannot be loaded is an error.
 //!
 //! Every call runs under a capability token: `--token` (or `TOOLHOST_TOKEN`),
 //! or, as a convenience, one minted for that call from the `--allow-*` flags.
@@ -32,6 +40,9 @@ use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
+use toolhost::trust::policy::TrustPolicy;
+
+mod plugin_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -81,6 +92,49 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    #[command(flatten)]
+    trust: TrustArgs,
+}
+
+/// The trust policy for third-party plugins.
+#[derive(Args, Clone)]
+struct TrustArgs {
+    /// The lock file in effect (default: toolhost.lock in the plugins
+    /// directory, when it exists). A plugin not in it, or changed since it
+    /// was locked, is refused.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_LOCK", global = true)]
+    lock: Option<PathBuf>,
+    /// Refuse every third-party plugin when no lock is in effect.
+    #[arg(long, global = true)]
+    require_lock: bool,
+    /// An ssh allowed_signers file: NAME.wasm.sig files are verified
+    /// against it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "TOOLHOST_TRUSTED_SIGNERS",
+        global = true
+    )]
+    trusted_signers: Option<PathBuf>,
+    /// Refuse unsigned plugins and signatures by keys not trusted.
+    #[arg(long, global = true)]
+    require_signature: bool,
+    /// Refuse a tool whose descriptions address the model (default: warn).
+    #[arg(long, global = true)]
+    strict_descriptions: bool,
+}
+
+impl PluginArgs {
+    fn trust_policy(&self) -> TrustPolicy {
+        TrustPolicy {
+            lock: self.trust.lock.clone(),
+            plugins_dir: self.plugins_dir.clone(),
+            require_lock: self.trust.require_lock,
+            trusted_signers: self.trust.trusted_signers.clone(),
+            require_signature: self.trust.require_signature,
+            strict_descriptions: self.trust.strict_descriptions,
+        }
+    }
 }
 
 /// How a side-effecting call names itself.
@@ -256,6 +310,9 @@ enum Command {
     /// Capability tokens: mint, attenuate, inspect.
     #[command(subcommand)]
     Cap(CapCommand),
+    /// Third-party plugins: lock, verify, list, add, remove, push.
+    #[command(subcommand)]
+    Plugin(plugin_cmd::PluginCommand),
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -350,6 +407,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_) => unreachable!("handled above"),
+        Command::Plugin(cmd) => plugin_cmd::run(
+            cmd,
+            &plugin_cmd::Ctx {
+                sandbox: &sandbox,
+                builtin: !cli.plugins.no_builtin,
+                dir: cli.plugins.plugins_dir.clone(),
+                files: cli.plugins.plugins.clone(),
+                policy: cli.plugins.trust_policy(),
+            },
+        ),
         Command::Lint { plugin, json } => lint(&sandbox, plugin, json),
         Command::List { json, token } => {
             let host = load(sandbox, &cli.plugins)?;
@@ -425,10 +492,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
+            let policy = cli.plugins.trust_policy();
+            // A lock or signers file that cannot be read stops the server
+            // before it starts (a later reload that fails refuses the
+            // third-party plugins instead).
+            policy.prepare().context("trust policy")?;
             let plugins = toolhost::mcp::Plugins {
                 builtin: !cli.plugins.no_builtin,
                 dir: cli.plugins.plugins_dir.clone(),
                 files: cli.plugins.plugins.clone(),
+                trust: Some(policy),
             };
             let records = records(&cli.plugins)?;
             toolhost::mcp::run(
@@ -456,9 +529,26 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
 }
 
 fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
-    let catalog = Catalog::load(&sandbox, &sources(p)?, &show_progress);
-    for problem in catalog.problems() {
+    let trust = p.trust_policy().prepare().context("trust policy")?;
+    let catalog = Catalog::load_trusted(&sandbox, &sources(p)?, Some(&trust), &show_progress);
+    for problem in catalog.warnings() {
         eprintln!("toolhost: warning: {problem}");
+    }
+    for problem in catalog.problems() {
+        match &problem.code {
+            Some(_) => eprintln!("toolhost: refused: {problem}"),
+            None => eprintln!("toolhost: warning: {problem}"),
+        }
+    }
+    // A plugin named on the command line that did not load is an error,
+    // not a warning followed by `unknown_tool` later.
+    let named: Vec<String> = p.plugins.iter().map(|f| f.display().to_string()).collect();
+    if let Some(problem) = catalog
+        .problems()
+        .iter()
+        .find(|pr| pr.tool.is_none() && named.contains(&pr.plugin))
+    {
+        bail!("--plugin {}: not loaded", problem.plugin);
     }
     Ok(Host::new(sandbox, catalog))
 }
