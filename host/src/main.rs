@@ -417,7 +417,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 policy: cli.plugins.trust_policy(),
             },
         ),
-        Command::Lint { plugin, json } => lint(&sandbox, plugin, json),
+        Command::Lint { plugin, json } => lint(
+            &sandbox,
+            plugin,
+            json,
+            cli.plugins.trust.strict_descriptions,
+        ),
         Command::List { json, token } => {
             let host = load(sandbox, &cli.plugins)?;
             let session = match token {
@@ -789,7 +794,7 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {
+fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<ExitCode> {
     let source = Source::File(plugin.clone());
     let inspected = catalog::inspect(sandbox, &source, &|e| show_progress(&source.name(), e))
         .map_err(|e| anyhow::anyhow!("{}: {e}", plugin.display()))?;
@@ -800,14 +805,25 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {
         .map(|d| (source.name(), d.clone()))
         .collect();
     let catalog_report = toolhost::lint::lint_catalog(&names);
-    let refused = inspected.reports.iter().any(|r| r.refused) || catalog_report.has_errors();
+    // Texts that address the model: warnings, refusals when strict.
+    let suspicious = toolhost::trust::poison::scan_tools(names.iter().map(|(_, d)| d));
+    let refused = inspected.reports.iter().any(|r| r.refused)
+        || catalog_report.has_errors()
+        || (strict && !suspicious.is_empty());
     if json {
-        let out = serde_json::json!({ "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report });
+        let out = serde_json::json!({
+            "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report,
+            "suspicious": suspicious,
+        });
         emit(serde_json::to_string_pretty(&out)?)?;
     } else {
         let mut text = String::new();
         for r in &inspected.reports {
             text.push_str(&format!("{r}\n"));
+        }
+        for f in &suspicious {
+            let level = if strict { "error" } else { "warning" };
+            text.push_str(&format!("{level}: {f}\n"));
         }
         text.push_str(&catalog_report.to_string());
         emit(text.trim_end_matches('\n'))?;

@@ -668,3 +668,92 @@ fn a_secret_in_a_network_tools_arguments_is_refused() {
     );
     assert_ne!(obs["error"]["code"], "secret_in_arguments", "{obs:#}");
 }
+
+#[test]
+fn lint_flags_a_poisoned_description() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("poisoned.wasm");
+    let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    std::fs::write(&file, patch_once(&bytes, ORIGINAL, POISONED)).unwrap();
+    let out = toolhost(&["lint", s(&file)], dir.path());
+    succeeds(&out);
+    assert!(
+        stdout(&out)
+            .contains("warning: echo_value: description [sensitive_path] suspicious_description"),
+        "{}",
+        stdout(&out)
+    );
+    let strict = toolhost(&["--strict-descriptions", "lint", s(&file)], dir.path());
+    assert_eq!(strict.status.code(), Some(1));
+    let json = toolhost(&["lint", "--json", s(&file)], dir.path());
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["suspicious"][0]["rule"], "sensitive_path", "{v:#}");
+    // The clean component has nothing to say.
+    let clean = toolhost(
+        &[
+            "--strict-descriptions",
+            "lint",
+            s(&test_plugin("tp_trivial")),
+        ],
+        dir.path(),
+    );
+    succeeds(&clean);
+    assert!(!stdout(&clean).contains("suspicious"));
+}
+
+#[test]
+fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
+    use crate::mcp::{Setup, StdioServer};
+    use serde_json::json;
+    let setup = Setup::new(&["tp_trivial"]);
+    // Pin tp_trivial in a lock outside the plugins directory.
+    let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    let descriptors: Vec<_> = toolhost::catalog::inspect_bytes(sandbox(), &bytes, &|_| {})
+        .unwrap()
+        .descriptors
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let mut lock = Lock::new();
+    lock.insert(
+        toolhost::trust::lock::PluginEntry::compute("tp_trivial", "test", &bytes, &descriptors)
+            .unwrap(),
+    );
+    let lock_path = setup.state.path().join("pinned.lock");
+    lock.write(&lock_path).unwrap();
+
+    let mut server = StdioServer::initialized(&setup, &["--no-builtin", "--lock", s(&lock_path)]);
+    let list = server.request(1, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
+    assert!(list["result"]["_meta"].is_null(), "{list}");
+
+    // The plugin's bytes change under the running server (same size).
+    let target = setup.plugins_dir().join("tp_trivial.wasm");
+    let tmp = target.with_extension("incoming");
+    std::fs::write(&tmp, patch_once(&bytes, ORIGINAL, POISONED)).unwrap();
+    std::fs::rename(&tmp, &target).unwrap();
+    server.wait_for("notifications/tools/list_changed", |m| {
+        m["method"] == "notifications/tools/list_changed"
+    });
+    let list = server.request(2, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"], json!([]), "{list}");
+    let refused = &list["result"]["_meta"]["dev.toolhost/refused"][0];
+    assert_eq!(refused["code"], "plugin_changed", "{list}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("tool `echo_value`, description"),
+        "{list}"
+    );
+    let reply = server.call(3, "echo_value", json!({"value": 1}));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert_eq!(reply["error"]["data"]["code"], "plugin_changed", "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("refused at load"),
+        "{reply}"
+    );
+}
