@@ -397,7 +397,7 @@ impl Host {
         );
         logs.stdout_omitted_bytes += outcome.logs.stdout_omitted;
         logs.stderr_omitted_bytes += outcome.logs.stderr_omitted;
-        let mut log_redactions = Vec::new();
+        let mut hidden = Vec::new();
         for (text, field) in [
             (&mut logs.stdout, "logs/stdout"),
             (&mut logs.stderr, "logs/stderr"),
@@ -408,21 +408,30 @@ impl Host {
             let (clean, found) = crate::redact::redact_text(text, field);
             if !found.is_empty() {
                 *text = clean.into_owned();
-                log_redactions.extend(found.into_iter().map(|r| note(r, "")));
+                hidden.extend(found.into_iter().map(|r| note(r, "")));
             }
         }
         let obs = match outcome.result {
             Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
-                let details = crate::observation::tool_details(e.details, limits.max_output_bytes);
+                let mut details =
+                    crate::observation::tool_details(e.details, limits.max_output_bytes);
+                // A tool's error text can quote what it read, secrets too.
+                let (message, found) = crate::redact::redact_text(&e.message, "");
+                let message = message.into_owned();
+                hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
+                if let Some(d) = details.as_mut().filter(|d| has_string(d)) {
+                    let found = crate::redact::redact_json(d);
+                    hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
+                }
                 let info = if declared {
-                    ErrorInfo::from_tool(e.code, e.message, e.field, e.correctable, details)
+                    ErrorInfo::from_tool(e.code, message, e.field, e.correctable, details)
                 } else {
                     ErrorCode::InvalidOutput.info(format!(
                         "the tool returned an undeclared error code `{}`: {}",
                         clip_bytes(&e.code, 64),
-                        e.message
+                        message
                     ))
                 };
                 // A tool error is the tool's own answer: it ran to the end.
@@ -434,7 +443,7 @@ impl Host {
             }
         };
         let mut obs = obs.with_usage(usage).with_logs(logs);
-        obs.redactions.extend(log_redactions);
+        obs.redactions.extend(hidden);
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,

@@ -630,6 +630,26 @@ fn secrets_in_a_tools_output_and_logs_are_redacted() {
     assert!(!stdout(&cli).contains(&sec.github), "{}", stdout(&cli));
     assert!(stdout(&cli).contains("[REDACTED:github_token]"));
 
+    // A tool's own error text is redacted too: file_edit names the file,
+    // here one whose name is a token.
+    let leaky_name = format!("keys/{}.txt", sec.github);
+    ws.write(&leaky_name, "hello\n");
+    let args = serde_json::json!({"path": leaky_name, "old_str": "nope", "new_str": "x"});
+    let obs = call(&host, &ws, "file_edit", &args.to_string(), &WRITE_ALL);
+    let e = expect_error(&obs, "error", "no_match");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:github_token]"),
+        "{obs:#}"
+    );
+    assert!(
+        !obs["text"].as_str().unwrap().contains(&sec.github),
+        "{obs:#}"
+    );
+    assert_eq!(obs["redactions"][0]["field"], "error/message", "{obs:#}");
+
     // Nothing secret, nothing listed: the ordinary call is untouched.
     let obs = call(&host, &ws, "leak_echo", r#"{"text":"hello"}"#, &NOTHING);
     assert_eq!(expect_ok(&obs)["echoed"], "hello");

@@ -222,7 +222,7 @@ pub struct Observation {
     pub effects: Effects,
     pub usage: Usage,
     pub logs: Logs,
-    /// Secrets hidden from `output`, `text` and `logs` (each replaced by
+    /// Secrets hidden from `output`, `text`, `logs` and a tool's `error` (each replaced by
     /// `[REDACTED:<rule>]`): which rule, where, how many. Empty when
     /// nothing was hidden. (Absent in records stored before it existed.)
     #[serde(default)]
@@ -236,7 +236,8 @@ pub struct Redaction {
     /// The rule that found it (`aws_access_key_id`, `private_key`, …).
     pub rule: String,
     /// `output/<JSON Pointer>` for the structured output, `logs/stdout` or
-    /// `logs/stderr` for captured logs.
+    /// `logs/stderr` for captured logs, `error/message` or
+    /// `error/details/<JSON Pointer>` for a tool's own error.
     pub field: String,
     pub count: u64,
 }
