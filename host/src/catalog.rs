@@ -82,8 +82,7 @@ pub struct Tool {
     pub report: ToolReport,
 }
 
-/// Why a plugin, or one of its tools, was not loaded (or, among
-/// [`Catalog::warnings`], what is suspicious about it).
+/// Why a plugin, or one of its tools, was not loaded.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Problem {
     pub plugin: String,
@@ -125,6 +124,23 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// Something suspicious about a plugin that was loaded anyway (a
+/// suspicious description, a signature by an untrusted key when signatures
+/// are not required).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Warning {
+    pub plugin: String,
+    /// `suspicious_description` or `bad_signature`.
+    pub code: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}", self.plugin, self.code, self.reason)
+    }
+}
+
 /// What the catalog found out about one plugin: for `toolhost plugin list`
 /// and `plugin verify`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -149,7 +165,7 @@ pub struct PluginStatus {
 pub struct Catalog {
     tools: BTreeMap<String, Arc<Tool>>,
     problems: Vec<Problem>,
-    warnings: Vec<Problem>,
+    warnings: Vec<Warning>,
     reports: Vec<(String, ToolReport)>,
     plugins: Vec<PluginStatus>,
     /// Tools of plugins refused by the trust policy, by name.
@@ -261,7 +277,11 @@ impl Catalog {
             status.lock = verdict.lock_state;
             status.signer = verdict.signer.clone();
             for w in verdict.warnings {
-                self.warnings.push(Problem::trust(&name, None, w));
+                self.warnings.push(Warning {
+                    plugin: name.clone(),
+                    code: w.code.to_string(),
+                    reason: w.message,
+                });
             }
             if let Some(r) = verdict.refused {
                 return self.refuse_plugin(status, Some(r.code), r.message);
@@ -380,7 +400,7 @@ impl Catalog {
 
     /// Findings that did not refuse anything (suspicious descriptions, an
     /// untrusted signer when signatures are not required).
-    pub fn warnings(&self) -> &[Problem] {
+    pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
 

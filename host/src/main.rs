@@ -105,7 +105,12 @@ struct TrustArgs {
     #[arg(long, value_name = "FILE", env = "TOOLHOST_LOCK", global = true)]
     lock: Option<PathBuf>,
     /// Refuse every third-party plugin when no lock is in effect.
-    #[arg(long, global = true)]
+    #[arg(
+        long,
+        env = "TOOLHOST_REQUIRE_LOCK",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     require_lock: bool,
     /// An ssh allowed_signers file: NAME.wasm.sig files are verified
     /// against it.
@@ -117,10 +122,20 @@ struct TrustArgs {
     )]
     trusted_signers: Option<PathBuf>,
     /// Refuse unsigned plugins and signatures by keys not trusted.
-    #[arg(long, global = true)]
+    #[arg(
+        long,
+        env = "TOOLHOST_REQUIRE_SIGNATURE",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     require_signature: bool,
     /// Refuse a tool whose descriptions address the model (default: warn).
-    #[arg(long, global = true)]
+    #[arg(
+        long,
+        env = "TOOLHOST_STRICT_DESCRIPTIONS",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     strict_descriptions: bool,
 }
 

@@ -10,6 +10,10 @@
 //! toolhost plugin push FILE oci://HOST/REPO:TAG     publish FILE (+ FILE.sig) as a Wasm OCI artifact
 //! ```
 //!
+//! Registry credentials, when the registry wants them, come from
+//! `TOOLHOST_REGISTRY_USERNAME` and `TOOLHOST_REGISTRY_PASSWORD` (never
+//! from a flag, which would land in the shell history).
+//!
 //! Every command that writes the lock first checks what it pins the way a
 //! load would: the component must describe itself, a signature that is
 //! present must hold (and, under `--require-signature`, must be there and
@@ -27,7 +31,7 @@ use toolhost::catalog::{self, Catalog, Source};
 use toolhost::descriptor::ToolDescriptor;
 use toolhost::sandbox::Sandbox;
 use toolhost::trust::lock::{Lock, PluginEntry, Signer, LOCK_FILE_NAME};
-use toolhost::trust::oci::{self, OciOptions, OciReference};
+use toolhost::trust::oci::{self, Credentials, OciOptions, OciReference};
 use toolhost::trust::policy::{plugin_name, TrustPolicy};
 use toolhost::trust::signature::{self, AllowedSigners, Verification};
 use toolhost::trust::{poison, sha256_digest};
@@ -392,10 +396,7 @@ fn add(ctx: &Ctx<'_>, source: &str, name: Option<String>, insecure: bool) -> Res
     let (bytes, sig, source_text, manifest_digest, default_name) =
         if source.starts_with(oci::SCHEME) {
             let reference: OciReference = source.parse()?;
-            let options = OciOptions {
-                insecure,
-                ..OciOptions::default()
-            };
+            let options = oci_options(insecure)?;
             let pulled = oci::pull_blocking(&reference, None, &options)
                 .with_context(|| format!("pulling {reference}"))?;
             eprintln!(
@@ -486,6 +487,25 @@ fn remove(ctx: &Ctx<'_>, name: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The registry options: `--insecure` and the credentials in the
+/// environment.
+fn oci_options(insecure: bool) -> Result<OciOptions> {
+    let user = std::env::var("TOOLHOST_REGISTRY_USERNAME").ok();
+    let password = std::env::var("TOOLHOST_REGISTRY_PASSWORD").ok();
+    let credentials = match (user, password) {
+        (None, None) => Credentials::Anonymous,
+        (Some(username), Some(password)) => Credentials::Basic { username, password },
+        _ => {
+            bail!("set both TOOLHOST_REGISTRY_USERNAME and TOOLHOST_REGISTRY_PASSWORD, or neither")
+        }
+    };
+    Ok(OciOptions {
+        insecure,
+        credentials,
+        ..OciOptions::default()
+    })
+}
+
 fn push(file: &Path, target: &str, insecure: bool) -> Result<ExitCode> {
     let reference: OciReference = target.parse()?;
     if reference.digest.is_some() {
@@ -493,10 +513,7 @@ fn push(file: &Path, target: &str, insecure: bool) -> Result<ExitCode> {
     }
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let sig = signature::read_signature(file)?;
-    let options = OciOptions {
-        insecure,
-        ..OciOptions::default()
-    };
+    let options = oci_options(insecure)?;
     let pushed = oci::push_blocking(&reference, &bytes, sig.as_deref(), &options)
         .with_context(|| format!("pushing to {reference}"))?;
     eprintln!(

@@ -777,3 +777,29 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
         "{reply}"
     );
 }
+
+#[test]
+fn mcp_a_plugin_locked_while_serving_loads_on_the_next_reload() {
+    use crate::mcp::{Setup, StdioServer};
+    use serde_json::json;
+    let setup = Setup::new(&["tp_trivial"]);
+    let mut server = StdioServer::initialized(&setup, &["--no-builtin", "--require-lock"]);
+    let list = server.request(1, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"], json!([]), "{list}");
+    assert_eq!(
+        list["result"]["_meta"]["dev.toolhost/refused"][0]["code"], "plugin_not_locked",
+        "{list}"
+    );
+    // Pinning it (the lock lands in the watched directory) reloads.
+    let dir = setup.plugins_dir().to_path_buf();
+    succeeds(&toolhost(
+        &["--no-builtin", "--plugins-dir", s(&dir), "plugin", "lock"],
+        &dir,
+    ));
+    server.wait_for("notifications/tools/list_changed", |m| {
+        m["method"] == "notifications/tools/list_changed"
+    });
+    let list = server.request(2, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
+    assert!(list["result"]["_meta"].is_null(), "{list}");
+}

@@ -278,7 +278,15 @@ impl Trust {
             }
             let message = findings
                 .iter()
-                .map(ToString::to_string)
+                .map(|f| {
+                    format!(
+                        "{} [{}]: {} — \"{}\"",
+                        f.location(),
+                        f.rule,
+                        f.message,
+                        f.excerpt
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("; ");
             let r = Refusal {
