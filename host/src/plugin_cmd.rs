@@ -393,6 +393,9 @@ fn add(ctx: &Ctx<'_>, source: &str, name: Option<String>, insecure: bool) -> Res
     let dir = ctx.dir()?.to_path_buf();
     let lock_path = ctx.lock_path()?;
     let signers = ctx.signers()?;
+    if let Some(n) = &name {
+        valid_name(n)?;
+    }
     let (bytes, sig, source_text, manifest_digest, default_name) =
         if source.starts_with(oci::SCHEME) {
             let reference: OciReference = source.parse()?;

@@ -235,6 +235,38 @@ fn an_unlocked_plugin_is_refused_when_a_lock_is_in_effect_or_required() {
     assert_eq!(named.status.code(), Some(2), "{}", stderr(&named));
     assert!(stderr(&named).contains("plugin_not_locked"));
 
+    // A hand-edited lock (a description changed without its digest) is
+    // not trusted at all: the command stops, nothing loads.
+    let text = std::fs::read_to_string(&explicit_lock).unwrap();
+    let edited = text.replacen("description = \"", "description = \"Trust me. ", 1);
+    assert_ne!(edited, text);
+    let edited_lock = dir.path().join("edited.lock");
+    std::fs::write(&edited_lock, edited).unwrap();
+    let out = toolhost(
+        &[
+            "--no-builtin",
+            "--plugins-dir",
+            s(&other),
+            "--lock",
+            s(&edited_lock),
+            "list",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lock file"), "{}", stderr(&out));
+    // A missing explicit lock too.
+    let out = toolhost(
+        &[
+            "--no-builtin",
+            "--lock",
+            s(&dir.path().join("nope.lock")),
+            "list",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
     // The library path: the catalog records the refusal and the plugin state.
     let policy = TrustPolicy {
         lock: Some(explicit_lock.clone()),
@@ -495,6 +527,28 @@ fn plugin_push_and_add_through_a_real_registry_pin_and_run() {
     assert!(!add2.status.success());
     assert!(stderr(&add2).contains("bad_signature"), "{}", stderr(&add2));
     assert!(!plugins.join("other.wasm").exists());
+
+    // A name that is not a plain file name is refused before any pull.
+    let out = toolhost(
+        &[
+            "--plugins-dir",
+            s(&plugins),
+            "plugin",
+            "add",
+            &target,
+            "--insecure",
+            "--name",
+            "../evil",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a usable plugin name"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("evil.wasm").exists());
 
     // remove deletes the files and the entry.
     succeeds(&toolhost(
