@@ -234,6 +234,25 @@ fn an_unlocked_plugin_is_refused_when_a_lock_is_in_effect_or_required() {
     );
     assert_eq!(named.status.code(), Some(2), "{}", stderr(&named));
     assert!(stderr(&named).contains("plugin_not_locked"));
+    // The same for a server: it does not start without the plugin.
+    let serve = toolhost(
+        &[
+            "--no-builtin",
+            "--lock",
+            s(&explicit_lock),
+            "--plugin",
+            s(&plugins.join("trivial.wasm")),
+            "serve",
+            "--stdio",
+        ],
+        dir.path(),
+    );
+    assert_eq!(serve.status.code(), Some(2), "{}", stderr(&serve));
+    assert!(
+        stderr(&serve).contains("is not in the lock"),
+        "{}",
+        stderr(&serve)
+    );
 
     // A hand-edited lock (a description changed without its digest) is
     // not trusted at all: the command stops, nothing loads.

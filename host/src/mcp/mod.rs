@@ -534,8 +534,25 @@ pub fn serve(
             bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
         }
     }
+    let first = load(&sandbox, &plugins, records.as_ref());
+    // A plugin named on the command line that does not load stops the
+    // server at start (on a later reload it is only logged).
+    let named: Vec<String> = plugins
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    if let Some(p) = first
+        .host
+        .catalog()
+        .problems()
+        .iter()
+        .find(|p| p.tool.is_none() && named.contains(&p.plugin))
+    {
+        bail!("--plugin {}: not loaded: {}", p.plugin, p.reason);
+    }
     let state = Arc::new(State {
-        current: RwLock::new(Arc::new(load(&sandbox, &plugins, records.as_ref()))),
+        current: RwLock::new(Arc::new(first)),
         records,
         changed: broadcast::channel(16).0,
         defaults: CallOptions {
