@@ -8,6 +8,17 @@
 //! kept out of the catalog and reported; the rest of its plugin still loads.
 //! A plugin that cannot load at all is reported and skipped: one bad plugin
 //! never takes the host down.
+//!
+//! With a [`Trust`] (see [`crate::trust::policy`]), every plugin read from a
+//! file is also judged before its tools join: a plugin that changed since it
+//! was locked (`plugin_changed`, with the diff), is not in the lock
+//! (`plugin_not_locked`), is unsigned or badly signed (`unsigned_plugin`,
+//! `bad_signature`) is refused whole; a tool whose texts address the model
+//! (`suspicious_description`) is reported as a warning, or refused under a
+//! strict policy. The names of the tools a refused plugin declared are kept
+//! ([`Catalog::refusal`]), so a call to one of them is answered with the
+//! refusal rather than `unknown_tool`. The embedded reference tools are part
+//! of the binary and are not judged.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +28,8 @@ use crate::descriptor::ToolDescriptor;
 use crate::lint::{self, Compat, Finding, Rule, Severity, Target, ToolReport};
 use crate::sandbox::{LoadEvent, Plugin, Sandbox, SandboxError};
 use crate::schema::CompiledSchema;
+use crate::trust::policy::{plugin_name, Refusal, Trust};
+use crate::trust::signature;
 
 /// The reference tools, built from `plugins/reference` by the build script.
 pub static REFERENCE_PLUGIN: &[u8] =
@@ -75,16 +88,76 @@ pub struct Problem {
     pub plugin: String,
     /// The tool, when only that tool was refused.
     pub tool: Option<String>,
+    /// The trust policy's code (`plugin_changed`, `plugin_not_locked`,
+    /// `unsigned_plugin`, `bad_signature`, `suspicious_description`), when
+    /// the trust policy refused it.
+    pub code: Option<String>,
     pub reason: String,
+}
+
+impl Problem {
+    fn trust(plugin: &str, tool: Option<&str>, r: Refusal) -> Problem {
+        Problem {
+            plugin: plugin.to_string(),
+            tool: tool.map(str::to_string),
+            code: Some(r.code.to_string()),
+            reason: r.message,
+        }
+    }
 }
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let code = self
+            .code
+            .as_deref()
+            .map(|c| format!("{c}: "))
+            .unwrap_or_default();
         match &self.tool {
-            Some(t) => write!(f, "{}: tool `{}` refused: {}", self.plugin, t, self.reason),
-            None => write!(f, "{}: not loaded: {}", self.plugin, self.reason),
+            Some(t) => write!(
+                f,
+                "{}: tool `{}` refused: {code}{}",
+                self.plugin, t, self.reason
+            ),
+            None => write!(f, "{}: not loaded: {code}{}", self.plugin, self.reason),
         }
     }
+}
+
+/// Something suspicious about a plugin that was loaded anyway (a
+/// suspicious description, a signature by an untrusted key when signatures
+/// are not required).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Warning {
+    pub plugin: String,
+    /// `suspicious_description` or `bad_signature`.
+    pub code: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}", self.plugin, self.code, self.reason)
+    }
+}
+
+/// What the catalog found out about one plugin: for `toolhost plugin list`
+/// and `plugin verify`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PluginStatus {
+    /// The lock name (file stem), or the embedded plugin's name.
+    pub name: String,
+    pub source: String,
+    /// `sha256:` of the component bytes (`null` when it could not be read).
+    pub digest: Option<String>,
+    /// The verified signer, `principal (fingerprint)`.
+    pub signer: Option<String>,
+    /// `builtin`, `locked`, `changed`, `not_locked` or `unpinned`.
+    pub lock: &'static str,
+    /// The tools it declared.
+    pub tools: Vec<String>,
+    /// The code that refused it, if it was refused whole.
+    pub refused: Option<String>,
 }
 
 /// Loaded tools by name, in name order.
@@ -92,7 +165,11 @@ impl std::fmt::Display for Problem {
 pub struct Catalog {
     tools: BTreeMap<String, Arc<Tool>>,
     problems: Vec<Problem>,
+    warnings: Vec<Warning>,
     reports: Vec<(String, ToolReport)>,
+    plugins: Vec<PluginStatus>,
+    /// Tools of plugins refused by the trust policy, by name.
+    refused: BTreeMap<String, Problem>,
 }
 
 /// A plugin's descriptors and lint reports, before it joins a catalog.
@@ -109,27 +186,109 @@ impl Catalog {
         sources: &[Source],
         progress: &dyn Fn(&str, LoadEvent),
     ) -> Catalog {
+        Catalog::load_trusted(sandbox, sources, None, progress)
+    }
+
+    /// [`load`](Self::load), judging every plugin read from a file by
+    /// `trust` (lock, signature, descriptions).
+    pub fn load_trusted(
+        sandbox: &Sandbox,
+        sources: &[Source],
+        trust: Option<&Trust>,
+        progress: &dyn Fn(&str, LoadEvent),
+    ) -> Catalog {
         let mut catalog = Catalog::default();
         for source in sources {
-            catalog.add(sandbox, source, progress);
+            catalog.add_trusted(sandbox, source, trust, progress);
         }
         catalog
     }
 
     /// Loads one source into the catalog.
     pub fn add(&mut self, sandbox: &Sandbox, source: &Source, progress: &dyn Fn(&str, LoadEvent)) {
+        self.add_trusted(sandbox, source, None, progress);
+    }
+
+    /// Loads one source, judged by `trust` when it is a file.
+    pub fn add_trusted(
+        &mut self,
+        sandbox: &Sandbox,
+        source: &Source,
+        trust: Option<&Trust>,
+        progress: &dyn Fn(&str, LoadEvent),
+    ) {
         let name = source.name();
-        let inspected = match inspect(sandbox, source, &|e| progress(&name, e)) {
-            Ok(i) => i,
-            Err(reason) => {
-                self.problems.push(Problem {
-                    plugin: name,
-                    tool: None,
-                    reason,
-                });
-                return;
-            }
+        let mut status = PluginStatus {
+            name: match source {
+                Source::Embedded { name, .. } => name.clone(),
+                Source::File(p) => plugin_name(p),
+            },
+            source: name.clone(),
+            digest: None,
+            signer: None,
+            lock: match source {
+                Source::Embedded { .. } => "builtin",
+                Source::File(_) => "unpinned",
+            },
+            tools: Vec::new(),
+            refused: None,
         };
+        let bytes = match source_bytes(source) {
+            Ok(b) => b,
+            Err(reason) => return self.refuse_plugin(status, None, reason),
+        };
+        status.digest = Some(crate::trust::sha256_digest(&bytes));
+        let inspected = match inspect_bytes(sandbox, &bytes, &|e| progress(&name, e)) {
+            Ok(i) => i,
+            Err(reason) => return self.refuse_plugin(status, None, reason),
+        };
+        status.tools = inspected
+            .descriptors
+            .iter()
+            .map(|d| match d {
+                Ok(d) => d.name.clone(),
+                Err((t, _)) => t.clone(),
+            })
+            .collect();
+        let mut refused_tools = BTreeMap::new();
+        if let (Some(trust), Source::File(path)) = (trust, source) {
+            let signature = match signature::read_signature(path) {
+                Ok(s) => s,
+                Err(e) => {
+                    let r = Refusal {
+                        code: "bad_signature",
+                        message: e.to_string(),
+                    };
+                    return self.refuse_plugin(status, Some(r.code), r.message);
+                }
+            };
+            let descs: Vec<ToolDescriptor> = inspected
+                .descriptors
+                .iter()
+                .filter_map(|d| d.as_ref().ok().cloned())
+                .collect();
+            let verdict = trust.check(
+                &status.name,
+                &path.display().to_string(),
+                &bytes,
+                signature.as_deref(),
+                &descs,
+            );
+            status.lock = verdict.lock_state;
+            status.signer = verdict.signer.clone();
+            for w in verdict.warnings {
+                self.warnings.push(Warning {
+                    plugin: name.clone(),
+                    code: w.code.to_string(),
+                    reason: w.message,
+                });
+            }
+            if let Some(r) = verdict.refused {
+                return self.refuse_plugin(status, Some(r.code), r.message);
+            }
+            refused_tools = verdict.refused_tools.into_iter().collect();
+        }
+        self.plugins.push(status);
         let mut seen_here = std::collections::HashSet::new();
         for (desc, report) in inspected.descriptors.into_iter().zip(inspected.reports) {
             let desc = match desc {
@@ -138,6 +297,7 @@ impl Catalog {
                     self.problems.push(Problem {
                         plugin: name.clone(),
                         tool: Some(tool),
+                        code: None,
                         reason,
                     });
                     continue;
@@ -146,8 +306,15 @@ impl Catalog {
             let refuse = |reason: String| Problem {
                 plugin: name.clone(),
                 tool: Some(desc.name.clone()),
+                code: None,
                 reason,
             };
+            if let Some(r) = refused_tools.remove(&desc.name) {
+                let problem = Problem::trust(&name, Some(&desc.name), r);
+                self.refused.insert(desc.name.clone(), problem.clone());
+                self.problems.push(problem);
+                continue;
+            }
             if !seen_here.insert(desc.name.clone()) {
                 self.problems.push(refuse(
                     "the plugin declares this name more than once".into(),
@@ -199,6 +366,44 @@ impl Catalog {
         }
     }
 
+    /// Records a plugin refused whole: its status, the problem, and the
+    /// names of its tools (for [`refusal`](Self::refusal)).
+    fn refuse_plugin(&mut self, mut status: PluginStatus, code: Option<&str>, reason: String) {
+        let problem = Problem {
+            plugin: status.source.clone(),
+            tool: None,
+            code: code.map(str::to_string),
+            reason,
+        };
+        if code.is_some() {
+            for t in &status.tools {
+                if !self.tools.contains_key(t) {
+                    self.refused.insert(t.clone(), problem.clone());
+                }
+            }
+        }
+        status.refused = Some(code.unwrap_or("plugin_unavailable").to_string());
+        self.plugins.push(status);
+        self.problems.push(problem);
+    }
+
+    /// Why a tool of this name is not in the catalog, when the trust policy
+    /// refused it or the plugin that declares it.
+    pub fn refusal(&self, tool: &str) -> Option<&Problem> {
+        self.refused.get(tool)
+    }
+
+    /// Every plugin looked at, loaded or refused, in load order.
+    pub fn plugins(&self) -> &[PluginStatus] {
+        &self.plugins
+    }
+
+    /// Findings that did not refuse anything (suspicious descriptions, an
+    /// untrusted signer when signatures are not required).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
     /// A tool by name.
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
@@ -232,20 +437,31 @@ impl Catalog {
     }
 }
 
+/// The component bytes of a source.
+fn source_bytes(source: &Source) -> Result<std::borrow::Cow<'static, [u8]>, String> {
+    match source {
+        Source::Embedded { bytes, .. } => Ok(std::borrow::Cow::Borrowed(bytes)),
+        Source::File(p) => std::fs::read(p)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| format!("cannot read {}: {e}", p.display())),
+    }
+}
+
 /// Loads and describes one plugin and lints each tool, without adding it.
 pub fn inspect(
     sandbox: &Sandbox,
     source: &Source,
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
-    let owned;
-    let bytes: &[u8] = match source {
-        Source::Embedded { bytes, .. } => bytes,
-        Source::File(p) => {
-            owned = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            &owned
-        }
-    };
+    inspect_bytes(sandbox, &source_bytes(source)?, progress)
+}
+
+/// [`inspect`] on component bytes already read.
+pub fn inspect_bytes(
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    progress: &dyn Fn(LoadEvent),
+) -> Result<Inspected, String> {
     let plugin = sandbox
         .load(bytes, progress)
         .map_err(|e: SandboxError| e.to_string())?;

@@ -426,13 +426,27 @@ impl Host {
             base64_url(payload_text.as_bytes()),
             records.sign(payload_text.as_bytes())
         );
+        // The plan is the plugin's words about the workspace: secrets in it
+        // are hidden like an output's. (Only the plan: the plan token is
+        // the host's own and must stay intact.)
+        let mut plan = plan;
+        let hidden = crate::redact::redact_json(&mut plan);
         let output = json!({
             "plan": plan,
             "plan_token": token,
             "targets": payload["targets"],
             "expires_at_ms": expires_at_ms,
         });
-        Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes)
+        let mut obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
+        obs.redactions = hidden
+            .into_iter()
+            .map(|r| crate::observation::Redaction {
+                rule: r.rule.id().to_string(),
+                field: format!("output/plan{}", r.field),
+                count: r.count as u64,
+            })
+            .collect();
+        obs
     }
 
     /// Whether `token` approves this call, which holds idempotency `key`;

@@ -7,7 +7,15 @@
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
 //! toolhost cap mint|attenuate|inspect             capability tokens
+//! toolhost plugin lock|verify|list|add|remove|push third-party plugins
 //! ```
+//!
+//! Third-party plugins (`--plugin`, `--plugins-dir`) are judged at load by
+//! the trust policy: `--lock FILE` (default: `toolhost.lock` in the plugins
+//! directory, when present), `--require-lock`, `--trusted-signers FILE`,
+//! `--require-signature`, `--strict-descriptions` (see
+//! `toolhost::trust::policy`). A refused plugin is reported with its code;
+//! a plugin named with `--plugin` that cannot be loaded is an error.
 //!
 //! Every call runs under a capability token: `--token` (or `TOOLHOST_TOKEN`),
 //! or, as a convenience, one minted for that call from the `--allow-*` flags.
@@ -32,6 +40,9 @@ use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
+use toolhost::trust::policy::TrustPolicy;
+
+mod plugin_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -81,6 +92,64 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    #[command(flatten)]
+    trust: TrustArgs,
+}
+
+/// The trust policy for third-party plugins.
+#[derive(Args, Clone)]
+struct TrustArgs {
+    /// The lock file in effect (default: toolhost.lock in the plugins
+    /// directory, when it exists). A plugin not in it, or changed since it
+    /// was locked, is refused.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_LOCK", global = true)]
+    lock: Option<PathBuf>,
+    /// Refuse every third-party plugin when no lock is in effect.
+    #[arg(
+        long,
+        env = "TOOLHOST_REQUIRE_LOCK",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    require_lock: bool,
+    /// An ssh allowed_signers file: NAME.wasm.sig files are verified
+    /// against it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "TOOLHOST_TRUSTED_SIGNERS",
+        global = true
+    )]
+    trusted_signers: Option<PathBuf>,
+    /// Refuse unsigned plugins and signatures by keys not trusted.
+    #[arg(
+        long,
+        env = "TOOLHOST_REQUIRE_SIGNATURE",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    require_signature: bool,
+    /// Refuse a tool whose descriptions address the model (default: warn).
+    #[arg(
+        long,
+        env = "TOOLHOST_STRICT_DESCRIPTIONS",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    strict_descriptions: bool,
+}
+
+impl PluginArgs {
+    fn trust_policy(&self) -> TrustPolicy {
+        TrustPolicy {
+            lock: self.trust.lock.clone(),
+            plugins_dir: self.plugins_dir.clone(),
+            require_lock: self.trust.require_lock,
+            trusted_signers: self.trust.trusted_signers.clone(),
+            require_signature: self.trust.require_signature,
+            strict_descriptions: self.trust.strict_descriptions,
+        }
+    }
 }
 
 /// How a side-effecting call names itself.
@@ -256,6 +325,9 @@ enum Command {
     /// Capability tokens: mint, attenuate, inspect.
     #[command(subcommand)]
     Cap(CapCommand),
+    /// Third-party plugins: lock, verify, list, add, remove, push.
+    #[command(subcommand)]
+    Plugin(plugin_cmd::PluginCommand),
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -350,7 +422,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_) => unreachable!("handled above"),
-        Command::Lint { plugin, json } => lint(&sandbox, plugin, json),
+        Command::Plugin(cmd) => plugin_cmd::run(
+            cmd,
+            &plugin_cmd::Ctx {
+                sandbox: &sandbox,
+                builtin: !cli.plugins.no_builtin,
+                dir: cli.plugins.plugins_dir.clone(),
+                files: cli.plugins.plugins.clone(),
+                policy: cli.plugins.trust_policy(),
+            },
+        ),
+        Command::Lint { plugin, json } => lint(
+            &sandbox,
+            plugin,
+            json,
+            cli.plugins.trust.strict_descriptions,
+        ),
         Command::List { json, token } => {
             let host = load(sandbox, &cli.plugins)?;
             let session = match token {
@@ -425,10 +512,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
+            let policy = cli.plugins.trust_policy();
+            // A lock or signers file that cannot be read stops the server
+            // before it starts (a later reload that fails refuses the
+            // third-party plugins instead).
+            policy.prepare().context("trust policy")?;
             let plugins = toolhost::mcp::Plugins {
                 builtin: !cli.plugins.no_builtin,
                 dir: cli.plugins.plugins_dir.clone(),
                 files: cli.plugins.plugins.clone(),
+                trust: Some(policy),
             };
             let records = records(&cli.plugins)?;
             toolhost::mcp::run(
@@ -456,9 +549,26 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
 }
 
 fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
-    let catalog = Catalog::load(&sandbox, &sources(p)?, &show_progress);
-    for problem in catalog.problems() {
+    let trust = p.trust_policy().prepare().context("trust policy")?;
+    let catalog = Catalog::load_trusted(&sandbox, &sources(p)?, Some(&trust), &show_progress);
+    for problem in catalog.warnings() {
         eprintln!("toolhost: warning: {problem}");
+    }
+    for problem in catalog.problems() {
+        match &problem.code {
+            Some(_) => eprintln!("toolhost: refused: {problem}"),
+            None => eprintln!("toolhost: warning: {problem}"),
+        }
+    }
+    // A plugin named on the command line that did not load is an error,
+    // not a warning followed by `unknown_tool` later.
+    let named: Vec<String> = p.plugins.iter().map(|f| f.display().to_string()).collect();
+    if let Some(problem) = catalog
+        .problems()
+        .iter()
+        .find(|pr| pr.tool.is_none() && named.contains(&pr.plugin))
+    {
+        bail!("--plugin {}: not loaded", problem.plugin);
     }
     Ok(Host::new(sandbox, catalog))
 }
@@ -699,7 +809,7 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {
+fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<ExitCode> {
     let source = Source::File(plugin.clone());
     let inspected = catalog::inspect(sandbox, &source, &|e| show_progress(&source.name(), e))
         .map_err(|e| anyhow::anyhow!("{}: {e}", plugin.display()))?;
@@ -710,14 +820,25 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool) -> Result<ExitCode> {
         .map(|d| (source.name(), d.clone()))
         .collect();
     let catalog_report = toolhost::lint::lint_catalog(&names);
-    let refused = inspected.reports.iter().any(|r| r.refused) || catalog_report.has_errors();
+    // Texts that address the model: warnings, refusals when strict.
+    let suspicious = toolhost::trust::poison::scan_tools(names.iter().map(|(_, d)| d));
+    let refused = inspected.reports.iter().any(|r| r.refused)
+        || catalog_report.has_errors()
+        || (strict && !suspicious.is_empty());
     if json {
-        let out = serde_json::json!({ "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report });
+        let out = serde_json::json!({
+            "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report,
+            "suspicious": suspicious,
+        });
         emit(serde_json::to_string_pretty(&out)?)?;
     } else {
         let mut text = String::new();
         for r in &inspected.reports {
             text.push_str(&format!("{r}\n"));
+        }
+        for f in &suspicious {
+            let level = if strict { "error" } else { "warning" };
+            text.push_str(&format!("{level}: {f}\n"));
         }
         text.push_str(&catalog_report.to_string());
         emit(text.trim_end_matches('\n'))?;

@@ -3,14 +3,17 @@
 //!
 //! ```text
 //! 1 name      is the tool in the catalog?                 unknown_tool
+//!             (or refused at load by the trust policy)    plugin_changed, …
 //! 2 parse     strict JSON: no duplicate keys, no int > 2^53 invalid_json
 //! 3 schema    the tool's compiled input schema            invalid_arguments
+//!   secrets   no secret in a network tool's arguments     secret_in_arguments
 //! 4 objects   each path argument inside the workspace,    invalid_arguments
 //!             a file or directory (no FIFO, device…)
 //!             and inside a grant with the right access;   denied
 //!             each grant opened beneath the root          denied
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
+//!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
 //! ```
 //!
 //! Nothing reaches the plugin before steps 1–4 pass. A failure after the
@@ -187,6 +190,24 @@ impl Host {
         let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
 
         // 1. Name.
+        if let (None, Some(problem)) = (self.catalog.get(tool), self.catalog.refusal(tool)) {
+            // Refused at load by the trust policy: say why, not "unknown".
+            let code = problem
+                .code
+                .as_deref()
+                .and_then(ErrorCode::from_code)
+                .unwrap_or(ErrorCode::PluginUnavailable);
+            let info = code.info(format!(
+                "tool `{tool}` was refused when {} was loaded: {}",
+                problem.plugin, problem.reason
+            ));
+            return Err(Box::new(Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                info,
+            )));
+        }
         let Some(t) = self.catalog.get(tool) else {
             let hint = self.catalog.suggestions(tool);
             let names: Vec<&str> = self
@@ -231,6 +252,21 @@ impl Host {
         // 3. Schema.
         if let Err(violations) = t.input.validate(&value) {
             return fail(violation_error(&violations));
+        }
+        // The exfiltration half of redaction: a tool that can reach the
+        // network gets no argument that carries a secret.
+        if !t.descriptor.needs.network_hosts.is_empty() {
+            if let Some(found) = crate::redact::contains_secret(&value).first() {
+                let info = ErrorCode::SecretInArguments
+                    .info(format!(
+                        "the arguments carry what looks like a secret ({}) and `{tool}` can reach the network; the call was refused so the secret cannot leave. Remove it from the arguments.",
+                        found.rule.id()
+                    ))
+                    .with_field(found.field.clone())
+                    .with_expected("no credential or key in the arguments".to_string())
+                    .with_actual(format!("[REDACTED:{}]", found.rule.id()));
+                return fail(info);
+            }
         }
 
         // 4. Objects: every path argument, before the plugin runs.
@@ -361,18 +397,41 @@ impl Host {
         );
         logs.stdout_omitted_bytes += outcome.logs.stdout_omitted;
         logs.stderr_omitted_bytes += outcome.logs.stderr_omitted;
+        let mut hidden = Vec::new();
+        for (text, field) in [
+            (&mut logs.stdout, "logs/stdout"),
+            (&mut logs.stderr, "logs/stderr"),
+        ] {
+            if text.is_empty() {
+                continue;
+            }
+            let (clean, found) = crate::redact::redact_text(text, field);
+            if !found.is_empty() {
+                *text = clean.into_owned();
+                hidden.extend(found.into_iter().map(|r| note(r, "")));
+            }
+        }
         let obs = match outcome.result {
             Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
-                let details = crate::observation::tool_details(e.details, limits.max_output_bytes);
+                let mut details =
+                    crate::observation::tool_details(e.details, limits.max_output_bytes);
+                // A tool's error text can quote what it read, secrets too.
+                let (message, found) = crate::redact::redact_text(&e.message, "");
+                let message = message.into_owned();
+                hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
+                if let Some(d) = details.as_mut().filter(|d| has_string(d)) {
+                    let found = crate::redact::redact_json(d);
+                    hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
+                }
                 let info = if declared {
-                    ErrorInfo::from_tool(e.code, e.message, e.field, e.correctable, details)
+                    ErrorInfo::from_tool(e.code, message, e.field, e.correctable, details)
                 } else {
                     ErrorCode::InvalidOutput.info(format!(
                         "the tool returned an undeclared error code `{}`: {}",
                         clip_bytes(&e.code, 64),
-                        e.message
+                        message
                     ))
                 };
                 // A tool error is the tool's own answer: it ran to the end.
@@ -383,7 +442,8 @@ impl Host {
                 Observation::failure(call_id, tool, level, failure_error(&failure, &limits))
             }
         };
-        let obs = obs.with_usage(usage).with_logs(logs);
+        let mut obs = obs.with_usage(usage).with_logs(logs);
+        obs.redactions.extend(hidden);
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
@@ -398,7 +458,7 @@ impl Host {
         text_bytes: usize,
     ) -> Observation {
         let level = t.descriptor.side_effect;
-        let value: Value = match serde_json::from_str(out) {
+        let mut value: Value = match serde_json::from_str(out) {
             Ok(v) => v,
             Err(e) => {
                 let info = ErrorCode::InvalidOutput
@@ -416,7 +476,37 @@ impl Host {
                 return Observation::failure(call_id, &t.descriptor.name, level, info);
             }
         }
-        Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes)
+        // Secrets go before the text is rendered from the output, so the
+        // structured output and the model-facing text agree. An output
+        // without strings (the trivial call) is not scanned at all.
+        let redactions = if has_string(&value) {
+            crate::redact::redact_json(&mut value)
+        } else {
+            Vec::new()
+        };
+        let mut obs = Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes);
+        obs.redactions = redactions.into_iter().map(|r| note(r, "output")).collect();
+        obs
+    }
+}
+
+/// A redaction as the observation lists it; `prefix` names the part
+/// (`output`) the JSON Pointer is in.
+fn note(r: crate::redact::Redaction, prefix: &str) -> crate::observation::Redaction {
+    crate::observation::Redaction {
+        rule: r.rule.id().to_string(),
+        field: format!("{prefix}{}", r.field),
+        count: r.count as u64,
+    }
+}
+
+/// Whether a JSON value holds a string anywhere (member names aside).
+fn has_string(v: &Value) -> bool {
+    match v {
+        Value::String(_) => true,
+        Value::Array(a) => a.iter().any(has_string),
+        Value::Object(o) => o.values().any(has_string),
+        _ => false,
     }
 }
 

@@ -27,3 +27,4 @@ mod plans;
 mod reference_tools;
 mod store_and_flags;
 mod trust;
+mod trust_load;

@@ -74,6 +74,11 @@ impl Setup {
         cmd
     }
 
+    /// The plugin directory the server watches.
+    pub(crate) fn plugins_dir(&self) -> &std::path::Path {
+        self.plugins.path()
+    }
+
     /// Replaces (or adds) `name` in the plugin directory with `plugin`,
     /// atomically, as a deployment would.
     fn put_plugin(&self, name: &str, plugin: &str) {

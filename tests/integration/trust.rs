@@ -37,7 +37,7 @@ fn entry(name: &str, source: &str, bytes: &[u8]) -> PluginEntry {
 }
 
 /// Replaces `from` by `to` (same length) where it occurs exactly once.
-fn patch_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+pub(crate) fn patch_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
     assert_eq!(from.len(), to.len());
     let hits: Vec<usize> = bytes
         .windows(from.len())
@@ -177,14 +177,14 @@ fn reference_and_test_plugins_have_no_suspicious_descriptions() {
 const REGISTRY_BIN: &str = "docker-registry";
 
 /// `docker-registry serve` on a free loopback port, storage in a temp dir.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
     dir: tempfile::TempDir,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         let binary = std::env::var_os("PATH")
             .and_then(|paths| {
                 std::env::split_paths(&paths)
@@ -274,7 +274,7 @@ fn insecure() -> OciOptions {
     }
 }
 
-fn ssh_keygen(dir: &Path, args: &[&str]) {
+pub(crate) fn ssh_keygen(dir: &Path, args: &[&str]) {
     let out = Command::new("ssh-keygen")
         .args(args)
         .current_dir(dir)

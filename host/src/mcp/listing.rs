@@ -18,6 +18,31 @@ pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
 /// key), so a client can pin what it approved and notice a changed tool.
 pub const META_DEFINITION_SHA256: &str = "dev.toolhost/definition_sha256";
 
+/// `_meta` key of a `tools/list` result: the plugins and tools the trust
+/// policy refused at load (`[{plugin, tool, code, reason}]`), present only
+/// when there are some, so a client can tell a refused tool from one that
+/// never existed.
+pub const META_REFUSED: &str = "dev.toolhost/refused";
+
+/// The trust refusals of a catalog, for [`META_REFUSED`].
+/// `visible` says whether a refusal of that tool (`None`: of a whole
+/// plugin) may be shown to the caller.
+pub fn refused(
+    catalog: &crate::catalog::Catalog,
+    visible: &dyn Fn(Option<&str>) -> bool,
+) -> Vec<Value> {
+    catalog
+        .problems()
+        .iter()
+        .filter(|p| p.code.is_some() && visible(p.tool.as_deref()))
+        .map(|p| {
+            serde_json::json!({
+                "plugin": p.plugin, "tool": p.tool, "code": p.code, "reason": p.reason,
+            })
+        })
+        .collect()
+}
+
 /// The observation schema as published in `outputSchema`: the file from
 /// `schemas/`, minus `$id` (a client that compiles every tool's schema in
 /// one validator would otherwise see the same id many times) and `$schema`

@@ -183,6 +183,9 @@ pub struct Plugins {
     pub dir: Option<PathBuf>,
     /// Single component files.
     pub files: Vec<PathBuf>,
+    /// The trust policy third-party plugins are judged by on every load
+    /// (the lock and signers are re-read each time).
+    pub trust: Option<crate::trust::policy::TrustPolicy>,
 }
 
 impl Plugins {
@@ -443,7 +446,18 @@ impl State {
 }
 
 fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Generation {
-    let catalog = Catalog::load(sandbox, &plugins.sources(), &|plugin, event| {
+    let mut sources = plugins.sources();
+    let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            // Nothing third-party is trusted without a readable policy.
+            log!("toolhost: trust policy: {e}; loading the built-in tools only");
+            sources.retain(|s| matches!(s, Source::Embedded { .. }));
+            None
+        }
+    };
+    let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
         if let LoadEvent::Compiling { bytes } = event {
             log!(
                 "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
@@ -451,8 +465,14 @@ fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Gene
             );
         }
     });
-    for problem in catalog.problems() {
+    for problem in catalog.warnings() {
         log!("toolhost: warning: {problem}");
+    }
+    for problem in catalog.problems() {
+        match &problem.code {
+            Some(_) => log!("toolhost: refused: {problem}"),
+            None => log!("toolhost: warning: {problem}"),
+        }
     }
     let host = Host::new(sandbox.clone(), catalog);
     Generation::new(match records {
@@ -514,8 +534,25 @@ pub fn serve(
             bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
         }
     }
+    let first = load(&sandbox, &plugins, records.as_ref());
+    // A plugin named on the command line that does not load stops the
+    // server at start (on a later reload it is only logged).
+    let named: Vec<String> = plugins
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    if let Some(p) = first
+        .host
+        .catalog()
+        .problems()
+        .iter()
+        .find(|p| p.tool.is_none() && named.contains(&p.plugin))
+    {
+        bail!("--plugin {}: not loaded: {}", p.plugin, p.reason);
+    }
     let state = Arc::new(State {
-        current: RwLock::new(Arc::new(load(&sandbox, &plugins, records.as_ref()))),
+        current: RwLock::new(Arc::new(first)),
         records,
         changed: broadcast::channel(16).0,
         defaults: CallOptions {

@@ -211,6 +211,15 @@ impl ServerHandler for McpServer {
         let (page, next) = listing::page(&visible, cursor, self.state.page_size)
             .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
         let mut result = json!({ "tools": page });
+        // A session sees the refusals of tools it could call; a refused
+        // plugin whose tools are unknown only when it may call anything.
+        let refused = listing::refused(generation.host.catalog(), &|tool| match tool {
+            Some(t) => scope.allows(t),
+            None => scope.tools.is_none() && scope.session.is_none(),
+        });
+        if !refused.is_empty() {
+            result["_meta"] = json!({ listing::META_REFUSED: refused });
+        }
         if let Some(next) = next {
             result["nextCursor"] = Value::String(next);
         }
@@ -239,6 +248,12 @@ impl ServerHandler for McpServer {
             .get(&name)
             .filter(|_| scope.allows(&name))
         else {
+            if let Some(p) = generation.host.catalog().refusal(&name) {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{name}` was refused at load: {p}"),
+                    Some(json!({ "tool": name, "code": p.code })),
+                ));
+            }
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 Some(json!({ "tool": name })),

@@ -1,5 +1,7 @@
 //! Polls the plugin directory and reloads the catalog when its `*.wasm`
-//! files change (added, removed, or replaced: size or mtime differs).
+//! files change (added, removed, or replaced: size or mtime differs), or
+//! their `*.wasm.sig` signatures, or the directory's `toolhost.lock`: a
+//! plugin refused as not locked loads once `plugin lock` pins it.
 //!
 //! A change is acted on once two polls in a row see the same new listing,
 //! so a file still being written is not loaded half-way.
@@ -20,7 +22,13 @@ fn scan(dir: &Path) -> Listing {
     };
     entries
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "wasm"))
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".wasm")
+                || name.ends_with(".wasm.sig")
+                || name == crate::trust::lock::LOCK_FILE_NAME
+        })
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             meta.is_file()

@@ -91,11 +91,26 @@ pub enum ErrorCode {
     ApprovalRequired,
     /// A target changed since the plan was made; plan again.
     StalePlan,
+    /// The tool's plugin changed since it was locked (a "rug pull"); it was
+    /// not loaded.
+    PluginChanged,
+    /// The tool's plugin is not in the lock in effect; it was not loaded.
+    PluginNotLocked,
+    /// Signatures are required and the tool's plugin is not signed.
+    UnsignedPlugin,
+    /// The tool's plugin has a signature that does not hold or a signer
+    /// that is not trusted.
+    BadSignature,
+    /// The tool's texts address the model (tool poisoning); refused under a
+    /// strict policy.
+    SuspiciousDescription,
+    /// The arguments of a tool with network access carry a secret.
+    SecretInArguments,
 }
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -115,6 +130,12 @@ impl ErrorCode {
         ErrorCode::StoreUnavailable,
         ErrorCode::ApprovalRequired,
         ErrorCode::StalePlan,
+        ErrorCode::PluginChanged,
+        ErrorCode::PluginNotLocked,
+        ErrorCode::UnsignedPlugin,
+        ErrorCode::BadSignature,
+        ErrorCode::SuspiciousDescription,
+        ErrorCode::SecretInArguments,
     ];
 
     /// The wire name, e.g. `invalid_arguments`.
@@ -139,6 +160,12 @@ impl ErrorCode {
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ApprovalRequired => "approval_required",
             ErrorCode::StalePlan => "stale_plan",
+            ErrorCode::PluginChanged => "plugin_changed",
+            ErrorCode::PluginNotLocked => "plugin_not_locked",
+            ErrorCode::UnsignedPlugin => "unsigned_plugin",
+            ErrorCode::BadSignature => "bad_signature",
+            ErrorCode::SuspiciousDescription => "suspicious_description",
+            ErrorCode::SecretInArguments => "secret_in_arguments",
         }
     }
 
@@ -162,6 +189,7 @@ impl ErrorCode {
                 | ErrorCode::IdempotencyKeyRequired
                 | ErrorCode::ApprovalRequired
                 | ErrorCode::StalePlan
+                | ErrorCode::SecretInArguments
         )
     }
 
@@ -178,7 +206,8 @@ impl ErrorCode {
             | ErrorCode::OutputTooLarge
             | ErrorCode::IdempotencyKeyRequired
             | ErrorCode::ApprovalRequired
-            | ErrorCode::StalePlan => Retry::AfterCorrection,
+            | ErrorCode::StalePlan
+            | ErrorCode::SecretInArguments => Retry::AfterCorrection,
             ErrorCode::Timeout
             | ErrorCode::PluginUnavailable
             | ErrorCode::InFlight
@@ -189,7 +218,12 @@ impl ErrorCode {
             | ErrorCode::Denied
             | ErrorCode::InvalidOutput
             | ErrorCode::PluginCrashed
-            | ErrorCode::Internal => Retry::Never,
+            | ErrorCode::Internal
+            | ErrorCode::PluginChanged
+            | ErrorCode::PluginNotLocked
+            | ErrorCode::UnsignedPlugin
+            | ErrorCode::BadSignature
+            | ErrorCode::SuspiciousDescription => Retry::Never,
         }
     }
 

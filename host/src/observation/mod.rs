@@ -222,6 +222,24 @@ pub struct Observation {
     pub effects: Effects,
     pub usage: Usage,
     pub logs: Logs,
+    /// Secrets hidden from `output`, `text`, `logs` and a tool's `error` (each replaced by
+    /// `[REDACTED:<rule>]`): which rule, where, how many. Empty when
+    /// nothing was hidden. (Absent in records stored before it existed.)
+    #[serde(default)]
+    pub redactions: Vec<Redaction>,
+}
+
+/// One kind of secret hidden in one place of an observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redaction {
+    /// The rule that found it (`aws_access_key_id`, `private_key`, …).
+    pub rule: String,
+    /// `output/<JSON Pointer>` for the structured output, `logs/stdout` or
+    /// `logs/stderr` for captured logs, `error/message` or
+    /// `error/details/<JSON Pointer>` for a tool's own error.
+    pub field: String,
+    pub count: u64,
 }
 
 impl Observation {
@@ -242,6 +260,7 @@ impl Observation {
             },
             usage: Usage::default(),
             logs: Logs::default(),
+            redactions: Vec::new(),
         }
     }
 

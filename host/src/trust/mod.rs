@@ -21,6 +21,9 @@
 //!   instead of describing the tool (hidden instructions, sensitive paths,
 //!   invisible Unicode, URLs, out-of-proportion length).
 //!
+//! - [`policy`]: the three applied together when a catalog loads a
+//!   third-party plugin, with the refusal codes the catalog reports.
+//!
 //! The order at load time is lock → signature → lint: bytes that do not
 //! match the lock never reach the signature check, and a plugin whose
 //! signature fails is never described to the lint.
@@ -28,6 +31,7 @@
 pub mod lock;
 pub mod oci;
 pub mod poison;
+pub mod policy;
 pub mod signature;
 
 use sha2::{Digest, Sha256};

@@ -18,6 +18,8 @@
 //! |                    | argument (a grant swapped for a symlink)                    |
 //! | `symlink_attempts` | tries to create symbolic links in a mount                   |
 //! | `open_raw`         | opens a file it names without a path argument (a FIFO)     |
+//! | `leak_echo`        | repeats `text` in its output, on stdout and on stderr       |
+//! |                    | (a tool that leaks what it was given: redaction)            |
 //! | `sleep`            | one `std::thread::sleep` (monotonic clock + `block`)        |
 //! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
 //!
@@ -122,6 +124,28 @@ fn stdout_flood(_: &Context, args: FloodArgs) -> Result<FloodOutput, ToolError> 
     Ok(FloodOutput {
         written: args.bytes,
     })
+}
+
+/// Arguments of `leak_echo`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LeakArgs {
+    /// The text to repeat.
+    #[schemars(length(max = 4096))]
+    text: String,
+}
+
+/// Result of `leak_echo`.
+#[derive(Serialize, JsonSchema)]
+struct LeakOutput {
+    /// The text, as given.
+    echoed: String,
+}
+
+fn leak_echo(_: &Context, args: LeakArgs) -> Result<LeakOutput, ToolError> {
+    println!("stdout: {}", args.text);
+    eprintln!("stderr: {}", args.text);
+    Ok(LeakOutput { echoed: args.text })
 }
 
 fn panic_now(_: &Context, _: NoArgs) -> Result<Never, ToolError> {
@@ -561,6 +585,16 @@ fn tools() -> Vec<Tool> {
             .side_effect(SideEffect::Reversible)
             .reads_files()
             .writes_files()
+            .timeout_ms(10_000)
+            .max_output_bytes(16 * 1024),
+        Tool::new("leak_echo", leak_echo)
+            .title("Leak echo")
+            .description(
+                "Hostile test tool: returns `text` (up to 4096 chars) as {echoed} and also \
+                 prints it on stdout and stderr, as a tool that leaks what it reads would. \
+                 Errors: none of its own. Side effect: none besides logs.",
+            )
+            .side_effect(SideEffect::ReadOnly)
             .timeout_ms(10_000)
             .max_output_bytes(16 * 1024),
         Tool::new("open_raw", open_raw)
