@@ -17,7 +17,7 @@ use toolhost::effects::{KeySource, Records};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Host, Scope};
-use toolhost::sandbox::{CancelToken, DESCRIBE_TIMEOUT};
+use toolhost::sandbox::{CallRequest, CancelToken, Limits, Mount, DESCRIBE_TIMEOUT};
 
 use crate::support::*;
 
@@ -155,6 +155,39 @@ fn a_grant_swapped_for_a_symlink_after_the_check_mounts_nothing_outside() {
     assert_eq!(out["read"], "inside\n", "{out:#}");
     assert_eq!(out["wrote"], true, "{out:#}");
     assert!(site.ws().join("sub/planted.txt").exists());
+}
+
+/// The race the fix closes, frozen at its worst moment: the grant is
+/// swapped for a link after the host opened it and before the guest runs.
+/// The guest works in the directory that was opened (now `sub.real`),
+/// never through the link.
+#[test]
+fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
+    let site = Site::new();
+    let mounts = [Mount::open(&site.ws().join("sub"), "/workspace/sub", true).unwrap()];
+    site.swap();
+    let plugin = sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap();
+    let outcome = plugin.call(&CallRequest {
+        tool: "mount_escape",
+        args_json: r#"{"dir":"sub"}"#,
+        call_id: "swap-between-open-and-call",
+        workspace_root: "/workspace",
+        idempotency_key: None,
+        mounts: &mounts,
+        net_origins: &[],
+        limits: Limits::default(),
+    });
+    let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap()).unwrap();
+    assert_eq!(out["read"], "inside\n", "{out:#}");
+    assert_eq!(out["wrote"], true, "{out:#}");
+    assert!(!out.to_string().contains(SECRET), "{out:#}");
+    assert!(site.ws().join("sub.real/planted.txt").exists());
+    assert!(
+        !site.outside("planted.txt").exists(),
+        "wrote through the link"
+    );
 }
 
 #[test]
