@@ -422,6 +422,14 @@ pub(crate) struct State {
     pub running: tokio::sync::Semaphore,
 }
 
+/// How many calls a server runs at once (see [`State::running`]): two per
+/// core this process may use. A call holds its slot until it ends, and its
+/// deadline ends it whatever the guest waits on (clocks, polls, I/O; see
+/// `sandbox::deadline`), so a sleeping call cannot keep its slot past it.
+pub fn call_slots() -> usize {
+    2 * std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 impl State {
     pub fn current(&self) -> Arc<Generation> {
         self.current
@@ -564,9 +572,7 @@ pub fn serve(
             ..CallOptions::default()
         },
         page_size: args.page_size.max(1),
-        running: tokio::sync::Semaphore::new(
-            2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
-        ),
+        running: tokio::sync::Semaphore::new(call_slots()),
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(
