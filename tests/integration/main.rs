@@ -25,5 +25,6 @@ mod mcp_limits;
 mod network;
 mod plans;
 mod reference_tools;
+mod resources;
 mod store_and_flags;
 mod trust;
