@@ -401,15 +401,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Cap(cmd) = &cli.command {
         return cap(cmd, &cli.plugins);
     }
-    // Without a lock directory, locks hold within this process only.
-    if let Some(dir) = cli
-        .plugins
-        .lock_dir
-        .clone()
-        .or_else(|| default_state_dir().ok().map(|d| d.join("locks")))
-    {
-        toolhost::resource::set_default_lock_dir(dir);
-    }
+    toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_) => unreachable!("handled above"),
@@ -633,6 +625,24 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )
+}
+
+/// Where calls take their resource locks: the lock directory (without one,
+/// locks hold within this process only) and, when the record store is
+/// PostgreSQL, its advisory locks.
+fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
+    use toolhost::resource::Locks;
+    let dir = p
+        .lock_dir
+        .clone()
+        .or_else(|| default_state_dir().ok().map(|d| d.join("locks")));
+    let locks = dir.map_or_else(Locks::in_process, Locks::with_dir);
+    Ok(match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            locks.with_postgres(url)?
+        }
+        _ => locks,
+    })
 }
 
 fn default_state_dir() -> Result<PathBuf> {

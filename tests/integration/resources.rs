@@ -528,3 +528,50 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
     let want: String = (0..6).map(|i| format!("item {i}\n")).collect();
     assert_eq!(text, want);
 }
+
+/// Two `serve --http` processes with separate lock directories, as on two
+/// machines, sharing only PostgreSQL: its advisory locks keep their edits of
+/// one file apart.
+#[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+fn pg_edits_through_two_http_servers_sharing_only_postgres_all_land() {
+    use crate::mcp::{stateless_call, HttpServer};
+    let url = std::env::var("TOOLHOST_TEST_POSTGRES").expect("TOOLHOST_TEST_POSTGRES");
+    let mut setup = Setup::new(&[]);
+    setup.store = Some(url);
+    setup.ws.write("pub/lines.txt", numbered_lines(N));
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let servers: Vec<HttpServer> = dirs
+        .iter()
+        .map(|d| {
+            HttpServer::start(
+                &setup,
+                &[
+                    "--allow-write",
+                    "pub",
+                    "--lock-dir",
+                    d.path().to_str().unwrap(),
+                ],
+            )
+        })
+        .collect();
+    let nonce = format!("{:?}", std::time::SystemTime::now());
+    let ok: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..N)
+            .map(|i| {
+                let (server, nonce) = (&servers[i % 2], nonce.clone());
+                s.spawn(move || {
+                    let args: Value = serde_json::from_str(&edit_args("pub/lines.txt", i)).unwrap();
+                    let meta = json!({"dev.toolhost/trajectory_id": nonce,
+                                      "dev.toolhost/call_id": format!("edit-{i}")});
+                    let obs =
+                        observation_of(&stateless_call(server, i as i64, "file_edit", args, meta));
+                    obs["status"] == "ok"
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let text = String::from_utf8(setup.ws.read("pub/lines.txt")).unwrap();
+    assert_all_edits_landed(&text, &ok);
+}

@@ -19,8 +19,11 @@
 //!   conflicts with, so a stream of readers cannot starve a writer;
 //! - **processes on one machine** ([`ofd`]): open-file-description byte
 //!   locks on one lock file per workspace under the host's lock directory
-//!   (see [`set_default_lock_dir`]), which the kernel releases when the
-//!   process dies, however it dies.
+//!   (see [`Locks::with_dir`]), which the kernel releases when the process
+//!   dies, however it dies;
+//! - **hosts sharing a PostgreSQL store** ([`pg`]): advisory locks keyed by
+//!   a hash of the workspace and the node, on a connection the call holds
+//!   while it runs (see [`Locks::with_postgres`]).
 //!
 //! Both levels lock a tree with *intention modes*: a call that reads or
 //! writes `a/b/c` also holds an intention on `.`, `a` and `a/b`, so a read of
@@ -38,10 +41,11 @@
 
 pub mod batch;
 mod ofd;
+mod pg;
 mod table;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -249,21 +253,23 @@ pub struct Locks {
     /// The lock directory, for locks between processes; without it, locks
     /// hold between the threads of this process only.
     dir: Option<PathBuf>,
+    /// Advisory locks in PostgreSQL, for locks between hosts.
+    pg: Option<Arc<pg::PgLocks>>,
 }
 
-static DEFAULT_DIR: OnceLock<PathBuf> = OnceLock::new();
+static DEFAULT: OnceLock<Locks> = OnceLock::new();
 
-/// Sets the lock directory of every [`Host`](crate::pipeline::Host) built
-/// afterwards in this process (the CLI uses the state directory's `locks`).
-/// The first call wins.
-pub fn set_default_lock_dir(dir: PathBuf) {
-    let _ = DEFAULT_DIR.set(dir);
+/// Sets the locks of every [`Host`](crate::pipeline::Host) built afterwards
+/// in this process (the CLI: `--lock-dir`, and PostgreSQL when it is the
+/// record store). The first call wins.
+pub fn set_process_default(locks: Locks) {
+    let _ = DEFAULT.set(locks);
 }
 
 impl Locks {
     /// Locks between the threads of this process only.
     pub fn in_process() -> Locks {
-        Locks { dir: None }
+        Locks::default()
     }
 
     /// Locks between threads and, through lock files in `dir`, between
@@ -271,14 +277,23 @@ impl Locks {
     pub fn with_dir(dir: impl Into<PathBuf>) -> Locks {
         Locks {
             dir: Some(dir.into()),
+            pg: None,
         }
     }
 
-    /// The process default: [`set_default_lock_dir`] if it was called.
+    /// Also takes advisory locks in the PostgreSQL database at `url`, so
+    /// that hosts on other machines sharing it keep apart too. Connections
+    /// are opened when calls need them.
+    pub fn with_postgres(mut self, url: &str) -> Result<Locks, WaitError> {
+        let pg = pg::PgLocks::new(url).map_err(|message| WaitError::LockStore { message })?;
+        self.pg = Some(Arc::new(pg));
+        Ok(self)
+    }
+
+    /// The process default ([`set_process_default`]); in-process locks
+    /// only when it was not set.
     pub fn process_default() -> Locks {
-        Locks {
-            dir: DEFAULT_DIR.get().cloned(),
-        }
+        DEFAULT.get().cloned().unwrap_or_default()
     }
 
     /// The lock directory, if locks hold between processes.
@@ -315,7 +330,12 @@ impl Locks {
             Some(dir) => Some(ofd::acquire(dir, local.plan(), deadline, cancel)?),
             None => None,
         };
+        let pg = match &self.pg {
+            Some(pool) => Some(pg::acquire(pool, local.plan(), deadline, cancel)?),
+            None => None,
+        };
         Ok(Held {
+            _pg: pg,
             _file: file,
             _local: Some(local),
             waited: start.elapsed(),
@@ -326,8 +346,9 @@ impl Locks {
 /// Locks a call holds; dropping it releases them.
 #[derive(Debug, Default)]
 pub struct Held {
-    // The file lock goes first: a thread of this process woken by the table
-    // must not find the file still locked by us.
+    // Fields drop in order: the table goes last, so a thread of this
+    // process it wakes does not find the file or advisory locks still ours.
+    _pg: Option<pg::PgHeld>,
     _file: Option<std::fs::File>,
     _local: Option<table::Guard>,
     waited: Duration,
@@ -353,6 +374,8 @@ pub enum WaitError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the resource locks cannot be taken: {message}")]
+    LockStore { message: String },
 }
 
 impl WaitError {
@@ -360,7 +383,7 @@ impl WaitError {
     pub fn waited(&self) -> Duration {
         match self {
             WaitError::Timeout { waited } | WaitError::Cancelled { waited } => *waited,
-            WaitError::LockFile { .. } => Duration::ZERO,
+            WaitError::LockFile { .. } | WaitError::LockStore { .. } => Duration::ZERO,
         }
     }
 }
@@ -397,7 +420,7 @@ pub(crate) fn hold(
                     "the call was cancelled after waiting {} ms for other calls using the same files or origins; nothing ran",
                     waited.as_millis()
                 )),
-                WaitError::LockFile { .. } => ErrorCode::StoreUnavailable
+                WaitError::LockFile { .. } | WaitError::LockStore { .. } => ErrorCode::StoreUnavailable
                     .info(format!("{e}; nothing ran")),
             };
             let info = info.with_details(serde_json::json!({
