@@ -575,3 +575,28 @@ fn pg_edits_through_two_http_servers_sharing_only_postgres_all_land() {
     let text = String::from_utf8(setup.ws.read("pub/lines.txt")).unwrap();
     assert_all_edits_landed(&text, &ok);
 }
+
+#[test]
+fn plugin_declared_resources_keep_read_modify_writes_apart() {
+    // `bump_counter` reads a counter, waits, writes it plus one; its
+    // counter is declared `x-toolhost-resource: write`, not a path.
+    let host = Arc::new(effects_host());
+    let ws = Ws::new();
+    ws.write("counters/.keep", "");
+    let root = ws.dir.path().to_path_buf();
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let (host, root) = (host.clone(), root.clone());
+            std::thread::spawn(move || {
+                let counter = if i % 2 == 0 { "even" } else { "odd" };
+                let args = json!({"counter": counter, "hold_ms": 20}).to_string();
+                scope_call(&host, &root, "bump_counter", &args, &CallOptions::default())
+            })
+        })
+        .collect();
+    for h in handles {
+        expect_ok(&h.join().unwrap());
+    }
+    assert_eq!(ws.read("counters/even"), b"4");
+    assert_eq!(ws.read("counters/odd"), b"4");
+}

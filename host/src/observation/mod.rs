@@ -161,7 +161,8 @@ pub struct Usage {
     /// Size of the tool's output JSON, in bytes.
     pub output_bytes: u64,
     /// Time the call waited for conflicting calls to release its resources
-    /// (see [`crate::resource`]), in microseconds; part of its deadline.
+    /// (see [`crate::resource`]), in microseconds; part of its deadline. 0
+    /// when they were free.
     #[serde(default)]
     pub wait_us: u64,
 }

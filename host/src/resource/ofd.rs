@@ -49,13 +49,14 @@ pub(crate) fn lock_file(dir: &Path, workspace: &str) -> PathBuf {
 }
 
 /// Takes `plan`'s locks on the workspace's lock file, waiting until
-/// `deadline`; the locks live as long as the returned file is open.
+/// `deadline`; the locks live as long as the returned file is open. The
+/// flag says whether the first attempt failed (the call waited).
 pub(crate) fn acquire(
     dir: &Path,
     plan: &Plan,
     deadline: Instant,
     cancel: Option<&CancelToken>,
-) -> Result<File, WaitError> {
+) -> Result<(File, bool), WaitError> {
     let start = Instant::now();
     let path = lock_file(dir, &plan.workspace);
     let fail = |source: io::Error| WaitError::LockFile {
@@ -63,11 +64,13 @@ pub(crate) fn acquire(
         source,
     };
     let mut pause = FIRST_PAUSE;
+    let mut waited = false;
     loop {
         let file = open(dir, &path).map_err(fail)?;
         if try_plan(&file, plan).map_err(fail)? {
-            return Ok(file);
+            return Ok((file, waited));
         }
+        waited = true;
         drop(file);
         let now = Instant::now();
         if cancel.is_some_and(CancelToken::is_cancelled) {

@@ -108,13 +108,14 @@ impl Drop for PgHeld {
     }
 }
 
-/// Takes `plan`'s advisory locks, waiting until `deadline`.
+/// Takes `plan`'s advisory locks, waiting until `deadline`; the flag says
+/// whether the first attempt failed (the call waited).
 pub(crate) fn acquire(
     pool: &Arc<PgLocks>,
     plan: &Plan,
     deadline: Instant,
     cancel: Option<&CancelToken>,
-) -> Result<PgHeld, WaitError> {
+) -> Result<(PgHeld, bool), WaitError> {
     let start = Instant::now();
     let fail = |e: postgres::Error| WaitError::LockStore {
         message: format!("PostgreSQL advisory locks: {e}"),
@@ -122,6 +123,7 @@ pub(crate) fn acquire(
     let (take, exclusive, check) = keys(plan);
     let mut client = pool.client().map_err(fail)?;
     let mut pause = FIRST_PAUSE;
+    let mut waited = false;
     loop {
         let took: bool = client
             .query_one(TAKE, &[&take, &exclusive])
@@ -135,11 +137,13 @@ pub(crate) fn acquire(
             !busy
         };
         if clear {
-            return Ok(PgHeld {
+            let held = PgHeld {
                 client: Some(client),
                 pool: pool.clone(),
-            });
+            };
+            return Ok((held, waited));
         }
+        waited = true;
         client
             .execute("SELECT pg_advisory_unlock_all()", &[])
             .map_err(fail)?;

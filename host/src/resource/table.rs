@@ -115,6 +115,8 @@ fn lock() -> MutexGuard<'static, Table> {
 #[derive(Debug)]
 pub(crate) struct Guard {
     plan: Arc<Plan>,
+    /// Whether the call had to wait for another.
+    pub(crate) waited: bool,
 }
 
 impl Guard {
@@ -141,7 +143,10 @@ pub(crate) fn acquire(
     let mut t = lock();
     if t.fits(&plan) && t.waiting.iter().all(|(_, w)| w.compatible(&plan)) {
         t.add(&plan);
-        return Ok(Guard { plan });
+        return Ok(Guard {
+            plan,
+            waited: false,
+        });
     }
     let ticket = t.next_ticket;
     t.next_ticket += 1;
@@ -179,7 +184,7 @@ pub(crate) fn acquire(
         if t.fits(&plan) && t.ahead_clear(&plan, ticket) {
             t.unwait(ticket);
             t.add(&plan);
-            return Ok(Guard { plan });
+            return Ok(Guard { plan, waited: true });
         }
     }
 }
