@@ -17,21 +17,21 @@
 //! Conflicting calls never run at the same time; calls that do not conflict
 //! run in parallel. The serialisation holds at two levels:
 //!
-//! - **threads of one process** ([`table`]): a lock table with a condition
+//! - **threads of one process** (`table.rs`): a lock table with a condition
 //!   variable; a waiter is served in arrival order among the calls it
 //!   conflicts with, so a stream of readers cannot starve a writer;
-//! - **processes on one machine** ([`ofd`]): open-file-description byte
+//! - **processes on one machine** (`ofd.rs`): open-file-description byte
 //!   locks on one lock file per workspace under the host's lock directory
 //!   (see [`Locks::with_dir`]), which the kernel releases when the process
 //!   dies, however it dies;
-//! - **hosts sharing a PostgreSQL store** ([`pg`]): advisory locks keyed by
+//! - **hosts sharing a PostgreSQL store** (`pg.rs`): advisory locks keyed by
 //!   a hash of the workspace and the node, on a connection the call holds
 //!   while it runs (see [`Locks::with_postgres`]).
 //!
 //! Both levels lock a tree with *intention modes*: a call that reads or
 //! writes `a/b/c` also holds an intention on `.`, `a` and `a/b`, so a read of
 //! the directory `a` waits for a write to `a/b/c` and the other way round,
-//! while writes to `a/x` and `a/y` do not wait for each other (see [`NodeMode`]).
+//! while writes to `a/x` and `a/y` do not wait for each other (`NodeMode`).
 //!
 //! A call waits for its locks within its own deadline: the wait is taken
 //! from its timeout, and a call whose deadline passes while waiting ends
@@ -39,8 +39,12 @@
 //! `usage.wait_us`.
 //!
 //! What the keys do not see: two different names of one file (a hard link)
-//! are two keys, and effects a tool causes outside its declared paths and
-//! origins are not keyed.
+//! are two keys, and effects a tool causes outside its declared paths,
+//! origins and resources are not keyed. Plans (dry runs) take no locks: a
+//! plan pins its targets' digests, and the call it approves is refused if
+//! they changed. Reads that are not keyed against a write still see whole
+//! files, because the writing tools rename a complete temporary file over
+//! the old one.
 
 pub mod batch;
 mod ofd;
