@@ -199,6 +199,44 @@ fn parallel_edits_of_one_file_pipelined_over_mcp_stdio_all_land() {
     assert_all_edits_landed(&text, &ok);
 }
 
+#[test]
+fn parallel_edits_of_one_file_over_mcp_http_all_land() {
+    use crate::mcp::{stateless_call, HttpServer};
+    let setup = Setup::new(&[]);
+    setup.ws.write("pub/lines.txt", numbered_lines(N));
+    let lock_dir = setup.state.path().join("locks");
+    let server = HttpServer::start(
+        &setup,
+        &[
+            "--allow-write",
+            "pub",
+            "--lock-dir",
+            lock_dir.to_str().unwrap(),
+        ],
+    );
+    let ok: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..N)
+            .map(|i| {
+                let server = &server;
+                s.spawn(move || {
+                    let args: Value = serde_json::from_str(&edit_args("pub/lines.txt", i)).unwrap();
+                    let obs = observation_of(&stateless_call(
+                        server,
+                        i as i64,
+                        "file_edit",
+                        args,
+                        json!({}),
+                    ));
+                    obs["status"] == "ok"
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let text = String::from_utf8(setup.ws.read("pub/lines.txt")).unwrap();
+    assert_all_edits_landed(&text, &ok);
+}
+
 fn effects_host() -> Host {
     host_with(&[Source::File(test_plugin("tp_effects"))])
 }
