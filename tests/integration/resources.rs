@@ -273,6 +273,7 @@ fn a_call_that_waits_past_its_deadline_ends_timeout_with_nothing_run() {
     };
     let waited = scope_call(&host, &root, "count_calls", r#"{"path":"c.txt"}"#, &opts);
     let err = expect_error(&waited, "error", "timeout");
+    assert_eq!(err["retry"], "safe", "nothing ran: {err}");
     assert!(
         err["message"].as_str().unwrap().contains("nothing ran"),
         "{err}"
@@ -361,7 +362,9 @@ fn a_lock_holder_killed_by_sigkill_does_not_block_the_next_caller() {
     // While it lives, another process waits and gives up at its deadline.
     let out = count(0, "blocked", "500").output().unwrap();
     let obs = observation(&out);
-    expect_error(&obs, "error", "timeout");
+    let err = expect_error(&obs, "error", "timeout");
+    assert_eq!(err["retry"], "safe", "nothing ran: {err}");
+    assert_eq!(out.status.code(), Some(1));
     assert!(
         obs["usage"]["wait_us"].as_u64().unwrap() >= 500_000,
         "{obs}"
