@@ -13,7 +13,9 @@
 //! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
 //! - [`session`]: a caller bound to one verified capability token, and
 //!   [`effects`]: the side-effect policy (keys, records, plans), over
-//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), over
+//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), and
+//!   [`resource`]: resource keys, the locks that keep conflicting calls
+//!   apart, and batches, over
 //! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
@@ -55,6 +57,7 @@ pub mod origin;
 pub mod paths;
 pub mod pipeline;
 pub mod redact;
+pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;

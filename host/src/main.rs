@@ -4,6 +4,7 @@
 //! toolhost list                                  tools the host would serve
 //! toolhost describe TOOL                         one tool's full descriptor
 //! toolhost call TOOL 'ARGS_JSON' [grants, limits] run one call, print the observation
+//! toolhost batch [FILE|-] [grants, limits]        run a batch of calls, print one envelope
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
 //! toolhost cap mint|attenuate|inspect             capability tokens
@@ -23,7 +24,8 @@
 //! By default the embedded reference tools are loaded; add components with
 //! `--plugin FILE` or `--plugins-dir DIR`. `call` exits 0 when the
 //! observation's status is `ok`, 1 for `error`, 3 for `denied`, 4 for
-//! `unknown` and `partial`; 2 means the command itself was wrong.
+//! `unknown` and `partial`; 2 means the command itself was wrong. `batch`
+//! exits 0 when every item is ok, 4 when some are, 1 when none is.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -92,6 +94,10 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    /// Where calls take the resource locks that keep conflicting calls of
+    /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
+    lock_dir: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
 }
@@ -297,6 +303,9 @@ enum Command {
     Describe { tool: String },
     /// Call a tool and print the observation as JSON.
     Call(CallArgs),
+    /// Run a batch of calls (a JSON array of {"call_id", "tool",
+    /// "arguments", "idempotency_key"?}) and print one result envelope.
+    Batch(BatchArgs),
     /// Serve the tools over MCP (stdio or Streamable HTTP).
     Serve(toolhost::mcp::ServeArgs),
     /// Plan a side-effecting call (its dry-run) and print the plan with the
@@ -382,6 +391,51 @@ struct CallArgs {
     pretty: bool,
 }
 
+#[derive(Args)]
+struct BatchArgs {
+    /// The batch: a JSON array of {"call_id", "tool", "arguments",
+    /// "idempotency_key"?}; `-` (the default) reads it from stdin.
+    #[arg(default_value = "-", value_name = "FILE|-")]
+    input: String,
+    /// Workspace root; argument paths are relative to it.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Grant read access to a path under the workspace (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<String>,
+    /// Grant read and write access to a path under the workspace (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    allow_write: Vec<String>,
+    /// Run under this capability token instead of the --allow-* flags.
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    token: Option<String>,
+    /// Grant a network origin, scheme://host[:port] (repeatable).
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    allow_net: Vec<String>,
+    /// Most items running at once (default and ceiling: the cores).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_parallel: usize,
+    /// Wall-clock limit of each item (default: its tool's own).
+    #[arg(long, value_name = "N")]
+    timeout_ms: Option<u64>,
+    /// Fuel limit of each item (default: 2e9).
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+    /// Memory limit of each item (default: 256).
+    #[arg(long, value_name = "N")]
+    memory_mb: Option<u64>,
+    /// Trajectory id: with --turn, items without an idempotency_key get one
+    /// derived from it, the turn and their call_id.
+    #[arg(long, value_name = "ID", requires = "turn")]
+    trajectory: Option<String>,
+    /// Turn number of the batch.
+    #[arg(long, value_name = "N", requires = "trajectory")]
+    turn: Option<u64>,
+    /// Pretty-print the result.
+    #[arg(long)]
+    pretty: bool,
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -419,6 +473,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Cap(cmd) = &cli.command {
         return cap(cmd, &cli.plugins);
     }
+    toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_) => unreachable!("handled above"),
@@ -460,6 +515,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
             call(&host, &cli.plugins, args, false)
+        }
+        Command::Batch(args) => {
+            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
@@ -678,6 +737,24 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
     )
 }
 
+/// Where calls take their resource locks: the lock directory (without one,
+/// locks hold within this process only) and, when the record store is
+/// PostgreSQL, its advisory locks.
+fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
+    use toolhost::resource::Locks;
+    let dir = p
+        .lock_dir
+        .clone()
+        .or_else(|| default_state_dir().ok().map(|d| d.join("locks")));
+    let locks = dir.map_or_else(Locks::in_process, Locks::with_dir);
+    Ok(match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            locks.with_postgres(url)?
+        }
+        _ => locks,
+    })
+}
+
 fn default_state_dir() -> Result<PathBuf> {
     let base = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
@@ -693,6 +770,42 @@ fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Sessi
     Session::open(&key, token, ws).context("--token")
 }
 
+/// The session of a `call` or `batch`: under `token`, or under one minted
+/// for this command from the `--allow-read`, `--allow-write` and
+/// `--allow-net` flags.
+fn grants_session(
+    p: &PluginArgs,
+    token: Option<&str>,
+    workspace: &std::path::Path,
+    [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
+) -> Result<Session> {
+    let token = match token {
+        Some(t) => t.to_string(),
+        None => {
+            let ws = Workspace::open(workspace)
+                .with_context(|| format!("opening workspace {}", workspace.display()))?;
+            let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
+            let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
+            toolhost::paths::Grants::new(&ws, &read, &write)
+                .context("checking --allow-read/--allow-write")?;
+            let net = allow_net
+                .iter()
+                .map(|o| toolhost::sandbox::normalize_origin(o))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
+            let flags = CaveatArgs {
+                tools: vec!["*".into()],
+                read: allow_read.clone(),
+                write: allow_write.clone(),
+                net,
+                ..CaveatArgs::default()
+            };
+            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
+        }
+    };
+    open_session(p, &token, workspace.to_path_buf())
+}
+
 fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
     let args = if a.args == "-" {
         let mut s = String::new();
@@ -703,33 +816,12 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
     } else {
         a.args.clone()
     };
-    let token = match &a.token {
-        Some(t) => t.clone(),
-        None => {
-            // The convenience flags mint a token for this one call.
-            let workspace = Workspace::open(&a.workspace)
-                .with_context(|| format!("opening workspace {}", a.workspace.display()))?;
-            let read: Vec<&str> = a.allow_read.iter().map(String::as_str).collect();
-            let write: Vec<&str> = a.allow_write.iter().map(String::as_str).collect();
-            toolhost::paths::Grants::new(&workspace, &read, &write)
-                .context("checking --allow-read/--allow-write")?;
-            let net = a
-                .allow_net
-                .iter()
-                .map(|o| toolhost::sandbox::normalize_origin(o))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
-            let flags = CaveatArgs {
-                tools: vec!["*".into()],
-                read: a.allow_read.clone(),
-                write: a.allow_write.clone(),
-                net,
-                ..CaveatArgs::default()
-            };
-            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
-        }
-    };
-    let session = open_session(p, &token, a.workspace.clone())?;
+    let session = grants_session(
+        p,
+        a.token.as_deref(),
+        &a.workspace,
+        [&a.allow_read, &a.allow_write, &a.allow_net],
+    )?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
         timeout_ms: a.timeout_ms,
@@ -848,4 +940,53 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
+    use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
+    let text = if a.input == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the batch from stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(&a.input).with_context(|| format!("reading {}", a.input))?
+    };
+    let items = batch::parse(&text)?;
+    let session = grants_session(
+        p,
+        a.token.as_deref(),
+        &a.workspace,
+        [&a.allow_read, &a.allow_write, &a.allow_net],
+    )?;
+    let opts = BatchOptions {
+        max_parallel: a.max_parallel,
+        call: CallOptions {
+            timeout_ms: a.timeout_ms,
+            fuel: a.fuel,
+            memory_mb: a.memory_mb,
+            idempotency: match (a.trajectory, a.turn) {
+                (Some(trajectory_id), Some(turn)) => Some(KeySource::Derived {
+                    trajectory_id,
+                    turn,
+                    call_id: String::new(),
+                }),
+                _ => None,
+            },
+            ..CallOptions::default()
+        },
+    };
+    let result = host.batch_in(&session, &items, &opts);
+    let text = if a.pretty || std::io::stdout().is_terminal() {
+        serde_json::to_string_pretty(&result)?
+    } else {
+        serde_json::to_string(&result)?
+    };
+    emit(text)?;
+    Ok(ExitCode::from(match result.status {
+        BatchStatus::Ok => 0,
+        BatchStatus::Partial => 4,
+        BatchStatus::Error => 1,
+    }))
 }

@@ -16,6 +16,10 @@
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
 //! ```
 //!
+//! Between 4 and 5 the call takes the locks of its resource keys
+//! ([`crate::resource`]): a call that conflicts with a running one waits
+//! there, within its deadline.
+//!
 //! Nothing reaches the plugin before steps 1–4 pass. A failure after the
 //! plugin started on a side-effecting tool is reported as `unknown`, never as
 //! a plain error: the effect may have happened.
@@ -80,6 +84,8 @@ pub struct Host {
     records: Option<crate::effects::Records>,
     /// Where the `max_calls` caveats of session calls are counted.
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
+    /// Where conflicting calls wait for each other ([`crate::resource`]).
+    locks: crate::resource::Locks,
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.
@@ -108,7 +114,19 @@ impl Host {
             catalog,
             records: None,
             budgets: crate::budget::process_ledger(),
+            locks: crate::resource::Locks::process_default(),
         }
+    }
+
+    /// Takes resource locks with `locks` instead of the process default
+    /// ([`crate::resource::Locks::process_default`]).
+    pub fn with_locks(mut self, locks: crate::resource::Locks) -> Host {
+        self.locks = locks;
+        self
+    }
+
+    pub fn locks(&self) -> &crate::resource::Locks {
+        &self.locks
     }
 
     /// Counts the `max_calls` caveats of session calls in `ledger` instead
@@ -164,17 +182,24 @@ impl Host {
         opts: &CallOptions,
         cancel: Option<&CancelToken>,
     ) -> Observation {
-        let prepared = match self.prepare(tool, args, scope, opts) {
+        let mut prepared = match self.prepare(tool, args, scope, opts) {
             Ok(p) => p,
             Err(obs) => return *obs,
         };
+        // Resource locks: a call conflicting with a running one waits here,
+        // within its own deadline.
+        let held = match crate::resource::hold(&self.locks, &mut prepared, cancel) {
+            Ok(held) => held,
+            Err(obs) => return *obs,
+        };
         // 5. Side effects.
-        match &self.records {
+        let obs = match &self.records {
             Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
                 self.guarded(records, &prepared, opts, cancel)
             }
             _ => self.execute(&prepared, None, cancel),
-        }
+        };
+        held.finish(obs)
     }
 
     /// Steps 1–4: name, strict parse, schema, objects; then the mounts and
@@ -389,6 +414,7 @@ impl Host {
             wall_time_us: outcome.usage.wall_time.as_micros() as u64,
             peak_memory_bytes: outcome.usage.peak_memory_bytes,
             output_bytes: outcome.usage.output_bytes,
+            wait_us: 0,
         };
         let mut logs = Logs::capture(
             &outcome.logs.stdout,

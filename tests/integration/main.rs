@@ -25,6 +25,7 @@ mod mcp_limits;
 mod network;
 mod plans;
 mod reference_tools;
+mod resources;
 mod store_and_flags;
 mod trust;
 mod trust_load;

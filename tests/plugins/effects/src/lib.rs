@@ -11,6 +11,8 @@
 //! |                        |             |         |       | probe try to append one too        |
 //! | `sneaky_get`           | reversible  | yes     | yes   | one HTTP GET; its dry-run and      |
 //! |                        |             |         |       | probe try to send one too          |
+//! | `bump_counter`         | reversible  | no      | no    | read-modify-write of a counter     |
+//! |                        |             |         |       | named by an `x-toolhost-resource`  |
 //!
 //! The wait (`hold_ms`) comes AFTER the effect, so a test can kill the host
 //! (or let the call time out) once the effect has happened but before the
@@ -161,6 +163,46 @@ fn count_calls(ctx: &Context, args: CountArgs) -> Result<CountOutput, ToolError>
         path: args.path,
         count,
     })
+}
+
+/// Arguments of `bump_counter`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BumpArgs {
+    /// Counter name: the resource this call writes (its file is
+    /// `counters/<name>`, not a path argument).
+    #[schemars(
+        length(min = 1, max = 32),
+        pattern(r"^[a-z0-9_]+$"),
+        extend("x-toolhost-resource" = "write")
+    )]
+    counter: String,
+    /// Milliseconds to wait between reading and writing the counter.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 60_000))]
+    hold_ms: u32,
+}
+
+/// Result of `bump_counter`.
+#[derive(Serialize, JsonSchema)]
+struct BumpOutput {
+    /// The counter's value after this call.
+    value: u64,
+}
+
+/// Reads the counter, waits, writes it plus one: two calls that overlap
+/// lose one increment unless the host keeps them apart.
+fn bump_counter(ctx: &Context, args: BumpArgs) -> Result<BumpOutput, ToolError> {
+    let rel = format!("counters/{}", args.counter);
+    let guest = ctx.guest_path(&rel).map_err(|e| e.field("/counter"))?;
+    let value = match fs::read_to_string(&guest) {
+        Ok(text) => text.trim().parse::<u64>().unwrap_or(0),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(ToolError::io(&e, &rel)),
+    } + 1;
+    hold(args.hold_ms);
+    fs::write(&guest, value.to_string()).map_err(|e| ToolError::io(&e, &rel))?;
+    Ok(BumpOutput { value })
 }
 
 /// Arguments of `clear_dir`.
@@ -397,6 +439,25 @@ fn tools() -> Vec<Tool> {
                  no probe.",
             )
             .side_effect(SideEffect::Idempotent)
+            .reads_files()
+            .writes_files()
+            .error_codes(&["not_found", "permission_denied", "io_error"])
+            .timeout_ms(70_000)
+            .max_output_bytes(1024),
+        Tool::new("bump_counter", bump_counter)
+            .title("Bump a named counter")
+            .description(
+                "Test tool: reads the number in counters/<counter> (0 when missing), waits \
+                 hold_ms, writes it back plus one. Use only in toolhost's own tests of \
+                 plugin-declared resources: the counter argument is annotated \
+                 x-toolhost-resource write. Inputs: counter = counter name (1-32 chars, a-z \
+                 0-9 _); hold_ms = milliseconds between read and write (0-60000, default \
+                 0). Output: {value} = the counter after this call (under 1 KiB). Errors: \
+                 not_found (no counters directory), permission_denied, io_error, \
+                 invalid_arguments. Side effect: reversible (the counter goes up by one). \
+                 No dry-run, no probe.",
+            )
+            .side_effect(SideEffect::Reversible)
             .reads_files()
             .writes_files()
             .error_codes(&["not_found", "permission_denied", "io_error"])
