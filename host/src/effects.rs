@@ -96,16 +96,26 @@ pub struct Records {
     host_key: Arc<[u8]>,
     lease_margin: Duration,
     plan_ttl: Duration,
+    /// The store's capability ledger (budgets, revocations), if it keeps one.
+    ledger: Option<Arc<dyn crate::budget::BudgetLedger>>,
 }
 
 impl Records {
     pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> Records {
         Records {
+            ledger: store.clone().capability_ledger(),
             store,
             host_key: host_key.into(),
             lease_margin: LEASE_MARGIN,
             plan_ttl: DEFAULT_PLAN_TTL,
         }
+    }
+
+    /// The capability ledger kept in the store ([`Store::capability_ledger`]):
+    /// a host with these records counts `max_calls`/`budget_fuel` and
+    /// checks revocations there.
+    pub fn ledger(&self) -> Option<&Arc<dyn crate::budget::BudgetLedger>> {
+        self.ledger.as_ref()
     }
 
     /// How long a plan token approves its call (default

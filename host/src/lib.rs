@@ -24,7 +24,8 @@
 //! - [`idempotency`]: idempotency keys and record stores (SQLite,
 //!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
-//! - [`budget`]: the `max_calls` counts of tokens, host-wide,
+//! - [`budget`]: the `max_calls` and `budget_fuel` counts of tokens and
+//!   revoked token ids, host-wide, kept in the record store by [`ledger`],
 //! - [`paths`]: workspace paths and grants, over
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
@@ -47,6 +48,7 @@ pub mod effects;
 pub mod exec;
 pub mod idempotency;
 pub mod json;
+pub mod ledger;
 pub mod lint;
 pub mod mcp;
 pub mod observation;

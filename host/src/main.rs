@@ -6,7 +6,7 @@
 //! toolhost call TOOL 'ARGS_JSON' [grants, limits] run one call, print the observation
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
-//! toolhost cap mint|attenuate|inspect             capability tokens
+//! toolhost cap mint|attenuate|inspect|revoke|list capability tokens
 //! ```
 //!
 //! Every call runs under a capability token: `--token` (or `TOOLHOST_TOKEN`),
@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::capability::{Caveat, RootKey, Token, TokenId};
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::effects::KeySource;
 use toolhost::observation::Status;
@@ -126,9 +126,14 @@ struct CaveatArgs {
     /// Fuel ceiling per call.
     #[arg(long, value_name = "N")]
     fuel: Option<u64>,
-    /// Calls a session may make with the token.
+    /// Calls the token and every token derived from it may make together
+    /// (counted in the record store).
     #[arg(long, value_name = "N")]
     max_calls: Option<u64>,
+    /// Fuel the calls of the token and every token derived from it may
+    /// consume together (counted in the record store).
+    #[arg(long, value_name = "N")]
+    budget_fuel: Option<u64>,
     /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     expires: Option<String>,
@@ -189,6 +194,9 @@ impl CaveatArgs {
         if let Some(m) = self.max_calls {
             texts.push(format!("max_calls={m}"));
         }
+        if let Some(f) = self.budget_fuel {
+            texts.push(format!("budget_fuel={f}"));
+        }
         if let Some(e) = &self.expires {
             texts.push(format!("expires={e}"));
         }
@@ -202,8 +210,16 @@ impl CaveatArgs {
 #[derive(Subcommand)]
 enum CapCommand {
     /// Mint a token (needs the root key); prints the token alone.
-    Mint(CaveatArgs),
-    /// Narrow a token by appending caveats (no key needed); prints the token.
+    Mint {
+        #[command(flatten)]
+        caveats: CaveatArgs,
+        /// Grant the `delegate` right: the token's MCP sessions get the
+        /// `delegate` tool.
+        #[arg(long)]
+        delegate: bool,
+    },
+    /// Narrow a token by appending caveats (no key needed); prints the
+    /// token. The child gets an id of its own (an `id` caveat).
     Attenuate {
         token: String,
         #[command(flatten)]
@@ -211,6 +227,16 @@ enum CapCommand {
     },
     /// Decode a token's caveats; with the root key, say whether it verifies.
     Inspect { token: String },
+    /// Revoke a token (or the token id from `cap list` / `cap inspect`) and
+    /// every token derived from it; calls see it within a second.
+    Revoke {
+        /// A token, or a token id (32 hex digits).
+        token_or_id: String,
+    },
+    /// The tokens minted, attenuated or delegated through this host's
+    /// record store (`cap mint`/`cap attenuate` with the same `--store`, or
+    /// the MCP `delegate` tool), with their calls and state.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -533,11 +559,69 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
     RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
 }
 
-/// The record store and the key that derives idempotency keys.
-fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+/// `right=delegate` added to the minted rights (or a rights caveat of its
+/// own when the flags named none).
+fn add_delegate_right(caveats: &mut Vec<Caveat>) {
+    use toolhost::capability::{Right, Rights};
+    let delegate = Rights::of(&[Right::Delegate]);
+    match caveats.iter_mut().find_map(|c| match c {
+        Caveat::Rights(r) => Some(r),
+        _ => None,
+    }) {
+        Some(r) => *r = r.union(delegate),
+        None => caveats.push(Caveat::Rights(delegate)),
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The capability ledger of the record store (budgets, revocations,
+/// issued tokens).
+fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+    open_store(p)?
+        .capability_ledger()
+        .context("the record store keeps no capability ledger")
+}
+
+/// Notes a minted or attenuated token in the store's ledger for `cap list`
+/// when this command names the host's store: `--store` (or
+/// `TOOLHOST_STORE`), or the default store when it exists and no other key
+/// file is named. A store that cannot be opened is a warning, not a
+/// failure.
+fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
+    let default_store = || {
+        p.key_file.is_none() && default_state_dir().is_ok_and(|d| d.join("records.sqlite").exists())
+    };
+    if p.store.is_none() && !default_store() {
+        return;
+    }
+    let issued = toolhost::budget::Issued {
+        id: token.token_id(),
+        parent: token.parent_id(),
+        via,
+        caveats: token
+            .caveats()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        issued_at: now_secs(),
+        expires_at: token.grant_unverified().ok().and_then(|g| g.expires_at()),
+    };
+    if let Err(e) = ledger(p).and_then(|l| Ok(l.record_issued(&issued)?)) {
+        eprintln!("toolhost: warning: the token is not listed by `cap list`: {e:#}");
+    }
+}
+
+/// The record store: `--store` (a SQLite path or a postgres:// URL), by
+/// default records.sqlite beside the root key.
+fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
     use std::sync::Arc;
     use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
-    let key = root_key(p)?;
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -561,6 +645,13 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             )
         }
     };
+    Ok(store)
+}
+
+/// The record store and the key that derives idempotency keys.
+fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+    let key = root_key(p)?;
+    let store = open_store(p)?;
     Ok(
         toolhost::effects::Records::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
@@ -665,17 +756,58 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
 
 fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     match cmd {
-        CapCommand::Mint(flags) => {
-            let caveats = flags.caveats(true)?;
+        CapCommand::Mint {
+            caveats: flags,
+            delegate,
+        } => {
+            let mut flags_rights = flags.caveats(true)?;
+            if *delegate {
+                add_delegate_right(&mut flags_rights);
+            }
+            let caveats = flags_rights;
             if caveats.is_empty() {
                 bail!("a token with no caveats grants nothing; give at least --tool");
             }
-            emit(Token::mint(&root_key(p)?, &caveats)?.encode())?;
+            let token = Token::mint(&root_key(p)?, &caveats)?;
+            record_issued(p, &token, toolhost::budget::Issue::Mint);
+            emit(token.encode())?;
         }
         CapCommand::Attenuate { token, caveats } => {
             let parent = Token::decode(token.trim()).context("decoding the token")?;
-            let child = parent.attenuate(&caveats.caveats(false)?)?;
+            let child = parent.delegate(&caveats.caveats(false)?)?;
+            record_issued(p, &child, toolhost::budget::Issue::Attenuate);
             emit(child.encode())?;
+        }
+        CapCommand::Revoke { token_or_id } => {
+            let ledger = ledger(p)?;
+            let (id, expires_at) = match token_or_id.trim().parse::<TokenId>() {
+                Ok(id) => {
+                    // Known here: the revocation lives as long as the token.
+                    let expires = ledger
+                        .issued(now_secs())?
+                        .into_iter()
+                        .find(|i| i.issued.id == id)
+                        .and_then(|i| i.issued.expires_at);
+                    (id, expires)
+                }
+                Err(_) => {
+                    let t = Token::decode(token_or_id.trim())
+                        .context("neither a token id (32 hex digits) nor a token")?;
+                    let expires = t.grant_unverified().ok().and_then(|g| g.expires_at());
+                    (t.token_id(), expires)
+                }
+            };
+            let fresh = ledger.revoke(id, expires_at)?;
+            emit(serde_json::to_string_pretty(&serde_json::json!({
+                "revoked": id.to_string(),
+                "already_revoked": !fresh,
+                "until": expires_at,
+                "staleness_ms": toolhost::ledger::REVOCATION_STALENESS.as_millis() as u64,
+            }))?)?;
+        }
+        CapCommand::List => {
+            let list = ledger(p)?.issued(now_secs())?;
+            emit(serde_json::to_string_pretty(&list)?)?;
         }
         CapCommand::Inspect { token } => {
             let t = Token::decode(token.trim()).context("decoding the token")?;
@@ -689,6 +821,8 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             let out = serde_json::json!({
                 "key_id": t.key_id().to_string(),
                 "token_id": t.id_hex(),
+                "id": t.token_id().to_string(),
+                "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "minted_caveats": t.minted_len(),
                 "verification": verified,

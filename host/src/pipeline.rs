@@ -122,7 +122,12 @@ impl Host {
     /// Turns on the side-effect policy: idempotent and reversible calls need
     /// an idempotency key and go through the record store; irreversible
     /// calls also need an approved plan.
+    /// Budgets and revocations then live in the store's ledger, if it
+    /// keeps one ([`crate::ledger`]).
     pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+        if let Some(ledger) = records.ledger() {
+            self.budgets = ledger.clone();
+        }
         self.records = Some(records);
         self
     }
