@@ -24,12 +24,14 @@
 //! | caveat | meaning |
 //! | --- | --- |
 //! | `tool=file_view,git_*` | tools the token may call: exact names, `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool) |
-//! | `right=read,write,net` | rights: `read`, `write`, `net` |
+//! | `right=read,write,net` | rights: `read`, `write`, `net`, `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
 //! | `fuel=1000000` | fuel ceiling per call |
 //! | `max_calls=10` | calls allowed to the token that carries the caveat and every token derived from it, together (counted by the host per caveat, see [`CallBudget`]) |
+//! | `budget_fuel=5000000000` | fuel the calls of the token that carries the caveat and of every token derived from it may consume together (counted like `max_calls`) |
+//! | `id=<32 hex digits>` | the id of a delegated token ([`Token::delegate`]): the key of revocation; grants and limits nothing |
 //! | `expires=1767225600` | absolute expiry, unix seconds (also accepted: RFC 3339; [`Caveat::parse_at`] also takes `30s`/`10m`/`2h`/`7d`) |
 //!
 //! Folding rules (what [`RootKey::verify`] computes):
@@ -43,8 +45,8 @@
 //!   such a dimension cannot open it (it intersects with nothing). The number
 //!   of caveats set at mint is part of the signed id, so a holder cannot
 //!   pass an appended caveat off as a minted one.
-//! - `fuel`, `max_calls` and `expires` are *limits*: absent means no extra
-//!   limit, several mean the minimum.
+//! - `fuel`, `max_calls`, `budget_fuel` and `expires` are *limits*: absent
+//!   means no extra limit, several mean the minimum. `id` is neither.
 //! - An unknown caveat type rejects the token; a token with no caveats is
 //!   rejected ([`CapError::Empty`]), it grants nothing.
 //! - Paths are relative to the workspace, normalized lexically (`a/./b/../c`
@@ -763,6 +765,8 @@ impl Caveat {
                     .map(ToolPattern::parse)
                     .collect::<Result<_, _>>()?,
             ),
+            // `right=none` grants no right (what `Rights` shows when empty).
+            "right" if value == "none" => Caveat::Rights(Rights::NONE),
             "right" => {
                 let mut rights = Rights::NONE;
                 for r in items()? {
@@ -1875,6 +1879,7 @@ impl Fold {
         Grant {
             key_id: token.key_id(),
             token_id: token.id(),
+            id: token.token_id(),
             tools: ToolSet(self.tools.unwrap_or_default()),
             rights,
             read_prefixes: readable,
@@ -1919,6 +1924,8 @@ pub struct Grant {
     key_id: KeyId,
     #[serde(serialize_with = "ser_hex")]
     token_id: [u8; NONCE_LEN],
+    /// The token's own id ([`Token::token_id`]).
+    id: TokenId,
     tools: ToolSet,
     rights: Rights,
     /// Readable prefixes: the `read` prefixes, and the `write` prefixes
@@ -1949,6 +1956,11 @@ impl Grant {
     /// The token's id (its mint nonce) in hex, for audit lines.
     pub fn token_id_hex(&self) -> String {
         hex::encode(self.token_id)
+    }
+    /// The token's own id ([`Token::token_id`]): the mint nonce, or the
+    /// last `id` caveat of a delegated token.
+    pub fn id(&self) -> TokenId {
+        self.id
     }
     pub fn tools(&self) -> &ToolSet {
         &self.tools

@@ -11,6 +11,8 @@
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
 //! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
+//! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
+//!   sub-agents), over
 //! - [`session`]: a caller bound to one verified capability token, and
 //!   [`effects`]: the side-effect policy (keys, records, plans), over
 //! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), over
@@ -43,6 +45,7 @@ pub mod budget;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod delegation;
 pub mod descriptor;
 pub mod effects;
 pub mod exec;

@@ -450,7 +450,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(args) => {
+        Command::Serve(mut args) => {
+            args.client = client_config(&cli.plugins, &args.workspace);
             let plugins = toolhost::mcp::Plugins {
                 builtin: !cli.plugins.no_builtin,
                 dir: cli.plugins.plugins_dir.clone(),
@@ -557,6 +558,61 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
         None => default_state_dir()?.join("root.key"),
     };
     RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
+}
+
+/// What the `delegate` tool tells a sub-agent about starting a stdio server
+/// on this host's store, key and plugins. Secrets stay out of it: a
+/// PostgreSQL URL or a key from the environment becomes a note instead.
+fn client_config(
+    p: &PluginArgs,
+    workspace: &std::path::Path,
+) -> toolhost::delegation::ClientConfig {
+    let abs = |path: &std::path::Path| {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut notes: Vec<&str> = Vec::new();
+    for plugin in &p.plugins {
+        args.extend(["--plugin".into(), abs(plugin)]);
+    }
+    if let Some(dir) = &p.plugins_dir {
+        args.extend(["--plugins-dir".into(), abs(dir)]);
+    }
+    if p.no_builtin {
+        args.push("--no-builtin".into());
+    }
+    if let Some(dir) = &p.cache_dir {
+        args.extend(["--cache-dir".into(), abs(dir)]);
+    }
+    if std::env::var_os(toolhost::capability::ROOT_KEY_ENV).is_some_and(|v| !v.is_empty()) {
+        notes.push("set TOOLHOST_ROOT_KEY to this host's root key in the server's environment");
+    } else if let Some(f) = &p.key_file {
+        args.extend(["--key-file".into(), abs(f)]);
+    }
+    match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            notes.push(
+                "set TOOLHOST_STORE to this host's PostgreSQL URL in the server's environment",
+            );
+        }
+        Some(path) => {
+            let path = path.strip_prefix("sqlite:").unwrap_or(path);
+            args.extend(["--store".into(), abs(std::path::Path::new(path))]);
+        }
+        None => {}
+    }
+    let program = std::env::current_exe()
+        .map(|e| e.display().to_string())
+        .unwrap_or_else(|_| "toolhost".into());
+    toolhost::delegation::ClientConfig {
+        stdio: Some((program, args)),
+        workspace: Some(abs(workspace)),
+        http_url: None,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
 }
 
 /// `right=delegate` added to the minted rights (or a rights caveat of its

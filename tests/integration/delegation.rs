@@ -394,3 +394,444 @@ fn revoking_a_parent_cuts_off_its_children_within_a_second() {
         "{out:?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// One server, many agents: the orchestrator/sub-agent flow over HTTP
+// ---------------------------------------------------------------------------
+
+/// A client of the HTTP server under one bearer token.
+struct Agent<'a> {
+    server: &'a crate::mcp::HttpServer,
+    token: String,
+}
+
+impl Agent<'_> {
+    fn request(&self, id: i64, method: &str, params: Value) -> Value {
+        crate::mcp::stateless_as(self.server, Some(&self.token), id, method, params).reply()
+    }
+
+    fn tools(&self) -> Vec<String> {
+        let list = self.request(1, "tools/list", serde_json::json!({}));
+        list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// A tools/call: the observation.
+    fn call(&self, tool: &str, args: Value) -> Value {
+        let reply = self.request(
+            2,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": args}),
+        );
+        crate::mcp::observation_of(&reply)
+    }
+
+    fn view(&self, path: &str) -> Value {
+        self.call("file_view", serde_json::json!({"path": path}))
+    }
+
+    /// `delegate`: the child agent (the observation must be ok).
+    fn delegate(&self, args: Value) -> (Agent<'_>, Value) {
+        let obs = self.call("delegate", args);
+        let out = expect_ok(&obs).clone();
+        let token = out["token"].as_str().unwrap().to_string();
+        (
+            Agent {
+                server: self.server,
+                token,
+            },
+            out,
+        )
+    }
+}
+
+#[test]
+fn http_an_orchestrator_delegates_two_disjoint_children_budgets_drain_and_revocation_cuts_off() {
+    let setup = crate::mcp::Setup::new(&[]);
+    setup.ws.write("alpha/notes.txt", "alpha one\nalpha two\n");
+    setup.ws.write("beta/data.txt", "beta needle\n");
+    let key_file = setup.state.path().join("root.key");
+    let store = setup.state.path().join("records.sqlite");
+    let orchestrator_token = crate::mcp::mint(
+        &key_file,
+        &[
+            "--tool",
+            "*",
+            "--read",
+            "alpha",
+            "--read",
+            "beta",
+            "--read",
+            "pub",
+            "--max-calls",
+            "6",
+            "--delegate",
+        ],
+    );
+    // A token without the right sees no `delegate` tool.
+    let plain = crate::mcp::mint(&key_file, &["--tool", "*", "--read", "pub"]);
+    let server = crate::mcp::HttpServer::start(&setup, &["--require-token"]);
+    let orchestrator = Agent {
+        server: &server,
+        token: orchestrator_token,
+    };
+    let plain = Agent {
+        server: &server,
+        token: plain,
+    };
+    assert!(orchestrator.tools().contains(&"delegate".to_string()));
+    assert!(!plain.tools().contains(&"delegate".to_string()));
+    let reply = plain.request(
+        3,
+        "tools/call",
+        serde_json::json!({"name": "delegate", "arguments": {"tools": ["file_view"]}}),
+    );
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+
+    // Asking wider than the orchestrator holds: every component named.
+    let obs = orchestrator.call(
+        "delegate",
+        serde_json::json!({"tools": ["file_view"], "read": ["secret"], "write": ["alpha"], "max_calls": 100}),
+    );
+    let err = expect_error(&obs, "denied", "denied");
+    let components: Vec<&str> = err["details"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(components, ["right", "read", "write", "max_calls"], "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("`secret`"),
+        "{err}"
+    );
+
+    // Two children with disjoint scopes, and a third to revoke.
+    let (a, out_a) = orchestrator.delegate(
+        serde_json::json!({"tools": ["file_view"], "read": ["alpha"], "max_calls": 3, "expires_in_s": 600}),
+    );
+    let (b, _) =
+        orchestrator.delegate(serde_json::json!({"tools": ["grep_search"], "read": ["beta"]}));
+    let (c, out_c) =
+        orchestrator.delegate(serde_json::json!({"tools": ["file_view"], "read": ["alpha"]}));
+    // The result is readable and ready to paste.
+    let caveats: Vec<&str> = out_a["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(caveats[0].starts_with("id="), "{caveats:?}");
+    assert_eq!(
+        &caveats[1..4],
+        ["tool=file_view", "right=read", "read=alpha"]
+    );
+    assert_eq!(
+        out_a["grant"]["read_prefixes"],
+        serde_json::json!(["alpha"])
+    );
+    let http = &out_a["client_config"]["http"]["mcpServers"];
+    let (_, entry) = http.as_object().unwrap().iter().next().unwrap();
+    assert_eq!(
+        entry["url"],
+        format!("http://127.0.0.1:{}/mcp", server.port)
+    );
+    assert_eq!(
+        entry["headers"]["Authorization"],
+        format!("Bearer {}", a.token)
+    );
+    let stdio = &out_a["client_config"]["stdio"]["mcpServers"];
+    let (_, entry) = stdio.as_object().unwrap().iter().next().unwrap();
+    assert_eq!(entry["env"]["TOOLHOST_TOKEN"], a.token.as_str());
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let store_text = store.display().to_string();
+    assert!(args.contains(&store_text.as_str()), "{args:?}");
+    assert!(args.contains(&"--require-token"), "{args:?}");
+
+    // Each child sees and can do only its part.
+    assert_eq!(a.tools(), ["file_view"]);
+    assert_eq!(b.tools(), ["grep_search"]);
+    expect_ok(&a.view("alpha/notes.txt")); // 1 of the orchestrator's 6
+    let err = expect_error(&a.view("beta/data.txt"), "denied", "denied").clone(); // 2
+    assert_eq!(err["details"]["caveat"], "read", "{err}");
+    let reply = a.request(
+        4,
+        "tools/call",
+        serde_json::json!({"name": "grep_search", "arguments": {"pattern": "needle", "path": "beta"}}),
+    );
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let found = b.call(
+        "grep_search",
+        serde_json::json!({"pattern": "needle", "path": "beta"}),
+    ); // 3
+    assert!(expect_ok(&found).to_string().contains("needle"), "{found}");
+    let obs = b.call(
+        "grep_search",
+        serde_json::json!({"pattern": "alpha", "path": "alpha"}),
+    ); // 4
+    expect_error(&obs, "denied", "denied");
+
+    // A revoked child is cut off mid-run, within the staleness bound.
+    expect_ok(&c.view("alpha/notes.txt")); // 5
+    let out = toolhost(
+        &store_text,
+        setup.ws.dir.path(),
+        &["cap", "revoke", out_c["id"].as_str().unwrap()],
+    );
+    stdout(&out);
+    std::thread::sleep(toolhost::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
+    let err = expect_error(&c.view("alpha/notes.txt"), "denied", "denied").clone();
+    assert_eq!(err["details"]["caveat"], "id", "{err}");
+    assert_eq!(err["details"]["revoked"], out_c["id"]);
+    // Its siblings go on.
+    expect_ok(&a.view("alpha/notes.txt")); // 6
+
+    // The children's calls drained the orchestrator's budget: none left
+    // for it, nor for any child.
+    let err = expect_error(&orchestrator.view("pub/a.txt"), "denied", "denied").clone();
+    assert_eq!(err["details"]["caveat"], "max_calls", "{err}");
+    assert_eq!(err["details"]["allowed"], "6", "{err}");
+    assert_eq!(err["details"]["left"], 0, "{err}");
+    let err = expect_error(
+        &b.call(
+            "grep_search",
+            serde_json::json!({"pattern": "x", "path": "beta"}),
+        ),
+        "denied",
+        "denied",
+    )
+    .clone();
+    assert_eq!(err["details"]["allowed"], "6", "{err}");
+
+    // `cap list` on the server's store shows the three children.
+    let list: Value = serde_json::from_str(&stdout(&toolhost(
+        &store_text,
+        setup.ws.dir.path(),
+        &["cap", "list"],
+    )))
+    .unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 3, "{list:?}");
+    assert!(list.iter().all(|i| i["via"] == "delegate"), "{list:?}");
+    let state_of = |id: &Value| {
+        list.iter()
+            .find(|i| &i["id"] == id)
+            .map(|i| i["state"].clone())
+            .unwrap()
+    };
+    assert_eq!(state_of(&out_c["id"]), "revoked");
+    assert_eq!(state_of(&out_a["id"]), "active");
+}
+
+/// A stdio MCP server started from a pasted `client_config.stdio` entry.
+struct PastedStdio {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: std::sync::mpsc::Receiver<String>,
+}
+
+impl PastedStdio {
+    fn start(entry: &Value) -> PastedStdio {
+        use std::io::BufRead;
+        let args: Vec<&str> = entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let mut cmd = Command::new(entry["command"].as_str().unwrap());
+        cmd.args(&args)
+            .env_remove("TOOLHOST_ROOT_KEY")
+            .env_remove("TOOLHOST_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        for (k, v) in entry["env"].as_object().unwrap() {
+            cmd.env(k, v.as_str().unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, out) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        PastedStdio { child, stdin, out }
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        use std::io::Write;
+        let msg =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let line = self
+                .out
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the pasted stdio server answers");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for PastedStdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_allow_delegate_hands_out_a_child_whose_pasted_stdio_config_runs() {
+    let setup = crate::mcp::Setup::new(&[]);
+    let mut server = crate::mcp::StdioServer::initialized(&setup, &["--allow-delegate"]);
+    let list = server.request(1, "tools/list", serde_json::json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"delegate"), "{names:?}");
+    let def = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "delegate")
+        .unwrap();
+    assert_eq!(def["inputSchema"]["required"], serde_json::json!(["tools"]));
+    // The command-line grants read `pub` only.
+    let obs = crate::mcp::observation_of(&server.call(
+        2,
+        "delegate",
+        serde_json::json!({"tools": ["file_view"], "read": ["secret"], "net": ["https://example.com"]}),
+    ));
+    let err = expect_error(&obs, "denied", "denied");
+    let components: Vec<&str> = err["details"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(components, ["right", "read", "net"], "{err}");
+    let obs = crate::mcp::observation_of(&server.call(
+        3,
+        "delegate",
+        serde_json::json!({"tools": ["file_view"], "read": ["pub"], "max_calls": 1}),
+    ));
+    let out = expect_ok(&obs);
+    // Over stdio there is no URL to give.
+    assert!(out["client_config"]["http"].is_null(), "{out}");
+    let entry = out["client_config"]["stdio"]["mcpServers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .clone();
+    // Paste it: a new stdio server on the same key and store, under the
+    // child's token.
+    let mut child = PastedStdio::start(&entry);
+    let init = child.request(
+        0,
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "sub-agent", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let list = child.request(1, "tools/list", serde_json::json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["file_view"]);
+    let call = |child: &mut PastedStdio, id| {
+        crate::mcp::observation_of(&child.request(
+            id,
+            "tools/call",
+            serde_json::json!({"name": "file_view", "arguments": {"path": "pub/a.txt"}}),
+        ))
+    };
+    expect_ok(&call(&mut child, 2));
+    assert_spent(&call(&mut child, 3), "max_calls", "1");
+}
+
+#[test]
+fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
+    let ws = Ws::new();
+    ws.write("old.txt", "bye\n");
+    let state = tempfile::tempdir().unwrap();
+    let host = host_on(Arc::new(
+        SqliteStore::open(sqlite_store(state.path()), Duration::from_secs(3600)).unwrap(),
+    ));
+    let parent = Token::mint(
+        &key(),
+        &caveats(&["tool=file_delete", "right=read,write", "write=."]),
+    )
+    .unwrap();
+    let child = parent.delegate(&[]).unwrap();
+    let (p, c) = (
+        session(&ws, &parent.encode()),
+        session(&ws, &child.encode()),
+    );
+    let plan = serde_json::to_value(host.plan_in(
+        &c,
+        "file_delete",
+        r#"{"path":"old.txt"}"#,
+        &CallOptions::default(),
+    ))
+    .unwrap();
+    let plan_token = expect_ok(&plan)["plan_token"].as_str().unwrap().to_string();
+    let opts = |k: &str| CallOptions {
+        idempotency: Some(toolhost::effects::KeySource::Explicit(k.into())),
+        plan_token: Some(plan_token.clone()),
+        ..CallOptions::default()
+    };
+    // The parent cannot use the child's plan (nor the reverse).
+    let obs = serde_json::to_value(host.call_in(
+        &p,
+        "file_delete",
+        r#"{"path":"old.txt"}"#,
+        &opts("d-1"),
+    ))
+    .unwrap();
+    let err = expect_error(&obs, "denied", "denied");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("another capability token"),
+        "{err}"
+    );
+    assert!(ws.path("old.txt").exists());
+    // The child can.
+    let obs = serde_json::to_value(host.call_in(
+        &c,
+        "file_delete",
+        r#"{"path":"old.txt"}"#,
+        &opts("d-2"),
+    ))
+    .unwrap();
+    expect_ok(&obs);
+    assert!(!ws.path("old.txt").exists());
+}
