@@ -1310,6 +1310,34 @@ impl Token {
     /// module docs. Note that caveats of one type intersect, so grant
     /// several rights in one caveat (`right=read,write`), not two.
     pub fn mint(key: &RootKey, caveats: &[Caveat]) -> Result<Token, CapError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        fill_nonce(&mut nonce);
+        Token::mint_with_nonce(key, caveats, nonce)
+    }
+
+    /// Like [`mint`](Token::mint), but the nonce is derived from the key
+    /// and the caveats, so the same caveats always give the same token.
+    /// For tokens a host mints for itself on every invocation (the CLI's
+    /// `--allow-*` flags): a plan and the call it approves, made with the
+    /// same flags, then run under the same token.
+    pub fn mint_deterministic(key: &RootKey, caveats: &[Caveat]) -> Result<Token, CapError> {
+        let mut mac = HmacSha256::new_from_slice(&key.derive("deterministic-mint"))
+            .expect("HMAC takes any key length");
+        for c in caveats {
+            let text = c.to_string();
+            mac.update(&(text.len() as u64).to_be_bytes());
+            mac.update(text.as_bytes());
+        }
+        let digest = mac.finalize().into_bytes();
+        let nonce: [u8; NONCE_LEN] = digest[..NONCE_LEN].try_into().expect("nonce length");
+        Token::mint_with_nonce(key, caveats, nonce)
+    }
+
+    fn mint_with_nonce(
+        key: &RootKey,
+        caveats: &[Caveat],
+        nonce: [u8; NONCE_LEN],
+    ) -> Result<Token, CapError> {
         if caveats.is_empty() {
             return Err(CapError::Empty);
         }
@@ -1325,8 +1353,6 @@ impl Token {
                 c => c.wire_text().map_err(CapError::Malformed),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut nonce = [0u8; NONCE_LEN];
-        fill_nonce(&mut nonce);
         let token = Token::build(key, nonce, caveats.len() as u8, &texts, caveats.to_vec());
         if token.encoded_len() > MAX_ENCODED_LEN {
             return Err(malformed(format!(
@@ -1549,6 +1575,19 @@ impl Token {
     pub fn parent_id(&self) -> Option<TokenId> {
         let ids = self.chain_ids();
         (ids.len() > 1).then(|| ids[ids.len() - 2])
+    }
+
+    /// A name for this exact token that nobody can claim for another: a
+    /// hash of its final signature (which only this chain of caveats
+    /// produces). Unlike [`token_id`](Token::token_id), whose `id` caveat a
+    /// holder could copy onto a token of their own, it can bind something
+    /// (a plan) to the token. Showing it gives nothing away.
+    pub fn binding(&self) -> [u8; 32] {
+        Sha256::new()
+            .chain_update(b"toolhost/capability/binding/v1\0")
+            .chain_update(self.signature())
+            .finalize()
+            .into()
     }
 
     /// [`attenuate`](Token::attenuate) with a fresh `id` caveat first: the
@@ -1880,6 +1919,7 @@ impl Fold {
             key_id: token.key_id(),
             token_id: token.id(),
             id: token.token_id(),
+            binding: token.binding(),
             tools: ToolSet(self.tools.unwrap_or_default()),
             rights,
             read_prefixes: readable,
@@ -1919,13 +1959,18 @@ pub enum Access {
 
 /// What a verified token allows: every caveat folded together (see the
 /// module docs). Produced by [`RootKey::verify`] / [`Keyring::verify`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Two grants are equal when they allow the same things: the token's
+/// binding (which token it is) is not compared.
+#[derive(Debug, Clone, Eq, Serialize)]
 pub struct Grant {
     key_id: KeyId,
     #[serde(serialize_with = "ser_hex")]
     token_id: [u8; NONCE_LEN],
     /// The token's own id ([`Token::token_id`]).
     id: TokenId,
+    /// [`Token::binding`]: names this exact token.
+    #[serde(skip)]
+    binding: [u8; 32],
     tools: ToolSet,
     rights: Rights,
     /// Readable prefixes: the `read` prefixes, and the `write` prefixes
@@ -1942,6 +1987,24 @@ pub struct Grant {
     /// verification.
     #[serde(skip)]
     budgets: Vec<CallBudget>,
+}
+
+impl PartialEq for Grant {
+    fn eq(&self, other: &Grant) -> bool {
+        self.key_id == other.key_id
+            && self.token_id == other.token_id
+            && self.id == other.id
+            && self.tools == other.tools
+            && self.rights == other.rights
+            && self.read_prefixes == other.read_prefixes
+            && self.write_prefixes == other.write_prefixes
+            && self.net_origins == other.net_origins
+            && self.fuel_ceiling == other.fuel_ceiling
+            && self.max_calls == other.max_calls
+            && self.budget_fuel == other.budget_fuel
+            && self.expires_at == other.expires_at
+            && self.budgets == other.budgets
+    }
 }
 
 fn ser_hex<S: Serializer>(id: &[u8; NONCE_LEN], s: S) -> Result<S::Ok, S::Error> {
@@ -1961,6 +2024,10 @@ impl Grant {
     /// last `id` caveat of a delegated token.
     pub fn id(&self) -> TokenId {
         self.id
+    }
+    /// [`Token::binding`] of the token, in hex: what a plan is bound to.
+    pub fn binding_hex(&self) -> String {
+        hex::encode(self.binding)
     }
     pub fn tools(&self) -> &ToolSet {
         &self.tools
@@ -3674,6 +3741,15 @@ mod tests {
         // A plain attenuation shares its parent's id.
         let plain = a.attenuate(&cavs(&["tool=x"])).unwrap();
         assert_eq!(plain.token_id(), a.token_id());
+        // Anyone can copy an id onto a token of their own; not its binding.
+        let copied = b.attenuate(&[Caveat::Id(a.token_id())]).unwrap();
+        assert_eq!(copied.token_id(), a.token_id());
+        assert_ne!(copied.binding(), a.binding());
+        assert_eq!(
+            Token::decode(&a.encode()).unwrap().binding(),
+            a.binding(),
+            "the binding survives encoding"
+        );
         // Ids verify and round-trip; they grant nothing.
         let decoded = Token::decode(&grandchild.encode()).unwrap();
         let g = k.verify(&decoded, at(T0)).unwrap();

@@ -36,7 +36,8 @@
 //! - the plan expired (a plan lives [`DEFAULT_PLAN_TTL`] unless
 //!   [`Records::with_plan_ttl`] says otherwise);
 //! - the call is made under another capability token than the plan (a plan
-//!   is bound to the id of the token that planned it, or to no token);
+//!   is bound to the exact token that planned it, by a hash of its final
+//!   signature, or to no token);
 //! - the plan already approved a call under another idempotency key: a plan
 //!   approves one logical call. Its first use is recorded in the store
 //!   (under `plan-use:` and the token's signature, with the call's key in
@@ -431,7 +432,7 @@ impl Host {
             "targets": targets,
             "expires_at_ms": expires_at_ms,
             "nonce": hex::encode(nonce),
-            "capability": p.capability.map(|id| id.to_string()),
+            "capability": p.capability,
         });
         let payload_text = payload.to_string();
         let token = format!(
@@ -503,7 +504,7 @@ impl Host {
         };
         // A plan approves a call by the capability token that planned it.
         let planned_by = payload["capability"].as_str();
-        if planned_by != p.capability.map(|id| id.to_string()).as_deref() {
+        if planned_by != p.capability.as_deref() {
             return fail(
                 ErrorCode::Denied,
                 "the plan token was made under another capability token; a plan approves only calls by the token that planned it. Nothing ran",

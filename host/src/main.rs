@@ -763,7 +763,9 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
                 net,
                 ..CaveatArgs::default()
             };
-            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
+            // The same flags give the same token: a plan and the call it
+            // approves (plans are bound to the token) can be two commands.
+            Token::mint_deterministic(&root_key(p)?, &flags.caveats(true)?)?.encode()
         }
     };
     let session = open_session(p, &token, a.workspace.clone())?;

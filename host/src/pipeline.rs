@@ -93,9 +93,9 @@ pub(crate) struct Prepared<'t> {
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
-    /// The id of the capability token the call runs under, if any (a plan
-    /// is bound to it).
-    pub capability: Option<crate::capability::TokenId>,
+    /// The binding of the capability token the call runs under, if any
+    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
+    pub capability: Option<String>,
 }
 
 impl Host {
@@ -320,7 +320,7 @@ impl Host {
             net,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
-            capability: scope.capability.map(|g| g.id()),
+            capability: scope.capability.map(|g| g.binding_hex()),
         })
     }
 

@@ -835,3 +835,61 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
     expect_ok(&obs);
     assert!(!ws.path("old.txt").exists());
 }
+
+#[test]
+fn cli_plan_and_call_with_the_same_flags_share_a_token_and_other_flags_do_not() {
+    let ws = Ws::new();
+    ws.write("x.txt", "bye\n").write("keep/y.txt", "stay\n");
+    let state = tempfile::tempdir().unwrap();
+    let store = sqlite_store(state.path());
+    let dir = ws.dir.path();
+    let plan = |args: &str| -> String {
+        let out = stdout(&toolhost(
+            &store,
+            dir,
+            &["plan", "file_delete", args, "--allow-write", "."],
+        ));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["output"]["plan_token"].as_str().unwrap().to_string()
+    };
+    let token = plan(r#"{"path":"x.txt"}"#);
+    // Other grants, another one-call token: the plan does not approve it.
+    let out = toolhost(
+        &store,
+        dir,
+        &[
+            "call",
+            "file_delete",
+            r#"{"path":"x.txt"}"#,
+            "--allow-write",
+            ".",
+            "--allow-read",
+            "keep",
+            "--plan-token",
+            &token,
+            "--idempotency-key",
+            "k-1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("another capability token"));
+    assert!(ws.path("x.txt").exists());
+    // The same flags: the same token, the call runs.
+    let out = toolhost(
+        &store,
+        dir,
+        &[
+            "call",
+            "file_delete",
+            r#"{"path":"x.txt"}"#,
+            "--allow-write",
+            ".",
+            "--plan-token",
+            &token,
+            "--idempotency-key",
+            "k-2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!ws.path("x.txt").exists());
+}
