@@ -256,3 +256,26 @@ fn a_ledger_whose_tables_cannot_be_read_denies() {
     let plain = token(&["tool=*"]);
     assert!(ledger.revoked(&plain.chain_ids(), NOW).is_err());
 }
+
+#[test]
+fn counts_and_revocations_are_purged_when_their_tokens_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Arc::new(SqliteStore::open(dir.path().join("r.sqlite"), Duration::from_secs(60)).unwrap());
+    let ledger = StoreLedger::new(store.clone());
+    let short = token(&["tool=*", &format!("expires={}", NOW + 10), "max_calls=1"]);
+    let long = token(&["tool=*", "max_calls=1"]);
+    let (s, l) = (budgets(&short), budgets(&long));
+    assert_eq!(s[0].expires_at, Some(NOW + 10));
+    ledger.admit(&s, 0, NOW).unwrap();
+    ledger.admit(&l, 0, NOW).unwrap();
+    ledger.revoke(short.token_id(), Some(NOW + 10)).unwrap();
+    ledger.revoke(long.token_id(), None).unwrap();
+    store.purge(NOW + 9).unwrap();
+    assert_eq!(ledger.used(&s[0].id), 1);
+    assert_eq!(store.revoked_ids(NOW + 9).unwrap().len(), 2);
+    store.purge(NOW + 10).unwrap();
+    assert_eq!(ledger.used(&s[0].id), 0, "forgotten with the token");
+    assert_eq!(ledger.used(&l[0].id), 1, "no expiry: kept");
+    assert_eq!(store.revoked_ids(NOW + 10).unwrap(), vec![long.token_id()]);
+}
