@@ -155,7 +155,9 @@ pub struct IssuedState {
     #[serde(flatten)]
     pub issued: Issued,
     /// Calls admitted under the token and its descendants (counted in
-    /// batches: up to about a second late).
+    /// batches: up to about a second late). Informational only: an `id`
+    /// caveat can be copied onto another token, whose calls then count
+    /// here too; budgets and plan bindings do not rely on ids.
     pub calls: u64,
     /// `active`, `revoked` (itself or an ancestor) or `expired`.
     pub state: &'static str,
