@@ -7,7 +7,7 @@
 //! toolhost batch [FILE|-] [grants, limits]        run a batch of calls, print one envelope
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
-//! toolhost cap mint|attenuate|inspect             capability tokens
+//! toolhost cap mint|attenuate|inspect|revoke|list capability tokens
 //! toolhost plugin lock|verify|list|add|remove|push third-party plugins
 //! ```
 //!
@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::capability::{Caveat, RootKey, Token, TokenId};
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::effects::KeySource;
 use toolhost::observation::Status;
@@ -201,9 +201,14 @@ struct CaveatArgs {
     /// Fuel ceiling per call.
     #[arg(long, value_name = "N")]
     fuel: Option<u64>,
-    /// Calls a session may make with the token.
+    /// Calls the token and every token derived from it may make together
+    /// (counted in the record store).
     #[arg(long, value_name = "N")]
     max_calls: Option<u64>,
+    /// Fuel the calls of the token and every token derived from it may
+    /// consume together (counted in the record store).
+    #[arg(long, value_name = "N")]
+    budget_fuel: Option<u64>,
     /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     expires: Option<String>,
@@ -264,6 +269,9 @@ impl CaveatArgs {
         if let Some(m) = self.max_calls {
             texts.push(format!("max_calls={m}"));
         }
+        if let Some(f) = self.budget_fuel {
+            texts.push(format!("budget_fuel={f}"));
+        }
         if let Some(e) = &self.expires {
             texts.push(format!("expires={e}"));
         }
@@ -277,8 +285,16 @@ impl CaveatArgs {
 #[derive(Subcommand)]
 enum CapCommand {
     /// Mint a token (needs the root key); prints the token alone.
-    Mint(CaveatArgs),
-    /// Narrow a token by appending caveats (no key needed); prints the token.
+    Mint {
+        #[command(flatten)]
+        caveats: CaveatArgs,
+        /// Grant the `delegate` right: the token's MCP sessions get the
+        /// `delegate` tool.
+        #[arg(long)]
+        delegate: bool,
+    },
+    /// Narrow a token by appending caveats (no key needed); prints the
+    /// token. The child gets an id of its own (an `id` caveat).
     Attenuate {
         token: String,
         #[command(flatten)]
@@ -286,6 +302,16 @@ enum CapCommand {
     },
     /// Decode a token's caveats; with the root key, say whether it verifies.
     Inspect { token: String },
+    /// Revoke a token (or the token id from `cap list` / `cap inspect`) and
+    /// every token derived from it; calls see it within a second.
+    Revoke {
+        /// A token, or a token id (32 hex digits).
+        token_or_id: String,
+    },
+    /// The tokens minted, attenuated or delegated through this host's
+    /// record store (`cap mint`/`cap attenuate` with the same `--store`, or
+    /// the MCP `delegate` tool), with their calls and state.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -570,7 +596,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(args) => {
+        Command::Serve(mut args) => {
+            args.client = client_config(&cli.plugins, &args.workspace);
             let policy = cli.plugins.trust_policy();
             // A lock or signers file that cannot be read stops the server
             // before it starts (a later reload that fails refuses the
@@ -702,11 +729,124 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
     RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
 }
 
-/// The record store and the key that derives idempotency keys.
-fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+/// What the `delegate` tool tells a sub-agent about starting a stdio server
+/// on this host's store, key and plugins. Secrets stay out of it: a
+/// PostgreSQL URL or a key from the environment becomes a note instead.
+fn client_config(
+    p: &PluginArgs,
+    workspace: &std::path::Path,
+) -> toolhost::delegation::ClientConfig {
+    let abs = |path: &std::path::Path| {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut notes: Vec<&str> = Vec::new();
+    for plugin in &p.plugins {
+        args.extend(["--plugin".into(), abs(plugin)]);
+    }
+    if let Some(dir) = &p.plugins_dir {
+        args.extend(["--plugins-dir".into(), abs(dir)]);
+    }
+    if p.no_builtin {
+        args.push("--no-builtin".into());
+    }
+    if let Some(dir) = &p.cache_dir {
+        args.extend(["--cache-dir".into(), abs(dir)]);
+    }
+    if std::env::var_os(toolhost::capability::ROOT_KEY_ENV).is_some_and(|v| !v.is_empty()) {
+        notes.push("set TOOLHOST_ROOT_KEY to this host's root key in the server's environment");
+    } else if let Some(f) = &p.key_file {
+        args.extend(["--key-file".into(), abs(f)]);
+    }
+    match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            notes.push(
+                "set TOOLHOST_STORE to this host's PostgreSQL URL in the server's environment",
+            );
+        }
+        Some(path) => {
+            let path = path.strip_prefix("sqlite:").unwrap_or(path);
+            args.extend(["--store".into(), abs(std::path::Path::new(path))]);
+        }
+        None => {}
+    }
+    let program = std::env::current_exe()
+        .map(|e| e.display().to_string())
+        .unwrap_or_else(|_| "toolhost".into());
+    toolhost::delegation::ClientConfig {
+        stdio: Some((program, args)),
+        workspace: Some(abs(workspace)),
+        http_url: None,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
+}
+
+/// `right=delegate` added to the minted rights (or a rights caveat of its
+/// own when the flags named none).
+fn add_delegate_right(caveats: &mut Vec<Caveat>) {
+    use toolhost::capability::{Right, Rights};
+    let delegate = Rights::of(&[Right::Delegate]);
+    match caveats.iter_mut().find_map(|c| match c {
+        Caveat::Rights(r) => Some(r),
+        _ => None,
+    }) {
+        Some(r) => *r = r.union(delegate),
+        None => caveats.push(Caveat::Rights(delegate)),
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The capability ledger of the record store (budgets, revocations,
+/// issued tokens).
+fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+    open_store(p)?
+        .capability_ledger()
+        .context("the record store keeps no capability ledger")
+}
+
+/// Notes a minted or attenuated token in the store's ledger for `cap list`
+/// when this command names the host's store: `--store` (or
+/// `TOOLHOST_STORE`), or the default store when it exists and no other key
+/// file is named. A store that cannot be opened is a warning, not a
+/// failure.
+fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
+    let default_store = || {
+        p.key_file.is_none() && default_state_dir().is_ok_and(|d| d.join("records.sqlite").exists())
+    };
+    if p.store.is_none() && !default_store() {
+        return;
+    }
+    let issued = toolhost::budget::Issued {
+        id: token.token_id(),
+        parent: token.parent_id(),
+        via,
+        caveats: token
+            .caveats()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        issued_at: now_secs(),
+        expires_at: token.grant_unverified().ok().and_then(|g| g.expires_at()),
+    };
+    if let Err(e) = ledger(p).and_then(|l| Ok(l.record_issued(&issued)?)) {
+        eprintln!("toolhost: warning: the token is not listed by `cap list`: {e:#}");
+    }
+}
+
+/// The record store: `--store` (a SQLite path or a postgres:// URL), by
+/// default records.sqlite beside the root key.
+fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
     use std::sync::Arc;
     use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
-    let key = root_key(p)?;
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -730,6 +870,13 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             )
         }
     };
+    Ok(store)
+}
+
+/// The record store and the key that derives idempotency keys.
+fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+    let key = root_key(p)?;
+    let store = open_store(p)?;
     Ok(
         toolhost::effects::Records::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
@@ -800,7 +947,9 @@ fn grants_session(
                 net,
                 ..CaveatArgs::default()
             };
-            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
+            // The same flags give the same token: a plan and the call it
+            // approves (plans are bound to the token) can be two commands.
+            Token::mint_deterministic(&root_key(p)?, &flags.caveats(true)?)?.encode()
         }
     };
     open_session(p, &token, workspace.to_path_buf())
@@ -867,17 +1016,58 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
 
 fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     match cmd {
-        CapCommand::Mint(flags) => {
-            let caveats = flags.caveats(true)?;
+        CapCommand::Mint {
+            caveats: flags,
+            delegate,
+        } => {
+            let mut flags_rights = flags.caveats(true)?;
+            if *delegate {
+                add_delegate_right(&mut flags_rights);
+            }
+            let caveats = flags_rights;
             if caveats.is_empty() {
                 bail!("a token with no caveats grants nothing; give at least --tool");
             }
-            emit(Token::mint(&root_key(p)?, &caveats)?.encode())?;
+            let token = Token::mint(&root_key(p)?, &caveats)?;
+            record_issued(p, &token, toolhost::budget::Issue::Mint);
+            emit(token.encode())?;
         }
         CapCommand::Attenuate { token, caveats } => {
             let parent = Token::decode(token.trim()).context("decoding the token")?;
-            let child = parent.attenuate(&caveats.caveats(false)?)?;
+            let child = parent.delegate(&caveats.caveats(false)?)?;
+            record_issued(p, &child, toolhost::budget::Issue::Attenuate);
             emit(child.encode())?;
+        }
+        CapCommand::Revoke { token_or_id } => {
+            let ledger = ledger(p)?;
+            let (id, expires_at) = match token_or_id.trim().parse::<TokenId>() {
+                Ok(id) => {
+                    // Known here: the revocation lives as long as the token.
+                    let expires = ledger
+                        .issued(now_secs())?
+                        .into_iter()
+                        .find(|i| i.issued.id == id)
+                        .and_then(|i| i.issued.expires_at);
+                    (id, expires)
+                }
+                Err(_) => {
+                    let t = Token::decode(token_or_id.trim())
+                        .context("neither a token id (32 hex digits) nor a token")?;
+                    let expires = t.grant_unverified().ok().and_then(|g| g.expires_at());
+                    (t.token_id(), expires)
+                }
+            };
+            let fresh = ledger.revoke(id, expires_at)?;
+            emit(serde_json::to_string_pretty(&serde_json::json!({
+                "revoked": id.to_string(),
+                "already_revoked": !fresh,
+                "until": expires_at,
+                "staleness_ms": toolhost::ledger::REVOCATION_STALENESS.as_millis() as u64,
+            }))?)?;
+        }
+        CapCommand::List => {
+            let list = ledger(p)?.issued(now_secs())?;
+            emit(serde_json::to_string_pretty(&list)?)?;
         }
         CapCommand::Inspect { token } => {
             let t = Token::decode(token.trim()).context("decoding the token")?;
@@ -891,6 +1081,8 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             let out = serde_json::json!({
                 "key_id": t.key_id().to_string(),
                 "token_id": t.id_hex(),
+                "id": t.token_id().to_string(),
+                "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "minted_caveats": t.minted_len(),
                 "verification": verified,

@@ -102,6 +102,9 @@ pub(crate) struct Prepared<'t> {
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
+    /// The binding of the capability token the call runs under, if any
+    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
+    pub capability: Option<String>,
 }
 
 impl Host {
@@ -143,7 +146,12 @@ impl Host {
     /// Turns on the side-effect policy: idempotent and reversible calls need
     /// an idempotency key and go through the record store; irreversible
     /// calls also need an approved plan.
+    /// Budgets and revocations then live in the store's ledger, if it
+    /// keeps one ([`crate::ledger`]).
     pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+        if let Some(ledger) = records.ledger() {
+            self.budgets = ledger.clone();
+        }
         self.records = Some(records);
         self
     }
@@ -373,6 +381,7 @@ impl Host {
             net,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
+            capability: scope.capability.map(|g| g.binding_hex()),
         })
     }
 

@@ -12,6 +12,7 @@ mod budgets;
 mod cache;
 mod capability;
 mod cli;
+mod delegation;
 mod effects;
 mod error_details;
 mod escapes;
