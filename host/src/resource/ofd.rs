@@ -4,8 +4,10 @@
 //! The lock file of a workspace is `<lock dir>/<hash of the root>.lock`; it
 //! stays empty. Each node of the resource tree owns three bytes at an offset
 //! chosen by a hash of the node (46 bits: distinct nodes sharing bytes would
-//! only wait for each other): `x`, `r` and `w`. The four modes of
-//! [`NodeMode`] map onto shared (`rd`) and exclusive (`wr`) byte locks:
+//! only wait for each other): `r`, `x` and `w`, in that order, so that
+//! `rd x` with `rd r` or with `rd w` is one lock of two bytes. The four
+//! modes of [`NodeMode`] map onto shared (`rd`) and exclusive (`wr`) byte
+//! locks:
 //!
 //! | mode | takes             | then checks         |
 //! |------|-------------------|---------------------|
@@ -118,16 +120,14 @@ pub(crate) fn jitter(d: Duration) -> Duration {
 fn try_plan(file: &File, plan: &Plan) -> io::Result<bool> {
     for (node, mode) in &plan.nodes {
         let at = slot(node);
-        let (x, r, w) = (at, at + 1, at + 2);
+        let (r, x, w) = (at, at + 1, at + 2);
         let ok = match mode {
-            NodeMode::IntentRead => set(file, libc::F_RDLCK, x)?,
-            NodeMode::IntentWrite => {
-                set(file, libc::F_RDLCK, x)? && set(file, libc::F_RDLCK, w)? && free(file, r)?
-            }
-            NodeMode::Read => {
-                set(file, libc::F_RDLCK, x)? && set(file, libc::F_RDLCK, r)? && free(file, w)?
-            }
-            NodeMode::Write => set(file, libc::F_WRLCK, x)?,
+            NodeMode::IntentRead => set(file, libc::F_RDLCK, x, 1)?,
+            // rd x + rd w, then no one holds r.
+            NodeMode::IntentWrite => set(file, libc::F_RDLCK, x, 2)? && free(file, r)?,
+            // rd r + rd x, then no one holds w.
+            NodeMode::Read => set(file, libc::F_RDLCK, r, 2)? && free(file, w)?,
+            NodeMode::Write => set(file, libc::F_WRLCK, x, 1)?,
         };
         if !ok {
             return Ok(false);
@@ -143,20 +143,20 @@ fn slot(node: &str) -> i64 {
     BASE + (n as i64) * 4
 }
 
-fn lock_at(kind: libc::c_int, at: i64) -> libc::flock {
+fn lock_at(kind: libc::c_int, at: i64, len: i64) -> libc::flock {
     // SAFETY: `flock` is plain old data; all-zero is a valid value.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
     fl.l_start = at as libc::off_t;
-    fl.l_len = 1;
+    fl.l_len = len as libc::off_t;
     fl
 }
 
-/// Takes a byte lock without waiting; `false` when another holder's lock
-/// conflicts.
-fn set(file: &File, kind: libc::c_int, at: i64) -> io::Result<bool> {
-    let mut fl = lock_at(kind, at);
+/// Takes a lock on `len` bytes without waiting; `false` when another
+/// holder's lock conflicts.
+fn set(file: &File, kind: libc::c_int, at: i64, len: i64) -> io::Result<bool> {
+    let mut fl = lock_at(kind, at, len);
     // SAFETY: the descriptor is open for as long as `file` lives, and `fl`
     // is a valid `flock` for F_OFD_SETLK (l_pid 0).
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
@@ -172,7 +172,7 @@ fn set(file: &File, kind: libc::c_int, at: i64) -> io::Result<bool> {
 
 /// Whether no other open file description holds any lock on the byte.
 fn free(file: &File, at: i64) -> io::Result<bool> {
-    let mut fl = lock_at(libc::F_WRLCK, at);
+    let mut fl = lock_at(libc::F_WRLCK, at, 1);
     // SAFETY: as in `set`; F_OFD_GETLK only writes into `fl`.
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
     if r != 0 {
