@@ -446,7 +446,7 @@ pub(crate) struct State {
     pub running: tokio::sync::Semaphore,
 }
 
-/// How many calls a server runs at once (see [`State::running`]): two per
+/// How many calls a server runs at once (the semaphore of each session's state): two per
 /// core this process may use. A call holds its slot until it ends, and its
 /// deadline ends it whatever the guest waits on (clocks, polls, I/O; see
 /// `sandbox::deadline`), so a sleeping call cannot keep its slot past it.
