@@ -317,9 +317,7 @@ impl Host {
         let outcome = t.plugin.probe(&Host::request(p, Some(key)), key);
         match outcome.result {
             Ok(Ok(ProbeOutcome::Done(out))) => {
-                let obs = self
-                    .normalize_output(t, &p.call_id, &out, p.text_bytes)
-                    .with_idempotency_key(key);
+                let obs = self.normalize_output(p, &out).with_idempotency_key(key);
                 if !obs.is_ok() {
                     return None;
                 }
@@ -430,7 +428,11 @@ impl Host {
         // are hidden like an output's. (Only the plan: the plan token is
         // the host's own and must stay intact.)
         let mut plan = plan;
-        let hidden = crate::redact::redact_json(&mut plan);
+        let hidden = if p.secrets {
+            Vec::new()
+        } else {
+            crate::redact::redact_json(&mut plan)
+        };
         let output = json!({
             "plan": plan,
             "plan_token": token,

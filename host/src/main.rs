@@ -180,9 +180,14 @@ struct CaveatArgs {
     /// Tools the token may call: a name, `ns_*`, or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
-    /// Rights: read, write, net (implied by --read/--write/--net when minting).
+    /// Rights: read, write, net, secrets (implied by --read/--write/--net/--secrets
+    /// when minting).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
+    /// Mint with the `secrets` right: outputs are not redacted and a network
+    /// tool's arguments may carry a secret.
+    #[arg(long)]
+    secrets: bool,
     /// A workspace path prefix the token may read.
     #[arg(long = "read", value_name = "PREFIX")]
     read: Vec<String>,
@@ -238,7 +243,12 @@ impl CaveatArgs {
             if !self.net.is_empty() {
                 rights.push("net".into());
             }
+            if self.secrets {
+                rights.push("secrets".into());
+            }
             rights.dedup();
+        } else if self.secrets {
+            bail!("--secrets grants the right and attenuation can only drop rights; list the rights to keep with --right");
         }
         if !rights.is_empty() {
             texts.push(format!("right={}", rights.join(",")));
@@ -353,8 +363,13 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_secrets"])]
     token: Option<String>,
+    /// Let this call see secrets: its output, logs and errors are not
+    /// redacted and a network tool's arguments may carry a secret (the
+    /// `secrets` right of the one-call token).
+    #[arg(long = "allow-secrets")]
+    allow_secrets: bool,
     /// Grant a network origin, scheme://host[:port] (repeatable; http and
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
@@ -724,6 +739,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
                 read: a.allow_read.clone(),
                 write: a.allow_write.clone(),
                 net,
+                secrets: a.allow_secrets,
                 ..CaveatArgs::default()
             };
             Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()

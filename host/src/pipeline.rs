@@ -16,6 +16,9 @@
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
 //! ```
 //!
+//! A caller whose capability carries the `secrets` right skips both secret
+//! steps: its arguments may carry a secret and nothing is redacted.
+//!
 //! Nothing reaches the plugin before steps 1–4 pass. A failure after the
 //! plugin started on a side-effecting tool is reported as `unknown`, never as
 //! a plain error: the effect may have happened.
@@ -96,6 +99,8 @@ pub(crate) struct Prepared<'t> {
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
+    /// The caller holds the `secrets` right: no redaction, no argument check.
+    pub secrets: bool,
 }
 
 impl Host {
@@ -255,7 +260,8 @@ impl Host {
         }
         // The exfiltration half of redaction: a tool that can reach the
         // network gets no argument that carries a secret.
-        if !t.descriptor.needs.network_hosts.is_empty() {
+        let secrets = scope.capability.is_some_and(|c| c.sees_secrets());
+        if !secrets && !t.descriptor.needs.network_hosts.is_empty() {
             if let Some(found) = crate::redact::contains_secret(&value).first() {
                 let info = ErrorCode::SecretInArguments
                     .info(format!(
@@ -348,6 +354,7 @@ impl Host {
             net,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
+            secrets,
         })
     }
 
@@ -374,12 +381,11 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let t = p.tool;
-        let (call_id, tool, level, limits, text_bytes) = (
+        let (call_id, tool, level, limits) = (
             &p.call_id,
             t.descriptor.name.as_str(),
             t.descriptor.side_effect,
             p.limits,
-            p.text_bytes,
         );
         let outcome = t.plugin.call_cancellable(&Host::request(p, key), cancel);
 
@@ -402,7 +408,7 @@ impl Host {
             (&mut logs.stdout, "logs/stdout"),
             (&mut logs.stderr, "logs/stderr"),
         ] {
-            if text.is_empty() {
+            if text.is_empty() || p.secrets {
                 continue;
             }
             let (clean, found) = crate::redact::redact_text(text, field);
@@ -412,16 +418,20 @@ impl Host {
             }
         }
         let obs = match outcome.result {
-            Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
+            Ok(Ok(out)) => self.normalize_output(p, &out),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
                 let mut details =
                     crate::observation::tool_details(e.details, limits.max_output_bytes);
                 // A tool's error text can quote what it read, secrets too.
-                let (message, found) = crate::redact::redact_text(&e.message, "");
-                let message = message.into_owned();
-                hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
-                if let Some(d) = details.as_mut().filter(|d| has_string(d)) {
+                let message = if p.secrets {
+                    e.message
+                } else {
+                    let (message, found) = crate::redact::redact_text(&e.message, "");
+                    hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
+                    message.into_owned()
+                };
+                if let Some(d) = details.as_mut().filter(|d| !p.secrets && has_string(d)) {
                     let found = crate::redact::redact_json(d);
                     hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
                 }
@@ -450,13 +460,11 @@ impl Host {
         }
     }
 
-    pub(crate) fn normalize_output(
-        &self,
-        t: &Tool,
-        call_id: &str,
-        out: &str,
-        text_bytes: usize,
-    ) -> Observation {
+    /// The guest's output JSON as an `ok` observation (or why it is not
+    /// one): parsed, checked against the output schema, secrets redacted
+    /// unless the caller may see them.
+    pub(crate) fn normalize_output(&self, p: &Prepared<'_>, out: &str) -> Observation {
+        let (t, call_id, text_bytes) = (p.tool, p.call_id.as_str(), p.text_bytes);
         let level = t.descriptor.side_effect;
         let mut value: Value = match serde_json::from_str(out) {
             Ok(v) => v,
@@ -479,7 +487,7 @@ impl Host {
         // Secrets go before the text is rendered from the output, so the
         // structured output and the model-facing text agree. An output
         // without strings (the trivial call) is not scanned at all.
-        let redactions = if has_string(&value) {
+        let redactions = if !p.secrets && has_string(&value) {
             crate::redact::redact_json(&mut value)
         } else {
             Vec::new()
