@@ -439,15 +439,14 @@ impl Host {
             "targets": payload["targets"],
             "expires_at_ms": expires_at_ms,
         });
-        let mut obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
-        obs.redactions = hidden
-            .into_iter()
-            .map(|r| crate::observation::Redaction {
+        let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
+        let mut obs = self.with_sources(obs, &p, &outcome.net_requested);
+        obs.redactions
+            .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
                 rule: r.rule.id().to_string(),
                 field: format!("output/plan{}", r.field),
                 count: r.count as u64,
-            })
-            .collect();
+            }));
         obs
     }
 

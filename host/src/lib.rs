@@ -54,6 +54,7 @@ pub mod opendir;
 pub mod origin;
 pub mod paths;
 pub mod pipeline;
+pub mod provenance;
 pub mod redact;
 pub mod sandbox;
 pub mod schema;

@@ -14,6 +14,8 @@
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
+//!   provenance files read, URLs requested → `provenance`, `untrusted`,
+//!             the content marked as data in `text`
 //! ```
 //!
 //! A caller whose capability carries the `secrets` right skips both secret
@@ -101,6 +103,8 @@ pub(crate) struct Prepared<'t> {
     pub workspace_root: std::path::PathBuf,
     /// The caller holds the `secrets` right: no redaction, no argument check.
     pub secrets: bool,
+    /// The files the call may take content from (its provenance).
+    pub inputs: crate::provenance::Inputs,
 }
 
 impl Host {
@@ -277,11 +281,16 @@ impl Host {
 
         // 4. Objects: every path argument, before the plugin runs.
         let mut rewrites = Vec::new();
+        let mut inputs = crate::provenance::Inputs::default();
+        let mut has_path_args = false;
         for arg in t.input.path_args(&value) {
+            has_path_args = true;
             let access = match arg.access {
                 PathAccess::Read => Access::Read,
                 PathAccess::Write => Access::Write,
             };
+            // What the tool may read is where its output may come from.
+            let read = access == Access::Read || t.descriptor.needs.fs_read;
             if let Some(cap) = scope.capability {
                 let cap_access = match access {
                     Access::Read => crate::capability::Access::Read,
@@ -293,6 +302,9 @@ impl Host {
             }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
+                    if read {
+                        inputs.add_file(resolved.rel.as_str());
+                    }
                     if resolved.rel.as_str() != arg.value {
                         rewrites.push((arg.pointer.to_string(), resolved.rel.as_str().to_string()));
                     }
@@ -325,6 +337,10 @@ impl Host {
         if needs.fs_read || needs.fs_write {
             let may_write = needs.fs_write && level != SideEffect::ReadOnly;
             for p in scope.grants.preopens() {
+                if !has_path_args {
+                    // No path argument says what it reads: anything mounted.
+                    inputs.add_file(p.rel.as_str());
+                }
                 match scope.workspace.open_grant(&p.rel) {
                     Ok(dir) => mounts.push(Mount {
                         dir,
@@ -339,6 +355,9 @@ impl Host {
         if let Some(cap) = scope.capability {
             limits.fuel = cap.fuel(limits.fuel);
             limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
+        }
+        if !inputs.files.is_empty() {
+            inputs.root = Some(scope.workspace.dir().clone());
         }
         let net = match crate::sandbox::net_grant(&needs.network_hosts, &scope.net) {
             Ok(net) => net,
@@ -355,6 +374,7 @@ impl Host {
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
+            inputs,
         })
     }
 
@@ -454,6 +474,7 @@ impl Host {
         };
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
+        let obs = self.with_sources(obs, p, &outcome.net_requested);
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
@@ -494,6 +515,38 @@ impl Host {
         };
         let mut obs = Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes);
         obs.redactions = redactions.into_iter().map(|r| note(r, "output")).collect();
+        obs
+    }
+}
+
+impl Host {
+    /// Attaches the run's provenance: the files the call may have read and
+    /// the URLs its guest requested. A URL is the guest's words and a path
+    /// the caller's: secrets in either are redacted like an output's
+    /// (unless the caller may see them).
+    pub(crate) fn with_sources(
+        &self,
+        obs: Observation,
+        p: &Prepared<'_>,
+        requested: &[String],
+    ) -> Observation {
+        if p.inputs.files.is_empty() && requested.is_empty() {
+            return obs;
+        }
+        let mut sources = crate::provenance::sources(&p.inputs, requested);
+        let mut hidden = Vec::new();
+        if !p.secrets {
+            for (i, s) in sources.iter_mut().enumerate() {
+                let (clean, found) = crate::redact::redact_text(&s.reference, "");
+                if !found.is_empty() {
+                    s.reference = clean.into_owned();
+                    let field = format!("provenance/{i}/ref");
+                    hidden.extend(found.into_iter().map(|r| note(r, &field)));
+                }
+            }
+        }
+        let mut obs = obs.with_provenance(sources, p.text_bytes);
+        obs.redactions.extend(hidden);
         obs
     }
 }

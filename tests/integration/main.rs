@@ -24,6 +24,7 @@ mod mcp;
 mod mcp_limits;
 mod network;
 mod plans;
+mod provenance;
 mod reference_tools;
 mod store_and_flags;
 mod trust;
