@@ -514,6 +514,11 @@ impl Observation {
         self.untrusted = true;
         let budget = max_text_bytes.saturating_sub(UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len());
         match (&self.output, &self.error) {
+            // What fits with the markers is what rendering in the smaller
+            // budget would give: wrap it as it is.
+            (Some(_), None) if self.truncated.is_none() && self.text.len() <= budget => {
+                self.text = wrap_untrusted("", &self.text);
+            }
             (Some(output), None) => {
                 let (json, truncated, _) = render_json(output, budget);
                 let hint = self.truncated.take().map(|t| t.hint);

@@ -884,3 +884,17 @@ fn schema_ties_untrusted_to_provenance() {
     let back: Observation = serde_json::from_value(old).unwrap();
     assert!(!back.untrusted && back.provenance.is_empty());
 }
+
+#[test]
+fn marking_equals_rendering_in_the_budget_the_markers_leave() {
+    let output =
+        json!({"path": "a", "lines": [{"number": 1, "text": "x"}, {"number": 2, "text": "y"}]});
+    let overhead = UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len();
+    for max in (overhead..overhead + 200).step_by(7) {
+        let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output.clone(), max)
+            .with_provenance(vec![file_source("a")], max);
+        let (json, truncated, _) = render_json(&output, max - overhead);
+        assert_eq!(obs.text, wrap_untrusted("", &json), "max {max}");
+        assert_eq!(obs.truncated.is_some(), truncated.is_some(), "max {max}");
+    }
+}
