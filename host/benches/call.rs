@@ -10,6 +10,10 @@
 //! - (d) a trivial idempotent call through the SQLite record store;
 //! - (e) the trivial call in a session bound to a 5-caveat token, and (f)
 //!   the same with a `max_calls` caveat, counted host-wide on every call;
+//! - (g) the token call of (e) on a host whose budgets and revocations live
+//!   in a SQLite record store (the revocation check, cached), and (h) the
+//!   call of (f) there: its `max_calls` counted in the store, one
+//!   transaction per call;
 //!
 //! and prints the ratio (b)/(a). The targets (on a 2-core machine) are
 //! (b) ≤ 20 µs and ≤ 3× (a), (c) ≤ 100 µs.
@@ -179,6 +183,28 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
+    // (g), (h): a host with a SQLite record store keeps budgets and
+    // revocations there (issue 17).
+    let ledger_db = tempfile::tempdir().unwrap();
+    let ledger_store = toolhost::idempotency::sqlite::SqliteStore::open(
+        ledger_db.path().join("ledger.sqlite"),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    let stored = host_with(&[Source::File(trivial.clone())]).with_records(
+        toolhost::effects::Records::new(std::sync::Arc::new(ledger_store), b"bench-key"),
+    );
+    let g = measure(|| {
+        let obs = stored.call_in(&session, "echo_value", r#"{"value":7}"#, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+    let h = measure(|| {
+        let obs = stored.call_in(&counted, "echo_value", r#"{"value":7}"#, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    });
+
     println!(
         "{:<52} {:>10} {:>10} {:>10}",
         "benchmark", "median µs", "p90 µs", "min µs"
@@ -190,6 +216,8 @@ fn main() {
         ("(d) toolhost call, trivial idempotent tool (SQLite)", &d),
         ("(e) toolhost call, trivial tool, with a 5-caveat token", &e),
         ("(f) the same, plus a max_calls caveat (counted)", &f),
+        ("(g) (e) on a host with a SQLite ledger", &g),
+        ("(h) (f) on a host with a SQLite ledger", &h),
     ] {
         println!(
             "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
@@ -203,6 +231,14 @@ fn main() {
     println!(
         "max_calls overhead (f)-(e): {:.1} µs",
         us(f.median) - us(e.median)
+    );
+    println!(
+        "store ledger, no budget (g)-(e): {:.1} µs (target <= 30)",
+        us(g.median) - us(e.median)
+    );
+    println!(
+        "store ledger, max_calls counted (h)-(e): {:.1} µs (target <= 30)",
+        us(h.median) - us(e.median)
     );
     println!(
         "idempotency overhead (d)-(b): {:.1} µs",

@@ -1,33 +1,48 @@
-//! Call budgets: the `max_calls` caveats of capability tokens, counted
-//! host-wide.
+//! Call budgets and revocations: the `max_calls` and `budget_fuel` caveats
+//! of capability tokens, counted host-wide, and the token ids taken back.
 //!
 //! A `max_calls=N` caveat limits the calls made by the token that carries it
-//! *and by every token derived from it*, together. Each such caveat has a
-//! stable [`BudgetId`] (a hash of the token chain at that caveat, computed
-//! when the token is verified; see [`CallBudget`]), so a re-attenuated
-//! token, a new [`Session`](crate::session::Session), a restarted MCP
-//! session or an evicted cache entry all count against the same numbers.
+//! *and by every token derived from it*, together; a `budget_fuel=N` caveat
+//! does the same for the fuel those calls actually consume. Each such
+//! caveat has a stable [`BudgetId`] (a hash of the token chain at that
+//! caveat, computed when the token is verified; see [`CallBudget`]), so a
+//! re-attenuated token, a new [`Session`](crate::session::Session), a
+//! restarted MCP session or an evicted cache entry all count against the
+//! same numbers.
 //!
-//! Every call (and every plan: a plan runs the tool's dry-run) is charged
-//! against every budget in its token's chain with one atomic
-//! check-and-increment ([`BudgetLedger::charge`]): either all of them have
-//! room and all are counted, or none is counted and the call is denied
-//! naming the caveat that ran out and what is left.
+//! Every call (and every plan: a plan runs the tool's dry-run) is admitted
+//! against every budget in its token's chain with one atomic step
+//! ([`BudgetLedger::admit`]): either all of them have room and all are
+//! charged, or none is and the call is denied naming the caveat that ran
+//! out and what is left. Fuel is reserved up front (the call's fuel limit
+//! becomes at most what every fuel budget has left) and the part the call
+//! did not consume is given back after it ([`BudgetLedger::refund_fuel`]),
+//! so concurrent calls can never spend more than a budget together.
 //!
-//! [`MemoryLedger`] keeps the counts in memory for the whole process
-//! ([`process_ledger`], what [`Host::new`](crate::pipeline::Host::new)
-//! uses). It cannot be reset by filling it: an entry lives until every
-//! token that carries its caveat has expired, and when the table is full a
-//! call needing a *new* entry is denied (fail closed) rather than an old
-//! count forgotten. So that one holder cannot fill the table for everyone,
-//! the entries opened under one minted token (all its attenuations) are
-//! capped too. A persistent record store can implement [`BudgetLedger`]
-//! under the same ids.
+//! Revocation: [`BudgetLedger::revoke`] takes back a token id; a call whose
+//! chain ([`Token::chain_ids`](crate::capability::Token::chain_ids)) holds a
+//! revoked id is denied, so revoking a token revokes all its descendants.
+//!
+//! Two ledgers:
+//!
+//! - [`MemoryLedger`] keeps everything in memory for the whole process
+//!   ([`process_ledger`], what [`Host::new`](crate::pipeline::Host::new)
+//!   uses). It cannot be reset by filling it: an entry lives until every
+//!   token that carries its caveat has expired, and when the table is full
+//!   a call needing a *new* entry is denied (fail closed) rather than an
+//!   old count forgotten. So that one holder cannot fill the table for
+//!   everyone, the entries opened under one minted token (all its
+//!   attenuations) are capped too.
+//! - [`crate::ledger::StoreLedger`] keeps them in the record store (SQLite
+//!   or PostgreSQL), so they hold across processes and hosts; a
+//!   [`Host`](crate::pipeline::Host) with a record store uses it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::capability::{BudgetId, CallBudget};
+use serde::Serialize;
+
+use crate::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
 
 /// Default number of budgets [`MemoryLedger`] tracks at once.
 pub const DEFAULT_CAPACITY: usize = 262_144;
@@ -35,12 +50,20 @@ pub const DEFAULT_CAPACITY: usize = 262_144;
 /// attenuations together).
 pub const DEFAULT_PER_TOKEN: usize = 4_096;
 
-/// Why a call was not counted.
+/// Why a call was not admitted, or a ledger operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BudgetError {
-    /// A `max_calls` caveat has no calls left.
-    #[error("the token's max_calls={} caveat (caveat {} of its chain) allows {} calls, shared with every token derived from it; {used} were used, none is left", .budget.max, .budget.position + 1, .budget.max)]
+    /// A `max_calls` or `budget_fuel` caveat has nothing left.
+    #[error("{}", exhausted_message(.budget, *.used))]
     Exhausted { budget: CallBudget, used: u64 },
+    /// A token of the chain was revoked.
+    #[error("the token was revoked: {}", revoked_message(.id, .chain))]
+    Revoked {
+        /// The revoked id.
+        id: TokenId,
+        /// The token's chain, oldest first.
+        chain: Vec<TokenId>,
+    },
     /// The ledger cannot open another budget; it denies rather than forget
     /// a count.
     #[error("the host tracks no more call budgets ({reason}); calls under a new max_calls caveat are refused until older tokens expire")]
@@ -50,16 +73,162 @@ pub enum BudgetError {
     Unavailable(String),
 }
 
-/// Counts calls against budgets. Implementations must make
-/// [`charge`](BudgetLedger::charge) atomic across all the budgets it is
-/// given, and must never forget a count before `expires_at` has passed.
-pub trait BudgetLedger: Send + Sync {
-    /// Counts one call against every budget in `budgets`, all or nothing.
-    /// `now` is unix seconds.
-    fn charge(&self, budgets: &[CallBudget], now: u64) -> Result<(), BudgetError>;
+fn exhausted_message(b: &CallBudget, used: u64) -> String {
+    let position = b.position + 1;
+    match b.kind {
+        BudgetKind::Calls => format!(
+            "the token's max_calls={} caveat (caveat {position} of its chain) allows {} calls, shared with every token derived from it; {used} were used, none is left",
+            b.max, b.max
+        ),
+        BudgetKind::Fuel => format!(
+            "the token's budget_fuel={} caveat (caveat {position} of its chain) allows {} units of fuel, shared with every token derived from it; {used} were used, {} are left",
+            b.max,
+            b.max,
+            b.max.saturating_sub(used)
+        ),
+    }
+}
 
-    /// Calls counted so far against `id` (0 if unknown).
+fn revoked_message(id: &TokenId, chain: &[TokenId]) -> String {
+    if chain.last() == Some(id) {
+        format!("id {id} is revoked")
+    } else {
+        format!("its ancestor {id} is revoked, and with it every token derived from it")
+    }
+}
+
+/// What [`BudgetLedger::admit`] granted a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// Fuel reserved for the call: what it asked for, or less when a
+    /// `budget_fuel` caveat of its chain has less left. Give back what the
+    /// call did not use with [`BudgetLedger::refund_fuel`].
+    pub fuel: u64,
+}
+
+/// How a token came to be recorded in a ledger (`cap list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Issue {
+    /// `cap mint`.
+    Mint,
+    /// `cap attenuate`.
+    Attenuate,
+    /// The MCP `delegate` tool.
+    Delegate,
+}
+
+impl Issue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Issue::Mint => "mint",
+            Issue::Attenuate => "attenuate",
+            Issue::Delegate => "delegate",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Issue> {
+        [Issue::Mint, Issue::Attenuate, Issue::Delegate]
+            .into_iter()
+            .find(|i| i.as_str() == s)
+    }
+}
+
+/// A token minted or delegated through this host, for `cap list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issued {
+    pub id: TokenId,
+    /// The token it was made from (`None` when minted).
+    pub parent: Option<TokenId>,
+    pub via: Issue,
+    /// Its caveats in text form, e.g. `tool=file_view; right=read`.
+    pub caveats: String,
+    /// Unix seconds.
+    pub issued_at: u64,
+    /// Unix seconds, when the token expires.
+    pub expires_at: Option<u64>,
+}
+
+/// An [`Issued`] token with what the ledger knows of it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IssuedState {
+    #[serde(flatten)]
+    pub issued: Issued,
+    /// Calls admitted under the token and its descendants (counted in
+    /// batches: up to about a second late). Informational only: an `id`
+    /// caveat can be copied onto another token, whose calls then count
+    /// here too; budgets and plan bindings do not rely on ids.
+    pub calls: u64,
+    /// `active`, `revoked` (itself or an ancestor) or `expired`.
+    pub state: &'static str,
+}
+
+/// Counts calls and fuel against budgets and keeps revocations.
+/// Implementations must make [`admit`](BudgetLedger::admit) atomic across
+/// all the budgets it is given, and must never forget a count before
+/// `expires_at` has passed.
+pub trait BudgetLedger: Send + Sync {
+    /// Admits one call: checks every budget in `budgets` and charges them
+    /// all, or none. A `max_calls` budget is charged one call; every
+    /// `budget_fuel` budget is charged the fuel reserved, `fuel` or less
+    /// (what the budget with the least left still has). `now` is unix
+    /// seconds.
+    fn admit(&self, budgets: &[CallBudget], fuel: u64, now: u64) -> Result<Admission, BudgetError>;
+
+    /// Counts one call against every budget in `budgets`, all or nothing
+    /// ([`admit`](BudgetLedger::admit) with no fuel).
+    fn charge(&self, budgets: &[CallBudget], now: u64) -> Result<(), BudgetError> {
+        self.admit(budgets, 0, now).map(|_| ())
+    }
+
+    /// Gives back `amount` units of reserved fuel the call did not consume
+    /// to every `budget_fuel` budget in `budgets`.
+    fn refund_fuel(&self, budgets: &[CallBudget], amount: u64) -> Result<(), BudgetError>;
+
+    /// Calls (or fuel) counted so far against `id` (0 if unknown).
     fn used(&self, id: &BudgetId) -> u64;
+
+    /// The first revoked id of `chain` (oldest first), if any. A
+    /// store-backed ledger may answer from a cache up to
+    /// [`crate::ledger::REVOCATION_STALENESS`] old.
+    fn revoked(&self, chain: &[TokenId], now: u64) -> Result<Option<TokenId>, BudgetError>;
+
+    /// Revokes `id` (and so every token derived from it) until
+    /// `expires_at` (unix seconds; `None`: for good). Returns whether it
+    /// was newly revoked.
+    fn revoke(&self, id: TokenId, expires_at: Option<u64>) -> Result<bool, BudgetError>;
+
+    /// Counts one admitted call for every id of `chain` (for `cap list`).
+    fn note_use(&self, chain: &[TokenId]);
+
+    /// Records a token minted or delegated through this host.
+    fn record_issued(&self, issued: &Issued) -> Result<(), BudgetError>;
+
+    /// The tokens recorded with [`record_issued`](BudgetLedger::record_issued),
+    /// oldest first, with their use counts and state at `now`.
+    fn issued(&self, now: u64) -> Result<Vec<IssuedState>, BudgetError>;
+}
+
+/// The state of an issued token given the revoked ids.
+pub(crate) fn issued_state(
+    issued: &Issued,
+    by_id: &HashMap<TokenId, Option<TokenId>>,
+    revoked: &HashSet<TokenId>,
+    now: u64,
+) -> &'static str {
+    let mut at = Some(issued.id);
+    let mut hops = 0;
+    while let Some(id) = at {
+        if revoked.contains(&id) {
+            return "revoked";
+        }
+        hops += 1;
+        at = by_id.get(&id).copied().flatten().filter(|_| hops < 256);
+    }
+    if issued.expires_at.is_some_and(|t| t <= now) {
+        return "expired";
+    }
+    "active"
 }
 
 /// The ledger every [`Host`](crate::pipeline::Host) of this process shares
@@ -85,6 +254,10 @@ struct Table {
     expiring: BTreeSet<(u64, BudgetId)>,
     /// Entries per minted token.
     per_token: HashMap<[u8; 16], usize>,
+    /// Revoked ids, with when the revocation may be forgotten.
+    revoked: HashMap<TokenId, Option<u64>>,
+    issued: BTreeMap<(u64, TokenId), Issued>,
+    uses: HashMap<TokenId, u64>,
 }
 
 struct Entry {
@@ -136,32 +309,31 @@ impl Table {
     }
 }
 
+/// What a budget has left, given what it used.
+fn left(b: &CallBudget, used: u64) -> u64 {
+    b.max.saturating_sub(used)
+}
+
 impl BudgetLedger for MemoryLedger {
-    fn charge(&self, budgets: &[CallBudget], now: u64) -> Result<(), BudgetError> {
+    fn admit(&self, budgets: &[CallBudget], fuel: u64, now: u64) -> Result<Admission, BudgetError> {
         if budgets.is_empty() {
-            return Ok(());
+            return Ok(Admission { fuel });
         }
         let mut t = self.lock();
         t.purge(now);
         // Check every budget first: all or nothing.
         let mut new: Vec<&CallBudget> = Vec::new();
+        let mut reserve = fuel;
         for b in budgets {
-            match t.entries.get(&b.id) {
-                Some(e) if e.used >= b.max => {
-                    return Err(BudgetError::Exhausted {
-                        budget: *b,
-                        used: e.used,
-                    })
-                }
-                Some(_) => {}
-                None if b.max == 0 => {
-                    return Err(BudgetError::Exhausted {
-                        budget: *b,
-                        used: 0,
-                    })
-                }
-                None if !new.iter().any(|n| n.id == b.id) => new.push(b),
-                None => {}
+            let used = t.entries.get(&b.id).map_or(0, |e| e.used);
+            if left(b, used) == 0 {
+                return Err(BudgetError::Exhausted { budget: *b, used });
+            }
+            if b.kind == BudgetKind::Fuel {
+                reserve = reserve.min(left(b, used));
+            }
+            if !t.entries.contains_key(&b.id) && !new.iter().any(|n| n.id == b.id) {
+                new.push(b);
             }
         }
         if !new.is_empty() {
@@ -183,15 +355,24 @@ impl BudgetLedger for MemoryLedger {
                 }
             }
         }
+        let mut seen: Vec<BudgetId> = Vec::with_capacity(budgets.len());
         for b in budgets {
+            if seen.contains(&b.id) {
+                continue;
+            }
+            seen.push(b.id);
+            let charge = match b.kind {
+                BudgetKind::Calls => 1,
+                BudgetKind::Fuel => reserve,
+            };
             if let Some(e) = t.entries.get_mut(&b.id) {
-                e.used += 1;
+                e.used = e.used.saturating_add(charge);
                 continue;
             }
             t.entries.insert(
                 b.id,
                 Entry {
-                    used: 1,
+                    used: charge,
                     token_id: b.token_id,
                 },
             );
@@ -200,11 +381,77 @@ impl BudgetLedger for MemoryLedger {
                 t.expiring.insert((at, b.id));
             }
         }
+        Ok(Admission { fuel: reserve })
+    }
+
+    fn refund_fuel(&self, budgets: &[CallBudget], amount: u64) -> Result<(), BudgetError> {
+        if amount == 0 {
+            return Ok(());
+        }
+        let mut t = self.lock();
+        let mut seen: Vec<BudgetId> = Vec::new();
+        for b in budgets.iter().filter(|b| b.kind == BudgetKind::Fuel) {
+            if seen.contains(&b.id) {
+                continue;
+            }
+            seen.push(b.id);
+            if let Some(e) = t.entries.get_mut(&b.id) {
+                e.used = e.used.saturating_sub(amount);
+            }
+        }
         Ok(())
     }
 
     fn used(&self, id: &BudgetId) -> u64 {
         self.lock().entries.get(id).map_or(0, |e| e.used)
+    }
+
+    fn revoked(&self, chain: &[TokenId], now: u64) -> Result<Option<TokenId>, BudgetError> {
+        let t = self.lock();
+        if t.revoked.is_empty() {
+            return Ok(None);
+        }
+        Ok(chain.iter().copied().find(|id| {
+            t.revoked
+                .get(id)
+                .is_some_and(|until| until.is_none_or(|u| u > now))
+        }))
+    }
+
+    fn revoke(&self, id: TokenId, expires_at: Option<u64>) -> Result<bool, BudgetError> {
+        Ok(self.lock().revoked.insert(id, expires_at).is_none())
+    }
+
+    fn note_use(&self, chain: &[TokenId]) {
+        let mut t = self.lock();
+        if t.issued.is_empty() {
+            return;
+        }
+        for id in chain {
+            *t.uses.entry(*id).or_insert(0) += 1;
+        }
+    }
+
+    fn record_issued(&self, issued: &Issued) -> Result<(), BudgetError> {
+        self.lock()
+            .issued
+            .insert((issued.issued_at, issued.id), issued.clone());
+        Ok(())
+    }
+
+    fn issued(&self, now: u64) -> Result<Vec<IssuedState>, BudgetError> {
+        let t = self.lock();
+        let by_id: HashMap<TokenId, Option<TokenId>> =
+            t.issued.values().map(|i| (i.id, i.parent)).collect();
+        let revoked: HashSet<TokenId> = t.revoked.keys().copied().collect();
+        Ok(t.issued
+            .values()
+            .map(|i| IssuedState {
+                calls: t.uses.get(&i.id).copied().unwrap_or(0),
+                state: issued_state(i, &by_id, &revoked, now),
+                issued: i.clone(),
+            })
+            .collect())
     }
 }
 

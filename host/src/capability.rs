@@ -24,12 +24,14 @@
 //! | caveat | meaning |
 //! | --- | --- |
 //! | `tool=file_view,git_*` | tools the token may call: exact names, `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool) |
-//! | `right=read,write,net,secrets` | rights: `read`, `write`, `net`; `secrets`: outputs are not redacted and arguments carrying a secret are not refused (see [`crate::redact`]) |
+//! | `right=read,write,net` | rights: `read`, `write`, `net`, `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
 //! | `fuel=1000000` | fuel ceiling per call |
 //! | `max_calls=10` | calls allowed to the token that carries the caveat and every token derived from it, together (counted by the host per caveat, see [`CallBudget`]) |
+//! | `budget_fuel=5000000000` | fuel the calls of the token that carries the caveat and of every token derived from it may consume together (counted like `max_calls`) |
+//! | `id=<32 hex digits>` | the id of a delegated token ([`Token::delegate`]): the key of revocation; grants and limits nothing |
 //! | `expires=1767225600` | absolute expiry, unix seconds (also accepted: RFC 3339; [`Caveat::parse_at`] also takes `30s`/`10m`/`2h`/`7d`) |
 //!
 //! Folding rules (what [`RootKey::verify`] computes):
@@ -43,8 +45,8 @@
 //!   such a dimension cannot open it (it intersects with nothing). The number
 //!   of caveats set at mint is part of the signed id, so a holder cannot
 //!   pass an appended caveat off as a minted one.
-//! - `fuel`, `max_calls` and `expires` are *limits*: absent means no extra
-//!   limit, several mean the minimum.
+//! - `fuel`, `max_calls`, `budget_fuel` and `expires` are *limits*: absent
+//!   means no extra limit, several mean the minimum. `id` is neither.
 //! - An unknown caveat type rejects the token; a token with no caveats is
 //!   rejected ([`CapError::Empty`]), it grants nothing.
 //! - Paths are relative to the workspace, normalized lexically (`a/./b/../c`
@@ -172,7 +174,7 @@ pub enum CapError {
     #[error("capability token expired at {} ({expires_at}); now is {now}", format_rfc3339(*.expires_at))]
     Expired { expires_at: u64, now: u64 },
     /// A caveat type this host does not know: the token is rejected.
-    #[error("unknown caveat type `{0}` (known: tool, right, read, write, net, fuel, max_calls, expires)")]
+    #[error("unknown caveat type `{0}` (known: tool, right, read, write, net, fuel, max_calls, budget_fuel, expires, id)")]
     UnknownCaveat(String),
     /// The token has no caveats (or none set at mint): it grants nothing.
     #[error("capability token has no caveats and grants nothing")]
@@ -309,6 +311,9 @@ pub enum Right {
     Read,
     Write,
     Net,
+    /// Hand narrower tokens to sub-agents through the MCP `delegate` tool
+    /// (granted only when minting asks for it).
+    Delegate,
     /// See secrets: the call's output, logs and errors are not redacted, and
     /// a network tool's arguments may carry a secret.
     Secrets,
@@ -316,14 +321,21 @@ pub enum Right {
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 4] = [Right::Read, Right::Write, Right::Net, Right::Secrets];
+    pub const ALL: [Right; 5] = [
+        Right::Read,
+        Right::Write,
+        Right::Net,
+        Right::Delegate,
+        Right::Secrets,
+    ];
 
-    /// The caveat keyword: `read`, `write`, `net` or `secrets`.
+    /// The caveat keyword: `read`, `write`, `net`, `delegate` or `secrets`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
             Right::Write => "write",
             Right::Net => "net",
+            Right::Delegate => "delegate",
             Right::Secrets => "secrets",
         }
     }
@@ -333,7 +345,8 @@ impl Right {
             Right::Read => 1,
             Right::Write => 2,
             Right::Net => 4,
-            Right::Secrets => 8,
+            Right::Delegate => 8,
+            Right::Secrets => 16,
         }
     }
 }
@@ -345,9 +358,10 @@ impl FromStr for Right {
             "read" => Ok(Right::Read),
             "write" => Ok(Right::Write),
             "net" => Ok(Right::Net),
+            "delegate" => Ok(Right::Delegate),
             "secrets" => Ok(Right::Secrets),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net or secrets)"
+                "`{s}` is not a right (use read, write, net, delegate or secrets)"
             ))),
         }
     }
@@ -360,8 +374,8 @@ pub struct Rights(u8);
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net` and `secrets`.
-    pub const ALL: Rights = Rights(15);
+    /// `read`, `write`, `net`, `delegate` and `secrets`.
+    pub const ALL: Rights = Rights(31);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -639,13 +653,15 @@ pub enum CaveatKind {
     Net,
     Fuel,
     MaxCalls,
+    BudgetFuel,
     Expires,
+    Id,
     Unknown,
 }
 
 impl CaveatKind {
     /// `tool`, `right`, `read`, `write`, `net`, `fuel`, `max_calls`,
-    /// `expires` (`unknown` for unknown types).
+    /// `budget_fuel`, `expires`, `id` (`unknown` for unknown types).
     pub fn as_str(self) -> &'static str {
         match self {
             CaveatKind::Tool => "tool",
@@ -655,7 +671,9 @@ impl CaveatKind {
             CaveatKind::Net => "net",
             CaveatKind::Fuel => "fuel",
             CaveatKind::MaxCalls => "max_calls",
+            CaveatKind::BudgetFuel => "budget_fuel",
             CaveatKind::Expires => "expires",
+            CaveatKind::Id => "id",
             CaveatKind::Unknown => "unknown",
         }
     }
@@ -685,8 +703,15 @@ pub enum Caveat {
     Fuel(u64),
     /// `max_calls=10`
     MaxCalls(u64),
+    /// `budget_fuel=5000000000`: fuel consumed by all calls of the chain
+    /// from this point on, together.
+    BudgetFuel(u64),
     /// `expires=1767225600` (unix seconds)
     Expires(u64),
+    /// `id=<32 hex digits>`: a nonce naming the token made by this
+    /// attenuation ([`Token::delegate`]), the key of its revocation and of
+    /// its line in `cap list`. Grants and limits nothing.
+    Id(TokenId),
     /// A caveat type this host does not know, kept as found in a decoded
     /// token so it can be shown; verification rejects it.
     Unknown { kind: String, value: String },
@@ -752,6 +777,8 @@ impl Caveat {
                     .map(ToolPattern::parse)
                     .collect::<Result<_, _>>()?,
             ),
+            // `right=none` grants no right (what `Rights` shows when empty).
+            "right" if value == "none" => Caveat::Rights(Rights::NONE),
             "right" => {
                 let mut rights = Rights::NONE;
                 for r in items()? {
@@ -769,6 +796,12 @@ impl Caveat {
             ),
             "fuel" => Caveat::Fuel(number()?),
             "max_calls" => Caveat::MaxCalls(number()?),
+            "budget_fuel" => Caveat::BudgetFuel(number()?),
+            "id" => Caveat::Id(
+                value
+                    .parse()
+                    .map_err(|e: CapError| malformed(format!("`{s}`: {e}")))?,
+            ),
             "expires" => Caveat::Expires(match now {
                 Some(now) => parse_expiry(value, now)?,
                 None => parse_absolute_expiry(value)?,
@@ -790,7 +823,9 @@ impl Caveat {
             Caveat::Net(_) => CaveatKind::Net,
             Caveat::Fuel(_) => CaveatKind::Fuel,
             Caveat::MaxCalls(_) => CaveatKind::MaxCalls,
+            Caveat::BudgetFuel(_) => CaveatKind::BudgetFuel,
             Caveat::Expires(_) => CaveatKind::Expires,
+            Caveat::Id(_) => CaveatKind::Id,
             Caveat::Unknown { .. } => CaveatKind::Unknown,
         }
     }
@@ -857,7 +892,9 @@ impl fmt::Display for Caveat {
             }
             Caveat::Fuel(n) => write!(f, "fuel={n}"),
             Caveat::MaxCalls(n) => write!(f, "max_calls={n}"),
+            Caveat::BudgetFuel(n) => write!(f, "budget_fuel={n}"),
             Caveat::Expires(t) => write!(f, "expires={t}"),
+            Caveat::Id(id) => write!(f, "id={id}"),
             Caveat::Unknown { kind, value } => write!(f, "{kind}={value}"),
         }
     }
@@ -1285,6 +1322,34 @@ impl Token {
     /// module docs. Note that caveats of one type intersect, so grant
     /// several rights in one caveat (`right=read,write`), not two.
     pub fn mint(key: &RootKey, caveats: &[Caveat]) -> Result<Token, CapError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        fill_nonce(&mut nonce);
+        Token::mint_with_nonce(key, caveats, nonce)
+    }
+
+    /// Like [`mint`](Token::mint), but the nonce is derived from the key
+    /// and the caveats, so the same caveats always give the same token.
+    /// For tokens a host mints for itself on every invocation (the CLI's
+    /// `--allow-*` flags): a plan and the call it approves, made with the
+    /// same flags, then run under the same token.
+    pub fn mint_deterministic(key: &RootKey, caveats: &[Caveat]) -> Result<Token, CapError> {
+        let mut mac = HmacSha256::new_from_slice(&key.derive("deterministic-mint"))
+            .expect("HMAC takes any key length");
+        for c in caveats {
+            let text = c.to_string();
+            mac.update(&(text.len() as u64).to_be_bytes());
+            mac.update(text.as_bytes());
+        }
+        let digest = mac.finalize().into_bytes();
+        let nonce: [u8; NONCE_LEN] = digest[..NONCE_LEN].try_into().expect("nonce length");
+        Token::mint_with_nonce(key, caveats, nonce)
+    }
+
+    fn mint_with_nonce(
+        key: &RootKey,
+        caveats: &[Caveat],
+        nonce: [u8; NONCE_LEN],
+    ) -> Result<Token, CapError> {
         if caveats.is_empty() {
             return Err(CapError::Empty);
         }
@@ -1300,8 +1365,6 @@ impl Token {
                 c => c.wire_text().map_err(CapError::Malformed),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut nonce = [0u8; NONCE_LEN];
-        fill_nonce(&mut nonce);
         let token = Token::build(key, nonce, caveats.len() as u8, &texts, caveats.to_vec());
         if token.encoded_len() > MAX_ENCODED_LEN {
             return Err(malformed(format!(
@@ -1492,6 +1555,66 @@ impl Token {
         hex::encode(self.id())
     }
 
+    /// The ids of this token and of every token it was made from, oldest
+    /// first: the mint nonce, then the value of every `id` caveat. A token
+    /// made by [`delegate`](Token::delegate) ends in its own id; one made by
+    /// a plain [`attenuate`](Token::attenuate) shares its parent's. A
+    /// holder can append an `id` caveat of their own choosing, but can
+    /// never remove one, so revoking an id reaches every descendant.
+    pub fn chain_ids(&self) -> Vec<TokenId> {
+        std::iter::once(TokenId(self.id()))
+            .chain(self.caveats.iter().filter_map(|c| match c {
+                Caveat::Id(id) => Some(*id),
+                _ => None,
+            }))
+            .collect()
+    }
+
+    /// This token's own id: the last of [`chain_ids`](Token::chain_ids).
+    pub fn token_id(&self) -> TokenId {
+        self.caveats
+            .iter()
+            .rev()
+            .find_map(|c| match c {
+                Caveat::Id(id) => Some(*id),
+                _ => None,
+            })
+            .unwrap_or(TokenId(self.id()))
+    }
+
+    /// The id of the token this one was delegated from (the id before
+    /// [`token_id`](Token::token_id) in the chain), if any.
+    pub fn parent_id(&self) -> Option<TokenId> {
+        let ids = self.chain_ids();
+        (ids.len() > 1).then(|| ids[ids.len() - 2])
+    }
+
+    /// A name for this exact token that nobody can claim for another: a
+    /// hash of its final signature (which only this chain of caveats
+    /// produces). Unlike [`token_id`](Token::token_id), whose `id` caveat a
+    /// holder could copy onto a token of their own, it can bind something
+    /// (a plan) to the token. Showing it gives nothing away.
+    pub fn binding(&self) -> [u8; 32] {
+        Sha256::new()
+            .chain_update(b"toolhost/capability/binding/v1\0")
+            .chain_update(self.signature())
+            .finalize()
+            .into()
+    }
+
+    /// [`attenuate`](Token::attenuate) with a fresh `id` caveat first: the
+    /// child gets an id of its own (for revocation and use counts), so two
+    /// delegations with the same caveats are still two tokens with two
+    /// budgets.
+    pub fn delegate(&self, caveats: &[Caveat]) -> Result<Token, WidenError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        fill_nonce(&mut nonce);
+        let mut all = Vec::with_capacity(caveats.len() + 1);
+        all.push(Caveat::Id(TokenId(nonce)));
+        all.extend_from_slice(caveats);
+        self.attenuate(&all)
+    }
+
     /// The effective grant *without verifying anything*: for display
     /// (`inspect`) and for checking attenuations. Never authorize with it.
     pub fn grant_unverified(&self) -> Result<Grant, CapError> {
@@ -1519,8 +1642,13 @@ impl Token {
             sig = chain_step(&sig, &self.bytes[start..end]);
             match self.caveats[i] {
                 Caveat::Expires(t) => expires = Some(expires.map_or(t, |e| e.min(t))),
-                Caveat::MaxCalls(max) => budgets.push(CallBudget {
+                Caveat::MaxCalls(max) | Caveat::BudgetFuel(max) => budgets.push(CallBudget {
                     id: BudgetId::of_signature(&sig),
+                    kind: if matches!(self.caveats[i], Caveat::MaxCalls(_)) {
+                        BudgetKind::Calls
+                    } else {
+                        BudgetKind::Fuel
+                    },
                     token_id: self.id(),
                     position: i,
                     max,
@@ -1669,6 +1797,7 @@ struct Fold {
     net: Option<Vec<Origin>>,
     fuel: Option<u64>,
     max_calls: Option<u64>,
+    budget_fuel: Option<u64>,
     expires: Option<u64>,
 }
 
@@ -1686,7 +1815,9 @@ impl Fold {
             Caveat::Net(v) => narrow(&mut self.net, v, minted),
             Caveat::Fuel(n) => min_opt(&mut self.fuel, *n),
             Caveat::MaxCalls(n) => min_opt(&mut self.max_calls, *n),
+            Caveat::BudgetFuel(n) => min_opt(&mut self.budget_fuel, *n),
             Caveat::Expires(t) => min_opt(&mut self.expires, *t),
+            Caveat::Id(_) => {}
             Caveat::Unknown { kind, .. } => return Err(CapError::UnknownCaveat(kind.clone())),
         }
         Ok(())
@@ -1752,10 +1883,14 @@ impl Fold {
                     );
                 }
             }
-            Caveat::Fuel(n) | Caveat::MaxCalls(n) | Caveat::Expires(n) => {
+            Caveat::Id(_) => {}
+            Caveat::Fuel(n) | Caveat::MaxCalls(n) | Caveat::BudgetFuel(n) | Caveat::Expires(n) => {
                 let (kind, parent, what) = match caveat {
                     Caveat::Fuel(_) => (CaveatKind::Fuel, self.fuel, "higher than"),
                     Caveat::MaxCalls(_) => (CaveatKind::MaxCalls, self.max_calls, "higher than"),
+                    Caveat::BudgetFuel(_) => {
+                        (CaveatKind::BudgetFuel, self.budget_fuel, "higher than")
+                    }
                     _ => (CaveatKind::Expires, self.expires, "later than"),
                 };
                 if let Some(p) = parent.filter(|p| n > p) {
@@ -1795,6 +1930,8 @@ impl Fold {
         Grant {
             key_id: token.key_id(),
             token_id: token.id(),
+            id: token.token_id(),
+            binding: token.binding(),
             tools: ToolSet(self.tools.unwrap_or_default()),
             rights,
             read_prefixes: readable,
@@ -1802,6 +1939,7 @@ impl Fold {
             net_origins: self.net.unwrap_or_default(),
             fuel_ceiling: self.fuel,
             max_calls: self.max_calls,
+            budget_fuel: self.budget_fuel,
             expires_at: self.expires,
             budgets: Vec::new(),
         }
@@ -1833,11 +1971,18 @@ pub enum Access {
 
 /// What a verified token allows: every caveat folded together (see the
 /// module docs). Produced by [`RootKey::verify`] / [`Keyring::verify`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Two grants are equal when they allow the same things: the token's
+/// binding (which token it is) is not compared.
+#[derive(Debug, Clone, Eq, Serialize)]
 pub struct Grant {
     key_id: KeyId,
     #[serde(serialize_with = "ser_hex")]
     token_id: [u8; NONCE_LEN],
+    /// The token's own id ([`Token::token_id`]).
+    id: TokenId,
+    /// [`Token::binding`]: names this exact token.
+    #[serde(skip)]
+    binding: [u8; 32],
     tools: ToolSet,
     rights: Rights,
     /// Readable prefixes: the `read` prefixes, and the `write` prefixes
@@ -1847,10 +1992,31 @@ pub struct Grant {
     net_origins: Vec<Origin>,
     fuel_ceiling: Option<u64>,
     max_calls: Option<u64>,
+    /// The smallest `budget_fuel` of the chain.
+    budget_fuel: Option<u64>,
     expires_at: Option<u64>,
-    /// One per `max_calls` caveat; known only after verification.
+    /// One per `max_calls` and `budget_fuel` caveat; known only after
+    /// verification.
     #[serde(skip)]
     budgets: Vec<CallBudget>,
+}
+
+impl PartialEq for Grant {
+    fn eq(&self, other: &Grant) -> bool {
+        self.key_id == other.key_id
+            && self.token_id == other.token_id
+            && self.id == other.id
+            && self.tools == other.tools
+            && self.rights == other.rights
+            && self.read_prefixes == other.read_prefixes
+            && self.write_prefixes == other.write_prefixes
+            && self.net_origins == other.net_origins
+            && self.fuel_ceiling == other.fuel_ceiling
+            && self.max_calls == other.max_calls
+            && self.budget_fuel == other.budget_fuel
+            && self.expires_at == other.expires_at
+            && self.budgets == other.budgets
+    }
 }
 
 fn ser_hex<S: Serializer>(id: &[u8; NONCE_LEN], s: S) -> Result<S::Ok, S::Error> {
@@ -1865,6 +2031,15 @@ impl Grant {
     /// The token's id (its mint nonce) in hex, for audit lines.
     pub fn token_id_hex(&self) -> String {
         hex::encode(self.token_id)
+    }
+    /// The token's own id ([`Token::token_id`]): the mint nonce, or the
+    /// last `id` caveat of a delegated token.
+    pub fn id(&self) -> TokenId {
+        self.id
+    }
+    /// [`Token::binding`] of the token, in hex: what a plan is bound to.
+    pub fn binding_hex(&self) -> String {
+        hex::encode(self.binding)
     }
     pub fn tools(&self) -> &ToolSet {
         &self.tools
@@ -2063,10 +2238,15 @@ impl Grant {
         self.max_calls
     }
 
-    /// One [`CallBudget`] per `max_calls` caveat, in chain order: what a
-    /// host counts each call against. Filled by [`RootKey::verify`] (it
-    /// needs the signature chain); empty in a grant from
-    /// [`Token::grant_unverified`].
+    /// The total fuel of the token's chain (the smallest `budget_fuel`).
+    pub fn budget_fuel(&self) -> Option<u64> {
+        self.budget_fuel
+    }
+
+    /// One [`CallBudget`] per `max_calls` and `budget_fuel` caveat, in
+    /// chain order: what a host counts each call against. Filled by
+    /// [`RootKey::verify`] (it needs the signature chain); empty in a grant
+    /// from [`Token::grant_unverified`].
     pub fn call_budgets(&self) -> &[CallBudget] {
         &self.budgets
     }
@@ -2074,6 +2254,49 @@ impl Grant {
     /// Unix seconds after which the token is expired.
     pub fn expires_at(&self) -> Option<u64> {
         self.expires_at
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Token ids
+// ---------------------------------------------------------------------------
+
+/// The id of a token in a delegation chain: the mint nonce for a minted
+/// token, the `id` caveat's nonce for a delegated one (see
+/// [`Token::chain_ids`]). 32 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TokenId(pub [u8; NONCE_LEN]);
+
+impl fmt::Display for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenId({self})")
+    }
+}
+
+impl FromStr for TokenId {
+    type Err = CapError;
+    fn from_str(s: &str) -> Result<TokenId, CapError> {
+        let s = s.trim();
+        let bytes = hex::decode(s)
+            .ok()
+            .and_then(|b| <[u8; NONCE_LEN]>::try_from(b).ok())
+            .filter(|_| s.bytes().all(|b| !b.is_ascii_uppercase()))
+            .ok_or_else(|| {
+                malformed(format!("`{s}` is not a token id (32 lowercase hex digits)"))
+            })?;
+        Ok(TokenId(bytes))
+    }
+}
+
+impl Serialize for TokenId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -2123,16 +2346,38 @@ impl fmt::Debug for BudgetId {
     }
 }
 
-/// One `max_calls` caveat of a verified token: the calls it allows, shared
-/// by every token derived from that point of the chain (see [`BudgetId`]).
+/// What a budget caveat counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BudgetKind {
+    /// `max_calls`: calls (and plans).
+    Calls,
+    /// `budget_fuel`: fuel actually consumed.
+    Fuel,
+}
+
+impl BudgetKind {
+    /// The caveat keyword: `max_calls` or `budget_fuel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetKind::Calls => "max_calls",
+            BudgetKind::Fuel => "budget_fuel",
+        }
+    }
+}
+
+/// One `max_calls` or `budget_fuel` caveat of a verified token: the calls
+/// (or fuel) it allows, shared by every token derived from that point of
+/// the chain (see [`BudgetId`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallBudget {
     pub id: BudgetId,
+    /// Calls or fuel.
+    pub kind: BudgetKind,
     /// The id of the minted token ([`Token::id`]) the chain starts from.
     pub token_id: [u8; 16],
     /// Index of the caveat in the chain (0-based).
     pub position: usize,
-    /// Calls allowed.
+    /// Calls (or fuel units) allowed.
     pub max: u64,
     /// Unix seconds from which every token carrying the caveat is expired
     /// (the earliest `expires` at or before it), if any: after that, its
@@ -3515,5 +3760,63 @@ mod tests {
         assert!(text.contains("expires:  2026-01-01T01:00:00Z"), "{text}");
         assert_eq!(CapErrorKind::BadSignature.as_str(), "bad_signature");
         assert_eq!(CapError::BadSignature.kind(), CapErrorKind::BadSignature);
+    }
+
+    #[test]
+    fn delegated_tokens_carry_their_own_ids_and_budget_fuel_narrows() {
+        let k = key(1);
+        let parent = mint(&k, &["tool=*", "right=read,delegate", "budget_fuel=1000"]);
+        assert!(grant(&k, &["tool=*", "right=read,delegate"])
+            .rights()
+            .contains(Right::Delegate));
+        assert_eq!(parent.chain_ids(), vec![TokenId(parent.id())]);
+        assert_eq!(parent.token_id(), TokenId(parent.id()));
+        assert_eq!(parent.parent_id(), None);
+        let a = parent.delegate(&cavs(&["budget_fuel=10"])).unwrap();
+        let b = parent.delegate(&cavs(&["budget_fuel=10"])).unwrap();
+        assert_ne!(a.token_id(), b.token_id(), "two delegations, two ids");
+        assert_eq!(a.parent_id(), Some(parent.token_id()));
+        assert_eq!(a.caveats()[parent.caveats().len()].kind(), CaveatKind::Id);
+        let grandchild = a.delegate(&[]).unwrap();
+        assert_eq!(
+            grandchild.chain_ids(),
+            vec![parent.token_id(), a.token_id(), grandchild.token_id()]
+        );
+        // A plain attenuation shares its parent's id.
+        let plain = a.attenuate(&cavs(&["tool=x"])).unwrap();
+        assert_eq!(plain.token_id(), a.token_id());
+        // Anyone can copy an id onto a token of their own; not its binding.
+        let copied = b.attenuate(&[Caveat::Id(a.token_id())]).unwrap();
+        assert_eq!(copied.token_id(), a.token_id());
+        assert_ne!(copied.binding(), a.binding());
+        assert_eq!(
+            Token::decode(&a.encode()).unwrap().binding(),
+            a.binding(),
+            "the binding survives encoding"
+        );
+        // Ids verify and round-trip; they grant nothing.
+        let decoded = Token::decode(&grandchild.encode()).unwrap();
+        let g = k.verify(&decoded, at(T0)).unwrap();
+        assert_eq!(g.budget_fuel(), Some(10));
+        assert_eq!(g.call_budgets().len(), 2);
+        assert_eq!(g.call_budgets()[0].kind, BudgetKind::Fuel);
+        assert_eq!(decoded.chain_ids(), grandchild.chain_ids());
+        let text = format!("id={}", a.token_id());
+        assert_eq!(cav(&text).to_string(), text);
+        assert_eq!(text.parse::<Caveat>().unwrap(), Caveat::Id(a.token_id()));
+        for bad in [
+            "id=12",
+            "id=zz",
+            &format!("id={}", a.token_id().to_string().to_uppercase()),
+        ] {
+            assert!(Caveat::parse(bad).is_err(), "{bad}");
+        }
+        // budget_fuel cannot be raised, and the right cannot be added.
+        let err = a.attenuate(&cavs(&["budget_fuel=11"])).unwrap_err();
+        assert_eq!(err.component(), Some(CaveatKind::BudgetFuel));
+        let narrow = mint(&k, &["tool=*", "right=read"]);
+        let err = narrow.delegate(&cavs(&["right=delegate"])).unwrap_err();
+        assert_eq!(err.component(), Some(CaveatKind::Right));
+        assert!(err.to_string().contains("`delegate`"), "{err}");
     }
 }

@@ -35,6 +35,9 @@
 //! - a target changed since the plan;
 //! - the plan expired (a plan lives [`DEFAULT_PLAN_TTL`] unless
 //!   [`Records::with_plan_ttl`] says otherwise);
+//! - the call is made under another capability token than the plan (a plan
+//!   is bound to the exact token that planned it, by a hash of its final
+//!   signature, or to no token);
 //! - the plan already approved a call under another idempotency key: a plan
 //!   approves one logical call. Its first use is recorded in the store
 //!   (under `plan-use:` and the token's signature, with the call's key in
@@ -96,16 +99,26 @@ pub struct Records {
     host_key: Arc<[u8]>,
     lease_margin: Duration,
     plan_ttl: Duration,
+    /// The store's capability ledger (budgets, revocations), if it keeps one.
+    ledger: Option<Arc<dyn crate::budget::BudgetLedger>>,
 }
 
 impl Records {
     pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> Records {
         Records {
+            ledger: store.clone().capability_ledger(),
             store,
             host_key: host_key.into(),
             lease_margin: LEASE_MARGIN,
             plan_ttl: DEFAULT_PLAN_TTL,
         }
+    }
+
+    /// The capability ledger kept in the store ([`Store::capability_ledger`]):
+    /// a host with these records counts `max_calls`/`budget_fuel` and
+    /// checks revocations there.
+    pub fn ledger(&self) -> Option<&Arc<dyn crate::budget::BudgetLedger>> {
+        self.ledger.as_ref()
     }
 
     /// How long a plan token approves its call (default
@@ -417,6 +430,7 @@ impl Host {
             "targets": targets,
             "expires_at_ms": expires_at_ms,
             "nonce": hex::encode(nonce),
+            "capability": p.capability,
         });
         let payload_text = payload.to_string();
         let token = format!(
@@ -503,6 +517,14 @@ impl Host {
         let Some(expires_at_ms) = payload["expires_at_ms"].as_u64() else {
             return fail(ErrorCode::Denied, "the plan token is malformed");
         };
+        // A plan approves a call by the capability token that planned it.
+        let planned_by = payload["capability"].as_str();
+        if planned_by != p.capability.as_deref() {
+            return fail(
+                ErrorCode::Denied,
+                "the plan token was made under another capability token; a plan approves only calls by the token that planned it. Nothing ran",
+            );
+        }
         if unix_ms(SystemTime::now()) >= expires_at_ms {
             return fail(
                 ErrorCode::StalePlan,

@@ -11,9 +11,13 @@
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
 //! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
+//! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
+//!   sub-agents), over
 //! - [`session`]: a caller bound to one verified capability token, and
 //!   [`effects`]: the side-effect policy (keys, records, plans), over
-//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), over
+//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), and
+//!   [`resource`]: resource keys, the locks that keep conflicting calls
+//!   apart, and batches, over
 //! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
@@ -24,7 +28,8 @@
 //! - [`idempotency`]: idempotency keys and record stores (SQLite,
 //!   PostgreSQL),
 //! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
-//! - [`budget`]: the `max_calls` counts of tokens, host-wide,
+//! - [`budget`]: the `max_calls` and `budget_fuel` counts of tokens and
+//!   revoked token ids, host-wide, kept in the record store by [`ledger`],
 //! - [`paths`]: workspace paths and grants, over
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
@@ -42,11 +47,13 @@ pub mod budget;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod delegation;
 pub mod descriptor;
 pub mod effects;
 pub mod exec;
 pub mod idempotency;
 pub mod json;
+pub mod ledger;
 pub mod lint;
 pub mod mcp;
 pub mod observation;
@@ -56,6 +63,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod provenance;
 pub mod redact;
+pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;

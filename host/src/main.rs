@@ -4,9 +4,10 @@
 //! toolhost list                                  tools the host would serve
 //! toolhost describe TOOL                         one tool's full descriptor
 //! toolhost call TOOL 'ARGS_JSON' [grants, limits] run one call, print the observation
+//! toolhost batch [FILE|-] [grants, limits]        run a batch of calls, print one envelope
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
-//! toolhost cap mint|attenuate|inspect             capability tokens
+//! toolhost cap mint|attenuate|inspect|revoke|list capability tokens
 //! toolhost plugin lock|verify|list|add|remove|push third-party plugins
 //! ```
 //!
@@ -23,7 +24,8 @@
 //! By default the embedded reference tools are loaded; add components with
 //! `--plugin FILE` or `--plugins-dir DIR`. `call` exits 0 when the
 //! observation's status is `ok`, 1 for `error`, 3 for `denied`, 4 for
-//! `unknown` and `partial`; 2 means the command itself was wrong.
+//! `unknown` and `partial`; 2 means the command itself was wrong. `batch`
+//! exits 0 when every item is ok, 4 when some are, 1 when none is.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -32,7 +34,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::capability::{Caveat, RootKey, Token, TokenId};
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::effects::KeySource;
 use toolhost::observation::Status;
@@ -92,6 +94,10 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    /// Where calls take the resource locks that keep conflicting calls of
+    /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
+    lock_dir: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
 }
@@ -200,9 +206,14 @@ struct CaveatArgs {
     /// Fuel ceiling per call.
     #[arg(long, value_name = "N")]
     fuel: Option<u64>,
-    /// Calls a session may make with the token.
+    /// Calls the token and every token derived from it may make together
+    /// (counted in the record store).
     #[arg(long, value_name = "N")]
     max_calls: Option<u64>,
+    /// Fuel the calls of the token and every token derived from it may
+    /// consume together (counted in the record store).
+    #[arg(long, value_name = "N")]
+    budget_fuel: Option<u64>,
     /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     expires: Option<String>,
@@ -268,6 +279,9 @@ impl CaveatArgs {
         if let Some(m) = self.max_calls {
             texts.push(format!("max_calls={m}"));
         }
+        if let Some(f) = self.budget_fuel {
+            texts.push(format!("budget_fuel={f}"));
+        }
         if let Some(e) = &self.expires {
             texts.push(format!("expires={e}"));
         }
@@ -281,8 +295,16 @@ impl CaveatArgs {
 #[derive(Subcommand)]
 enum CapCommand {
     /// Mint a token (needs the root key); prints the token alone.
-    Mint(CaveatArgs),
-    /// Narrow a token by appending caveats (no key needed); prints the token.
+    Mint {
+        #[command(flatten)]
+        caveats: CaveatArgs,
+        /// Grant the `delegate` right: the token's MCP sessions get the
+        /// `delegate` tool.
+        #[arg(long)]
+        delegate: bool,
+    },
+    /// Narrow a token by appending caveats (no key needed); prints the
+    /// token. The child gets an id of its own (an `id` caveat).
     Attenuate {
         token: String,
         #[command(flatten)]
@@ -290,6 +312,16 @@ enum CapCommand {
     },
     /// Decode a token's caveats; with the root key, say whether it verifies.
     Inspect { token: String },
+    /// Revoke a token (or the token id from `cap list` / `cap inspect`) and
+    /// every token derived from it; calls see it within a second.
+    Revoke {
+        /// A token, or a token id (32 hex digits).
+        token_or_id: String,
+    },
+    /// The tokens minted, attenuated or delegated through this host's
+    /// record store (`cap mint`/`cap attenuate` with the same `--store`, or
+    /// the MCP `delegate` tool), with their calls and state.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -307,6 +339,9 @@ enum Command {
     Describe { tool: String },
     /// Call a tool and print the observation as JSON.
     Call(CallArgs),
+    /// Run a batch of calls (a JSON array of {"call_id", "tool",
+    /// "arguments", "idempotency_key"?}) and print one result envelope.
+    Batch(BatchArgs),
     /// Serve the tools over MCP (stdio or Streamable HTTP).
     Serve(toolhost::mcp::ServeArgs),
     /// Plan a side-effecting call (its dry-run) and print the plan with the
@@ -397,6 +432,51 @@ struct CallArgs {
     pretty: bool,
 }
 
+#[derive(Args)]
+struct BatchArgs {
+    /// The batch: a JSON array of {"call_id", "tool", "arguments",
+    /// "idempotency_key"?}; `-` (the default) reads it from stdin.
+    #[arg(default_value = "-", value_name = "FILE|-")]
+    input: String,
+    /// Workspace root; argument paths are relative to it.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Grant read access to a path under the workspace (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<String>,
+    /// Grant read and write access to a path under the workspace (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    allow_write: Vec<String>,
+    /// Run under this capability token instead of the --allow-* flags.
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    token: Option<String>,
+    /// Grant a network origin, scheme://host[:port] (repeatable).
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    allow_net: Vec<String>,
+    /// Most items running at once (default and ceiling: the cores).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_parallel: usize,
+    /// Wall-clock limit of each item (default: its tool's own).
+    #[arg(long, value_name = "N")]
+    timeout_ms: Option<u64>,
+    /// Fuel limit of each item (default: 2e9).
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+    /// Memory limit of each item (default: 256).
+    #[arg(long, value_name = "N")]
+    memory_mb: Option<u64>,
+    /// Trajectory id: with --turn, items without an idempotency_key get one
+    /// derived from it, the turn and their call_id.
+    #[arg(long, value_name = "ID", requires = "turn")]
+    trajectory: Option<String>,
+    /// Turn number of the batch.
+    #[arg(long, value_name = "N", requires = "trajectory")]
+    turn: Option<u64>,
+    /// Pretty-print the result.
+    #[arg(long)]
+    pretty: bool,
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -434,6 +514,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Cap(cmd) = &cli.command {
         return cap(cmd, &cli.plugins);
     }
+    toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_) => unreachable!("handled above"),
@@ -475,6 +556,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
             call(&host, &cli.plugins, args, false)
+        }
+        Command::Batch(args) => {
+            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
@@ -526,7 +611,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(args) => {
+        Command::Serve(mut args) => {
+            args.client = client_config(&cli.plugins, &args.workspace);
             let policy = cli.plugins.trust_policy();
             // A lock or signers file that cannot be read stops the server
             // before it starts (a later reload that fails refuses the
@@ -658,11 +744,124 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
     RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
 }
 
-/// The record store and the key that derives idempotency keys.
-fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+/// What the `delegate` tool tells a sub-agent about starting a stdio server
+/// on this host's store, key and plugins. Secrets stay out of it: a
+/// PostgreSQL URL or a key from the environment becomes a note instead.
+fn client_config(
+    p: &PluginArgs,
+    workspace: &std::path::Path,
+) -> toolhost::delegation::ClientConfig {
+    let abs = |path: &std::path::Path| {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut notes: Vec<&str> = Vec::new();
+    for plugin in &p.plugins {
+        args.extend(["--plugin".into(), abs(plugin)]);
+    }
+    if let Some(dir) = &p.plugins_dir {
+        args.extend(["--plugins-dir".into(), abs(dir)]);
+    }
+    if p.no_builtin {
+        args.push("--no-builtin".into());
+    }
+    if let Some(dir) = &p.cache_dir {
+        args.extend(["--cache-dir".into(), abs(dir)]);
+    }
+    if std::env::var_os(toolhost::capability::ROOT_KEY_ENV).is_some_and(|v| !v.is_empty()) {
+        notes.push("set TOOLHOST_ROOT_KEY to this host's root key in the server's environment");
+    } else if let Some(f) = &p.key_file {
+        args.extend(["--key-file".into(), abs(f)]);
+    }
+    match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            notes.push(
+                "set TOOLHOST_STORE to this host's PostgreSQL URL in the server's environment",
+            );
+        }
+        Some(path) => {
+            let path = path.strip_prefix("sqlite:").unwrap_or(path);
+            args.extend(["--store".into(), abs(std::path::Path::new(path))]);
+        }
+        None => {}
+    }
+    let program = std::env::current_exe()
+        .map(|e| e.display().to_string())
+        .unwrap_or_else(|_| "toolhost".into());
+    toolhost::delegation::ClientConfig {
+        stdio: Some((program, args)),
+        workspace: Some(abs(workspace)),
+        http_url: None,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
+}
+
+/// `right=delegate` added to the minted rights (or a rights caveat of its
+/// own when the flags named none).
+fn add_delegate_right(caveats: &mut Vec<Caveat>) {
+    use toolhost::capability::{Right, Rights};
+    let delegate = Rights::of(&[Right::Delegate]);
+    match caveats.iter_mut().find_map(|c| match c {
+        Caveat::Rights(r) => Some(r),
+        _ => None,
+    }) {
+        Some(r) => *r = r.union(delegate),
+        None => caveats.push(Caveat::Rights(delegate)),
+    }
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The capability ledger of the record store (budgets, revocations,
+/// issued tokens).
+fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+    open_store(p)?
+        .capability_ledger()
+        .context("the record store keeps no capability ledger")
+}
+
+/// Notes a minted or attenuated token in the store's ledger for `cap list`
+/// when this command names the host's store: `--store` (or
+/// `TOOLHOST_STORE`), or the default store when it exists and no other key
+/// file is named. A store that cannot be opened is a warning, not a
+/// failure.
+fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
+    let default_store = || {
+        p.key_file.is_none() && default_state_dir().is_ok_and(|d| d.join("records.sqlite").exists())
+    };
+    if p.store.is_none() && !default_store() {
+        return;
+    }
+    let issued = toolhost::budget::Issued {
+        id: token.token_id(),
+        parent: token.parent_id(),
+        via,
+        caveats: token
+            .caveats()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        issued_at: now_secs(),
+        expires_at: token.grant_unverified().ok().and_then(|g| g.expires_at()),
+    };
+    if let Err(e) = ledger(p).and_then(|l| Ok(l.record_issued(&issued)?)) {
+        eprintln!("toolhost: warning: the token is not listed by `cap list`: {e:#}");
+    }
+}
+
+/// The record store: `--store` (a SQLite path or a postgres:// URL), by
+/// default records.sqlite beside the root key.
+fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
     use std::sync::Arc;
     use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
-    let key = root_key(p)?;
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -686,11 +885,36 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             )
         }
     };
+    Ok(store)
+}
+
+/// The record store and the key that derives idempotency keys.
+fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+    let key = root_key(p)?;
+    let store = open_store(p)?;
     Ok(
         toolhost::effects::Records::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )
+}
+
+/// Where calls take their resource locks: the lock directory (without one,
+/// locks hold within this process only) and, when the record store is
+/// PostgreSQL, its advisory locks.
+fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
+    use toolhost::resource::Locks;
+    let dir = p
+        .lock_dir
+        .clone()
+        .or_else(|| default_state_dir().ok().map(|d| d.join("locks")));
+    let locks = dir.map_or_else(Locks::in_process, Locks::with_dir);
+    Ok(match p.store.as_deref() {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            locks.with_postgres(url)?
+        }
+        _ => locks,
+    })
 }
 
 fn default_state_dir() -> Result<PathBuf> {
@@ -708,6 +932,46 @@ fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Sessi
     Session::open(&key, token, ws).context("--token")
 }
 
+/// The session of a `call` or `batch`: under `token`, or under one minted
+/// for this command from the `--allow-read`, `--allow-write` and
+/// `--allow-net` flags.
+fn grants_session(
+    p: &PluginArgs,
+    token: Option<&str>,
+    workspace: &std::path::Path,
+    [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
+    allow_secrets: bool,
+) -> Result<Session> {
+    let token = match token {
+        Some(t) => t.to_string(),
+        None => {
+            let ws = Workspace::open(workspace)
+                .with_context(|| format!("opening workspace {}", workspace.display()))?;
+            let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
+            let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
+            toolhost::paths::Grants::new(&ws, &read, &write)
+                .context("checking --allow-read/--allow-write")?;
+            let net = allow_net
+                .iter()
+                .map(|o| toolhost::sandbox::normalize_origin(o))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
+            let flags = CaveatArgs {
+                tools: vec!["*".into()],
+                read: allow_read.clone(),
+                write: allow_write.clone(),
+                net,
+                secrets: allow_secrets,
+                ..CaveatArgs::default()
+            };
+            // The same flags give the same token: a plan and the call it
+            // approves (plans are bound to the token) can be two commands.
+            Token::mint_deterministic(&root_key(p)?, &flags.caveats(true)?)?.encode()
+        }
+    };
+    open_session(p, &token, workspace.to_path_buf())
+}
+
 fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
     let args = if a.args == "-" {
         let mut s = String::new();
@@ -718,34 +982,13 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
     } else {
         a.args.clone()
     };
-    let token = match &a.token {
-        Some(t) => t.clone(),
-        None => {
-            // The convenience flags mint a token for this one call.
-            let workspace = Workspace::open(&a.workspace)
-                .with_context(|| format!("opening workspace {}", a.workspace.display()))?;
-            let read: Vec<&str> = a.allow_read.iter().map(String::as_str).collect();
-            let write: Vec<&str> = a.allow_write.iter().map(String::as_str).collect();
-            toolhost::paths::Grants::new(&workspace, &read, &write)
-                .context("checking --allow-read/--allow-write")?;
-            let net = a
-                .allow_net
-                .iter()
-                .map(|o| toolhost::sandbox::normalize_origin(o))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
-            let flags = CaveatArgs {
-                tools: vec!["*".into()],
-                read: a.allow_read.clone(),
-                write: a.allow_write.clone(),
-                net,
-                secrets: a.allow_secrets,
-                ..CaveatArgs::default()
-            };
-            Token::mint(&root_key(p)?, &flags.caveats(true)?)?.encode()
-        }
-    };
-    let session = open_session(p, &token, a.workspace.clone())?;
+    let session = grants_session(
+        p,
+        a.token.as_deref(),
+        &a.workspace,
+        [&a.allow_read, &a.allow_write, &a.allow_net],
+        a.allow_secrets,
+    )?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
         timeout_ms: a.timeout_ms,
@@ -791,17 +1034,58 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
 
 fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     match cmd {
-        CapCommand::Mint(flags) => {
-            let caveats = flags.caveats(true)?;
+        CapCommand::Mint {
+            caveats: flags,
+            delegate,
+        } => {
+            let mut flags_rights = flags.caveats(true)?;
+            if *delegate {
+                add_delegate_right(&mut flags_rights);
+            }
+            let caveats = flags_rights;
             if caveats.is_empty() {
                 bail!("a token with no caveats grants nothing; give at least --tool");
             }
-            emit(Token::mint(&root_key(p)?, &caveats)?.encode())?;
+            let token = Token::mint(&root_key(p)?, &caveats)?;
+            record_issued(p, &token, toolhost::budget::Issue::Mint);
+            emit(token.encode())?;
         }
         CapCommand::Attenuate { token, caveats } => {
             let parent = Token::decode(token.trim()).context("decoding the token")?;
-            let child = parent.attenuate(&caveats.caveats(false)?)?;
+            let child = parent.delegate(&caveats.caveats(false)?)?;
+            record_issued(p, &child, toolhost::budget::Issue::Attenuate);
             emit(child.encode())?;
+        }
+        CapCommand::Revoke { token_or_id } => {
+            let ledger = ledger(p)?;
+            let (id, expires_at) = match token_or_id.trim().parse::<TokenId>() {
+                Ok(id) => {
+                    // Known here: the revocation lives as long as the token.
+                    let expires = ledger
+                        .issued(now_secs())?
+                        .into_iter()
+                        .find(|i| i.issued.id == id)
+                        .and_then(|i| i.issued.expires_at);
+                    (id, expires)
+                }
+                Err(_) => {
+                    let t = Token::decode(token_or_id.trim())
+                        .context("neither a token id (32 hex digits) nor a token")?;
+                    let expires = t.grant_unverified().ok().and_then(|g| g.expires_at());
+                    (t.token_id(), expires)
+                }
+            };
+            let fresh = ledger.revoke(id, expires_at)?;
+            emit(serde_json::to_string_pretty(&serde_json::json!({
+                "revoked": id.to_string(),
+                "already_revoked": !fresh,
+                "until": expires_at,
+                "staleness_ms": toolhost::ledger::REVOCATION_STALENESS.as_millis() as u64,
+            }))?)?;
+        }
+        CapCommand::List => {
+            let list = ledger(p)?.issued(now_secs())?;
+            emit(serde_json::to_string_pretty(&list)?)?;
         }
         CapCommand::Inspect { token } => {
             let t = Token::decode(token.trim()).context("decoding the token")?;
@@ -815,6 +1099,8 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             let out = serde_json::json!({
                 "key_id": t.key_id().to_string(),
                 "token_id": t.id_hex(),
+                "id": t.token_id().to_string(),
+                "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "minted_caveats": t.minted_len(),
                 "verification": verified,
@@ -864,4 +1150,54 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
+    use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
+    let text = if a.input == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the batch from stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(&a.input).with_context(|| format!("reading {}", a.input))?
+    };
+    let items = batch::parse(&text)?;
+    let session = grants_session(
+        p,
+        a.token.as_deref(),
+        &a.workspace,
+        [&a.allow_read, &a.allow_write, &a.allow_net],
+        false,
+    )?;
+    let opts = BatchOptions {
+        max_parallel: a.max_parallel,
+        call: CallOptions {
+            timeout_ms: a.timeout_ms,
+            fuel: a.fuel,
+            memory_mb: a.memory_mb,
+            idempotency: match (a.trajectory, a.turn) {
+                (Some(trajectory_id), Some(turn)) => Some(KeySource::Derived {
+                    trajectory_id,
+                    turn,
+                    call_id: String::new(),
+                }),
+                _ => None,
+            },
+            ..CallOptions::default()
+        },
+    };
+    let result = host.batch_in(&session, &items, &opts);
+    let text = if a.pretty || std::io::stdout().is_terminal() {
+        serde_json::to_string_pretty(&result)?
+    } else {
+        serde_json::to_string(&result)?
+    };
+    emit(text)?;
+    Ok(ExitCode::from(match result.status {
+        BatchStatus::Ok => 0,
+        BatchStatus::Partial => 4,
+        BatchStatus::Error => 1,
+    }))
 }

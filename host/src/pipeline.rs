@@ -18,6 +18,10 @@
 //!             the content marked as data in `text`
 //! ```
 //!
+//! Between 4 and 5 the call takes the locks of its resource keys
+//! ([`crate::resource`]): a call that conflicts with a running one waits
+//! there, within its deadline.
+//!
 //! A caller whose capability carries the `secrets` right skips both secret
 //! steps: its arguments may carry a secret and nothing is redacted.
 //!
@@ -85,6 +89,8 @@ pub struct Host {
     records: Option<crate::effects::Records>,
     /// Where the `max_calls` caveats of session calls are counted.
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
+    /// Where conflicting calls wait for each other ([`crate::resource`]).
+    locks: crate::resource::Locks,
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.
@@ -105,6 +111,9 @@ pub(crate) struct Prepared<'t> {
     pub secrets: bool,
     /// The files the call may take content from (its provenance).
     pub inputs: crate::provenance::Inputs,
+    /// The binding of the capability token the call runs under, if any
+    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
+    pub capability: Option<String>,
 }
 
 impl Host {
@@ -117,7 +126,19 @@ impl Host {
             catalog,
             records: None,
             budgets: crate::budget::process_ledger(),
+            locks: crate::resource::Locks::process_default(),
         }
+    }
+
+    /// Takes resource locks with `locks` instead of the process default
+    /// ([`crate::resource::Locks::process_default`]).
+    pub fn with_locks(mut self, locks: crate::resource::Locks) -> Host {
+        self.locks = locks;
+        self
+    }
+
+    pub fn locks(&self) -> &crate::resource::Locks {
+        &self.locks
     }
 
     /// Counts the `max_calls` caveats of session calls in `ledger` instead
@@ -134,7 +155,12 @@ impl Host {
     /// Turns on the side-effect policy: idempotent and reversible calls need
     /// an idempotency key and go through the record store; irreversible
     /// calls also need an approved plan.
+    /// Budgets and revocations then live in the store's ledger, if it
+    /// keeps one ([`crate::ledger`]).
     pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+        if let Some(ledger) = records.ledger() {
+            self.budgets = ledger.clone();
+        }
         self.records = Some(records);
         self
     }
@@ -173,17 +199,24 @@ impl Host {
         opts: &CallOptions,
         cancel: Option<&CancelToken>,
     ) -> Observation {
-        let prepared = match self.prepare(tool, args, scope, opts) {
+        let mut prepared = match self.prepare(tool, args, scope, opts) {
             Ok(p) => p,
             Err(obs) => return *obs,
         };
+        // Resource locks: a call conflicting with a running one waits here,
+        // within its own deadline.
+        let held = match crate::resource::hold(&self.locks, &mut prepared, cancel) {
+            Ok(held) => held,
+            Err(obs) => return *obs,
+        };
         // 5. Side effects.
-        match &self.records {
+        let obs = match &self.records {
             Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
                 self.guarded(records, &prepared, opts, cancel)
             }
             _ => self.execute(&prepared, None, cancel),
-        }
+        };
+        held.finish(obs)
     }
 
     /// Steps 1–4: name, strict parse, schema, objects; then the mounts and
@@ -375,6 +408,7 @@ impl Host {
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
             inputs,
+            capability: scope.capability.map(|g| g.binding_hex()),
         })
     }
 
@@ -415,6 +449,7 @@ impl Host {
             wall_time_us: outcome.usage.wall_time.as_micros() as u64,
             peak_memory_bytes: outcome.usage.peak_memory_bytes,
             output_bytes: outcome.usage.output_bytes,
+            wait_us: 0,
         };
         let mut logs = Logs::capture(
             &outcome.logs.stdout,

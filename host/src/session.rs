@@ -10,15 +10,19 @@
 //!   declares writes and is not read-only), network only to the token's
 //!   origins that the tool also declares, fuel = min(tool, token ceiling),
 //!   deadline = min(tool timeout, time left before expiry);
-//! - and whether the call may happen at all: an expired token, or a token
-//!   with a `max_calls` caveat that has no calls left, gets a `denied`
+//! - and whether the call may happen at all: an expired token, a revoked
+//!   one (or one whose ancestor was revoked), or a token with a `max_calls`
+//!   or `budget_fuel` caveat that has nothing left, gets a `denied`
 //!   observation naming the caveat; the plugin never runs.
 //!
-//! `max_calls` is counted per caveat, host-wide, not per session: a call
-//! (or a plan, which runs the tool's dry-run) is charged against every
-//! `max_calls` caveat in the token's chain, so the caveat limits the token
-//! that carries it and every token derived from it together, whichever
-//! session or process-local cache holds them (see [`crate::budget`]).
+//! `max_calls` and `budget_fuel` are counted per caveat, host-wide (in the
+//! record store when the host has one), not per session: a call (or a
+//! plan, which runs the tool's dry-run) is charged against every such
+//! caveat in the token's chain, so the caveat limits the token that
+//! carries it and every token derived from it together, whichever session
+//! or process holds them (see [`crate::budget`], [`crate::ledger`]). Fuel is
+//! reserved before the call (its fuel limit is at most what the chain's
+//! fuel budgets have left) and what it did not consume is given back after.
 //!
 //! ```no_run
 //! # use toolhost::{capability::{Caveat, RootKey, Token}, session::Session, paths::Workspace};
@@ -33,9 +37,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::budget::Admission;
 use crate::budget::BudgetError;
 use crate::capability::{
-    CallBudget, CapError, Caveat, CaveatKind, Grant, Keyring, RootKey, Token, WidenError,
+    BudgetKind, CallBudget, CapError, Caveat, CaveatKind, Grant, Keyring, RootKey, Token, TokenId,
+    WidenError,
 };
 use crate::catalog::Tool;
 use crate::descriptor::SideEffect;
@@ -73,8 +79,10 @@ pub struct Session {
     grant: Grant,
     grants: Grants,
     net: Vec<String>,
-    /// The `max_calls` caveats of the token's chain.
+    /// The `max_calls` and `budget_fuel` caveats of the token's chain.
     budgets: Vec<CallBudget>,
+    /// The ids of the token's chain, oldest first (for revocation).
+    chain: Vec<TokenId>,
     calls: AtomicU64,
 }
 
@@ -149,8 +157,10 @@ impl Session {
         } else {
             Vec::new()
         };
+        let chain = token.chain_ids();
         Ok(Session {
             workspace,
+            chain,
             token,
             grant,
             grants,
@@ -180,7 +190,7 @@ impl Session {
     /// this session's token. The child dies with the parent's expiry, and
     /// its calls count against the parent's `max_calls` caveats too.
     pub fn delegate(&self, caveats: &[Caveat]) -> Result<(Session, String), WidenError> {
-        let child = self.token.attenuate(caveats)?;
+        let child = self.token.delegate(caveats)?;
         let grant = child
             .grant_unverified()
             .map_err(|e| WidenError::Invalid(e.to_string()))?;
@@ -202,15 +212,23 @@ impl Session {
         self.calls.load(Ordering::Relaxed)
     }
 
-    /// The `max_calls` caveats of this session's token chain.
+    /// The `max_calls` and `budget_fuel` caveats of this session's token
+    /// chain.
     pub fn call_budgets(&self) -> &[CallBudget] {
         &self.budgets
     }
 
+    /// The ids of this session's token chain, oldest first.
+    pub fn chain_ids(&self) -> &[TokenId] {
+        &self.chain
+    }
+
     /// The gates every call and plan of the session passes before anything
-    /// runs: the tool is in the token, the token has not expired, and every
-    /// `max_calls` caveat of its chain has a call left (then counted).
-    fn admit(&self, host: &Host, tool: &str) -> Result<(), Box<ErrorInfo>> {
+    /// runs: the tool is in the token, the token has not expired, no id of
+    /// its chain is revoked, and every `max_calls` / `budget_fuel` caveat
+    /// of its chain has something left (then charged: one call, and the
+    /// fuel `fuel` or less, which the admission says).
+    fn admit(&self, host: &Host, tool: &str, fuel: u64) -> Result<Admission, Box<ErrorInfo>> {
         if !self.grant.allows_tool(tool) {
             let visible: Vec<&str> = host
                 .visible_tools(self)
@@ -238,11 +256,43 @@ impl Session {
         let secs = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        host.budgets()
-            .charge(&self.budgets, secs)
+        let ledger = host.budgets();
+        match ledger.revoked(&self.chain, secs) {
+            Ok(None) => {}
+            Ok(Some(id)) => {
+                return Err(Box::new(budget_denial(&BudgetError::Revoked {
+                    id,
+                    chain: self.chain.clone(),
+                })))
+            }
+            Err(e) => return Err(Box::new(budget_denial(&e))),
+        }
+        let admission = ledger
+            .admit(&self.budgets, fuel, secs)
             .map_err(|e| Box::new(budget_denial(&e)))?;
+        ledger.note_use(&self.chain);
         self.calls.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(admission)
+    }
+
+    /// Whether a `budget_fuel` caveat is in the chain.
+    fn fuel_budgeted(&self) -> bool {
+        self.budgets.iter().any(|b| b.kind == BudgetKind::Fuel)
+    }
+
+    /// The fuel a call asks for: its limit, capped by the token's ceiling.
+    fn fuel_wanted(&self, opts: &CallOptions) -> u64 {
+        self.grant
+            .fuel(opts.fuel.unwrap_or(crate::sandbox::Limits::default().fuel))
+    }
+
+    /// Gives back the reserved fuel a call did not consume.
+    fn settle_fuel(&self, host: &Host, admission: Admission, obs: &Observation) {
+        if self.fuel_budgeted() {
+            let unused = admission.fuel.saturating_sub(obs.usage.fuel_consumed);
+            // A failed refund leaves the fuel spent: fail closed.
+            let _ = host.budgets().refund_fuel(&self.budgets, unused);
+        }
     }
 }
 
@@ -251,20 +301,31 @@ impl Session {
 fn budget_denial(e: &BudgetError) -> ErrorInfo {
     let details = match e {
         BudgetError::Exhausted { budget, used } => serde_json::json!({
-            "caveat": CaveatKind::MaxCalls.as_str(),
+            "caveat": budget.kind.as_str(),
             "allowed": budget.max.to_string(),
-            "requested": used.saturating_add(1).to_string(),
+            "requested": match budget.kind {
+                BudgetKind::Calls => used.saturating_add(1).to_string(),
+                BudgetKind::Fuel => format!("more than {used}"),
+            },
             "used": used,
             "left": budget.max.saturating_sub(*used),
             "position": budget.position + 1,
             "budget": budget.id.to_string(),
+        }),
+        BudgetError::Revoked { id, chain } => serde_json::json!({
+            "caveat": CaveatKind::Id.as_str(),
+            "revoked": id.to_string(),
+            "token": chain.last().map(ToString::to_string),
         }),
         BudgetError::Full { .. } | BudgetError::Unavailable(_) => serde_json::json!({
             "caveat": CaveatKind::MaxCalls.as_str(),
         }),
     };
     let mut message = e.to_string();
-    if matches!(e, BudgetError::Exhausted { .. }) {
+    if matches!(
+        e,
+        BudgetError::Exhausted { .. } | BudgetError::Revoked { .. }
+    ) {
         message.push_str("; ask for a new token");
     }
     ErrorCode::Denied.info(message).with_details(details)
@@ -305,20 +366,28 @@ impl Host {
             .call_id
             .clone()
             .unwrap_or_else(crate::pipeline::new_call_id);
-        let opts = CallOptions {
+        let mut opts = CallOptions {
             call_id: Some(call_id.clone()),
             ..opts.clone()
         };
-        if let Err(info) = session.admit(self, tool) {
-            // A tool outside the token is not in this caller's catalog: its
-            // level is not shown either.
-            let level = match info.host_code() {
-                Some(ErrorCode::UnknownTool) => SideEffect::ReadOnly,
-                _ => self.level_of(tool),
-            };
-            return Observation::failure(&call_id, tool, level, *info);
+        let admission = match session.admit(self, tool, session.fuel_wanted(&opts)) {
+            Ok(a) => a,
+            Err(info) => {
+                // A tool outside the token is not in this caller's catalog:
+                // its level is not shown either.
+                let level = match info.host_code() {
+                    Some(ErrorCode::UnknownTool) => SideEffect::ReadOnly,
+                    _ => self.level_of(tool),
+                };
+                return Observation::failure(&call_id, tool, level, *info);
+            }
+        };
+        if session.fuel_budgeted() {
+            opts.fuel = Some(admission.fuel);
         }
-        self.call_cancellable(tool, args, &session.scope(), &opts, cancel)
+        let obs = self.call_cancellable(tool, args, &session.scope(), &opts, cancel);
+        session.settle_fuel(self, admission, &obs);
+        obs
     }
 
     /// Plans a call for a session ([`Host::plan`]); the token decides what
@@ -335,14 +404,20 @@ impl Host {
             .call_id
             .clone()
             .unwrap_or_else(crate::pipeline::new_call_id);
-        if let Err(info) = session.admit(self, tool) {
-            return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
-        }
-        let opts = CallOptions {
+        let admission = match session.admit(self, tool, session.fuel_wanted(opts)) {
+            Ok(a) => a,
+            Err(info) => return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info),
+        };
+        let mut opts = CallOptions {
             call_id: Some(call_id),
             ..opts.clone()
         };
-        self.plan(tool, args, &session.scope(), &opts)
+        if session.fuel_budgeted() {
+            opts.fuel = Some(admission.fuel);
+        }
+        let obs = self.plan(tool, args, &session.scope(), &opts);
+        session.settle_fuel(self, admission, &obs);
+        obs
     }
 }
 

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use toolhost::catalog::{Catalog, Source, Tool};
 use toolhost::sandbox::{CallRequest, Failure, Limits, Mount, ProbeOutcome};
 
+use crate::network::{ok_text, Server};
 use crate::support::*;
 
 /// The reference tools, `tp_effects` and `tp_bad_output` (no effects
@@ -34,6 +35,7 @@ fn catalog() -> &'static Catalog {
             "append_line_no_probe",
             "count_calls",
             "sneaky_append",
+            "sneaky_get",
         ];
         let problems: Vec<_> = catalog
             .problems()
@@ -100,6 +102,7 @@ fn sdk_plugins_export_planner_and_prober_and_say_which_tools_use_them() {
     assert_eq!(flags("append_line_no_probe"), (false, false));
     assert_eq!(flags("count_calls"), (false, false));
     assert_eq!(flags("sneaky_append"), (true, true));
+    assert_eq!(flags("sneaky_get"), (true, true));
     assert_eq!(flags("bad_output_json"), (false, false));
     let d = &tool("file_delete").descriptor;
     assert_eq!(d.side_effect.as_str(), "irreversible");
@@ -276,6 +279,37 @@ fn dry_run_and_probe_cannot_write_through_writable_mounts() {
         r#"{"path":"log.txt","lines":2}"#
     );
     assert_eq!(ws.read("log.txt"), b"first\nsecond\n");
+}
+
+/// Nor can they reach the network: the request's granted origin is gone
+/// for a dry-run and a probe, and the server never sees them.
+#[test]
+fn dry_run_and_probe_cannot_reach_a_granted_origin() {
+    let server = Server::start(ok_text("hi"), 4);
+    let origin = [server.origin()];
+    let authority = origin[0].trim_start_matches("http://").to_string();
+    let args = json!({ "authority": authority }).to_string();
+    let t = tool("sneaky_get");
+    let req = CallRequest {
+        net_origins: &origin,
+        ..request("sneaky_get", &args, &[])
+    };
+
+    let plan = t.plugin.dry_run(&req);
+    let plan: Value = serde_json::from_str(&plan.result.unwrap().unwrap()).unwrap();
+    let warnings = plan["warnings"].to_string();
+    assert!(
+        warnings.contains("network attempt: failed: ErrorCode::HttpRequestDenied"),
+        "{plan:#}"
+    );
+    let probe = t.plugin.probe(&req, "key-1");
+    assert_eq!(probe.result.unwrap().unwrap(), ProbeOutcome::Unknown);
+    assert_eq!(server.hits(), 0, "a dry-run or probe reached the server");
+
+    // The call, with the same grant, does.
+    let called = t.plugin.call(&req);
+    assert_eq!(called.result.unwrap().unwrap(), r#"{"status":200}"#);
+    assert_eq!(server.hits(), 1);
 }
 
 /// The in-doubt case the tools exist for: the effect happens, then the call

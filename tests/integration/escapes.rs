@@ -1,10 +1,11 @@
 //! Regression tests for the sandbox escapes of issue 18: a grant swapped for
 //! a symbolic link after it was checked (item 1), deadlines that stopped at
-//! host calls (item 2), dry-runs and probes that could write (item 6).
+//! host calls (item 2), dry-runs and probes that could write or reach the
+//! network (item 6).
 //!
 //! Each of these failed on the code before the fix: the swapped grant was
 //! mounted through the link, sleeps and FIFO opens ignored the deadline,
-//! and a plan's dry-run wrote the file. Tests that would hang on such code
+//! and a plan's dry-run wrote the file and reached the granted server. Tests that would hang on such code
 //! run the call on a helper thread and fail after a generous wait instead.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +18,7 @@ use toolhost::effects::{KeySource, Records};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Host, Scope};
-use toolhost::sandbox::{CancelToken, DESCRIBE_TIMEOUT};
+use toolhost::sandbox::{CallRequest, CancelToken, Limits, Mount, DESCRIBE_TIMEOUT};
 
 use crate::support::*;
 
@@ -155,6 +156,39 @@ fn a_grant_swapped_for_a_symlink_after_the_check_mounts_nothing_outside() {
     assert_eq!(out["read"], "inside\n", "{out:#}");
     assert_eq!(out["wrote"], true, "{out:#}");
     assert!(site.ws().join("sub/planted.txt").exists());
+}
+
+/// The race the fix closes, frozen at its worst moment: the grant is
+/// swapped for a link after the host opened it and before the guest runs.
+/// The guest works in the directory that was opened (now `sub.real`),
+/// never through the link.
+#[test]
+fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
+    let site = Site::new();
+    let mounts = [Mount::open(&site.ws().join("sub"), "/workspace/sub", true).unwrap()];
+    site.swap();
+    let plugin = sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap();
+    let outcome = plugin.call(&CallRequest {
+        tool: "mount_escape",
+        args_json: r#"{"dir":"sub"}"#,
+        call_id: "swap-between-open-and-call",
+        workspace_root: "/workspace",
+        idempotency_key: None,
+        mounts: &mounts,
+        net_origins: &[],
+        limits: Limits::default(),
+    });
+    let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap()).unwrap();
+    assert_eq!(out["read"], "inside\n", "{out:#}");
+    assert_eq!(out["wrote"], true, "{out:#}");
+    assert!(!out.to_string().contains(SECRET), "{out:#}");
+    assert!(site.ws().join("sub.real/planted.txt").exists());
+    assert!(
+        !site.outside("planted.txt").exists(),
+        "wrote through the link"
+    );
 }
 
 #[test]
@@ -522,4 +556,46 @@ fn a_plan_cannot_write_even_with_a_write_grant() {
     let obs = serde_json::to_value(host.call("sneaky_append", args, &scope, &opts)).unwrap();
     expect_ok(&obs);
     assert_eq!(ws.read("data/log.txt"), b"first\nsecond\n");
+}
+
+#[test]
+fn a_plan_cannot_reach_the_network_even_with_a_granted_origin() {
+    let server = crate::network::Server::start(crate::network::ok_text("hi"), 4);
+    let db = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap();
+    let host = host_with(&[Source::File(test_plugin("tp_effects"))])
+        .with_records(Records::new(Arc::new(store), b"test-host-key"));
+    let ws = Ws::new();
+    let workspace = Workspace::open(ws.dir.path()).unwrap();
+    let grants = Grants::new(&workspace, &[], &[]).unwrap();
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &grants,
+        net: vec![server.origin()],
+        capability: None,
+    };
+    let args = serde_json::json!({
+        "authority": server.origin().trim_start_matches("http://")
+    })
+    .to_string();
+    let plan =
+        serde_json::to_value(host.plan("sneaky_get", &args, &scope, &CallOptions::default()))
+            .unwrap();
+    assert_valid_observation(&plan);
+    let out = expect_ok(&plan);
+    let warnings = out["plan"]["warnings"].to_string();
+    assert!(
+        warnings.contains("network attempt: failed: ErrorCode::HttpRequestDenied"),
+        "{out:#}"
+    );
+    assert_eq!(server.hits(), 0, "the dry-run reached the server");
+
+    // The call itself, with the same grant, does reach it.
+    let opts = CallOptions {
+        idempotency: Some(KeySource::Explicit("get-1".into())),
+        ..CallOptions::default()
+    };
+    let obs = serde_json::to_value(host.call("sneaky_get", &args, &scope, &opts)).unwrap();
+    assert_eq!(expect_ok(&obs)["status"], 200, "{obs:#}");
+    assert_eq!(server.hits(), 1);
 }

@@ -27,7 +27,7 @@ pub(crate) struct Setup {
     plugins: tempfile::TempDir,
     pub(crate) state: tempfile::TempDir,
     /// `--store`: a `postgres://` URL, or `records.sqlite` in `state`.
-    store: Option<String>,
+    pub(crate) store: Option<String>,
 }
 
 impl Setup {
@@ -1013,7 +1013,13 @@ fn http_duplicate_argument_keys_are_refused_not_collapsed() {
 }
 
 /// A stateless `tools/call` with toolhost's `_meta` keys.
-fn stateless_call(server: &HttpServer, id: i64, tool: &str, args: Value, meta: Value) -> Value {
+pub(crate) fn stateless_call(
+    server: &HttpServer,
+    id: i64,
+    tool: &str,
+    args: Value,
+    meta: Value,
+) -> Value {
     let mut m = stateless_meta();
     m.as_object_mut()
         .unwrap()

@@ -1,14 +1,17 @@
 //! `toolhost serve` under abuse: a flood of `initialize` requests, sessions
-//! left idle, clients that stall half-way through a request, and a client
-//! that reuses a request id. Real server processes, raw sockets.
+//! left idle, clients that stall half-way through a request, sleeping calls
+//! in every call slot, and a client that reuses a request id. Real server
+//! processes, raw sockets.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::mcp::{observation_of, HttpServer, Response, Setup, StdioServer};
+use crate::mcp::{observation_of, stateless_as, HttpServer, Response, Setup, StdioServer};
+use crate::support::{expect_error, expect_ok};
 
 fn initialize_body(id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
@@ -214,6 +217,74 @@ fn http_stalled_requests_are_cut_off() {
     // The server still serves complete requests.
     let r = initialize(&server, 1);
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Every call slot of an HTTP server held by a call that sleeps for ten
+/// minutes: an unrelated call waits for the sleepers' deadline, not for
+/// their sleep. (Before deadlines held inside host calls, the sleeps kept
+/// their slots to the end and the unrelated call waited with them.)
+#[test]
+fn http_sleeping_calls_free_their_slots_at_the_deadline() {
+    const DEADLINE: Duration = Duration::from_secs(8);
+    const SLEEP_MS: u64 = 600_000;
+    let setup = Setup::new(&["tp_hostile"]);
+    let server = HttpServer::start(&setup, &["--timeout-ms", &DEADLINE.as_millis().to_string()]);
+    // The server's own count (it runs on this machine, with our CPU set).
+    let slots = toolhost::mcp::call_slots();
+    let call = |id: i64, name: &str, arguments: Value| {
+        let reply = stateless_as(
+            &server,
+            None,
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .reply();
+        observation_of(&reply)
+    };
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let sleepers: Vec<_> = (0..slots)
+            .map(|i| {
+                let call = &call;
+                s.spawn(move || {
+                    let obs = call(100 + i as i64, "sleep", json!({ "ms": SLEEP_MS }));
+                    (obs, started.elapsed())
+                })
+            })
+            .collect();
+        // Time for every sleeper to take its slot before the next call
+        // queues behind them.
+        std::thread::sleep(Duration::from_secs(3));
+        let (tx, rx) = mpsc::channel();
+        let call = &call;
+        s.spawn(move || {
+            let obs = call(1, "file_view", json!({"path": "pub/a.txt"}));
+            let _ = tx.send((obs, started.elapsed()));
+        });
+        let limit = DEADLINE + Duration::from_secs(40);
+        let (obs, at) = rx.recv_timeout(limit).unwrap_or_else(|_| {
+            panic!(
+                "file_view still waited for a call slot {limit:?} after {slots} sleeping calls \
+                 (deadline {DEADLINE:?}) took them all"
+            )
+        });
+        eprintln!("{slots} call slots; file_view ended {at:?} after the sleepers started");
+        expect_ok(&obs);
+        assert!(obs.to_string().contains("hello"), "{obs:#}");
+        // It did wait: every slot was taken (else this test proves nothing).
+        assert!(
+            at >= DEADLINE,
+            "file_view ended {at:?} after the sleepers started, before their \
+             {DEADLINE:?} deadline: {slots} sleeping calls did not fill every slot"
+        );
+        for sleeper in sleepers {
+            let (obs, at) = sleeper.join().unwrap();
+            expect_error(&obs, "error", "timeout");
+            assert!(at >= DEADLINE, "{at:?}");
+            assert!(at < limit, "a sleeper ended only after {at:?}");
+        }
+    });
 }
 
 #[test]

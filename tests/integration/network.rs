@@ -26,7 +26,7 @@ const SERVER_LIFETIME: Duration = Duration::from_secs(15);
 
 /// What a test server does with each connection.
 #[derive(Clone)]
-enum Reply {
+pub(crate) enum Reply {
     /// Writes these bytes (a whole HTTP response) and closes.
     Raw(Vec<u8>),
     /// Waits, then writes the response.
@@ -41,7 +41,7 @@ enum Reply {
 
 /// A one-thread HTTP server on 127.0.0.1 that counts connections and keeps
 /// the request heads it read.
-struct Server {
+pub(crate) struct Server {
     port: u16,
     hits: Arc<AtomicUsize>,
     requests: Arc<Mutex<Vec<String>>>,
@@ -51,7 +51,7 @@ struct Server {
 impl Server {
     /// Serves at most `max_conns` connections, then stops; stops anyway
     /// after [`SERVER_LIFETIME`].
-    fn start(reply: Reply, max_conns: usize) -> Server {
+    pub(crate) fn start(reply: Reply, max_conns: usize) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -84,11 +84,11 @@ impl Server {
         }
     }
 
-    fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
 
@@ -152,7 +152,7 @@ fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn ok_text(body: &str) -> Reply {
+pub(crate) fn ok_text(body: &str) -> Reply {
     Reply::Raw(response(
         "200 OK",
         &[

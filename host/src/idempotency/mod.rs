@@ -483,6 +483,15 @@ pub trait Store: Send + Sync {
     /// Deletes completed records whose retention has passed (store clock);
     /// returns how many.
     fn purge_expired(&self) -> Result<u64, StoreError>;
+
+    /// The capability ledger kept in this store (`max_calls` and
+    /// `budget_fuel` counts, revocations; see [`crate::ledger`]), if the
+    /// backend keeps one. A host with this store counts budgets there.
+    fn capability_ledger(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
+        None
+    }
 }
 
 /// `duration` in whole milliseconds, rounded up (a 1 µs lease is 1 ms), as

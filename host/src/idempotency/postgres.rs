@@ -291,6 +291,15 @@ impl PostgresStore {
 
     /// Runs `f` on the connection; a failure that shows the connection is
     /// gone drops it so the next call reconnects.
+    /// Runs `f` on the connection (as the store's own operations do), for
+    /// the capability ledger's tables ([`crate::ledger::postgres`]).
+    pub(crate) fn with_client<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with(|client, _| f(client))
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Client, &Statements) -> Result<T, StoreError>,
@@ -425,6 +434,12 @@ impl Store for PostgresStore {
     fn purge_expired(&self) -> Result<u64, StoreError> {
         self.with(|client, sql| client.execute(&sql.purge, &[]).map_err(map_err))
     }
+
+    fn capability_ledger(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
+    }
 }
 
 /// One attempt at a claim; `None` when the record changed between steps.
@@ -532,7 +547,7 @@ fn fence_param(fence: u64) -> Option<i64> {
 
 /// Lost connections, refused logins and server shutdowns are
 /// [`StoreError::Unavailable`]; other failures are [`StoreError::Backend`].
-fn map_err(e: postgres::Error) -> StoreError {
+pub(crate) fn map_err(e: postgres::Error) -> StoreError {
     if e.is_closed() {
         return StoreError::unavailable(e);
     }

@@ -279,7 +279,7 @@ impl SqliteStore {
         tx.commit().map_err(unavailable)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock drops (rolls back) any transaction,
         // so the connection is still usable.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
@@ -288,7 +288,7 @@ impl SqliteStore {
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction (the write lock is taken
     /// before anything is read) with the clock read once the lock is held,
     /// and commits if `f` succeeds; an error rolls everything back.
-    fn write<T>(
+    pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -491,6 +491,12 @@ impl Store for SqliteStore {
             Ok(deleted as u64)
         })
     }
+
+    fn capability_ledger(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
+    }
 }
 
 /// Reads the [`COLUMNS`] of a row.
@@ -599,7 +605,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 
 /// Failures that mean "the store cannot be used right now" are
 /// [`StoreError::Unavailable`]; the rest are [`StoreError::Backend`].
-fn map_err(e: rusqlite::Error) -> StoreError {
+pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(
             ErrorCode::DatabaseBusy

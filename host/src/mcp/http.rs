@@ -258,6 +258,9 @@ pub(super) async fn serve(
         // Clients reach us by a name we cannot list; Origin is still checked.
         config = config.disable_allowed_hosts();
     }
+    if !local.ip().is_unspecified() {
+        let _ = state.http_url.set(format!("http://{local}/mcp"));
+    }
     let server = McpServer::new(state, None);
     let sessions = Arc::new(Sessions::new(limits.sessions));
     sessions.spawn_reaper();

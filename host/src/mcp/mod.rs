@@ -140,6 +140,15 @@ pub struct ServeArgs {
     /// giving them the command-line grants.
     #[arg(long)]
     pub require_token: bool,
+    /// Give clients on the command-line grants the `delegate` tool (they
+    /// then run under a token minted from those grants with the `delegate`
+    /// right; needs the root key).
+    #[arg(long)]
+    pub allow_delegate: bool,
+    /// How the `delegate` tool's results tell a sub-agent to reach this
+    /// host (filled in by the command line).
+    #[arg(skip)]
+    pub client: crate::delegation::ClientConfig,
     /// Largest incoming message, in bytes.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
@@ -224,11 +233,22 @@ pub struct SessionScope {
 impl SessionScope {
     /// Whether the session may see and call `tool`.
     pub fn allows(&self, tool: &str) -> bool {
+        if tool == crate::delegation::TOOL_NAME && self.may_delegate() {
+            return true;
+        }
         self.tools.as_ref().is_none_or(|t| t.contains(tool))
             && self
                 .session
                 .as_ref()
                 .is_none_or(|s| s.grant().allows_tool(tool))
+    }
+}
+
+impl SessionScope {
+    /// Whether the session gets the host's `delegate` tool (its token holds
+    /// the `delegate` right; see [`crate::delegation`]).
+    pub fn may_delegate(&self) -> bool {
+        crate::delegation::may_delegate(self.session.as_deref())
     }
 }
 
@@ -415,11 +435,23 @@ pub(crate) struct State {
     pub page_size: usize,
     /// The idempotency record store every generation's host uses.
     pub records: Option<Records>,
+    /// What `delegate` results say about reaching this host.
+    pub client: crate::delegation::ClientConfig,
+    /// This server's MCP URL once it listens on HTTP.
+    pub http_url: std::sync::OnceLock<String>,
     /// Calls running at once: two per core. Many more only make instances
     /// fight for the cores (and the allocator), each call getting slower;
     /// the rest wait their turn without holding a thread. (Two, not one, so
     /// that a slow call does not hold up every quick one.)
     pub running: tokio::sync::Semaphore,
+}
+
+/// How many calls a server runs at once (see [`State::running`]): two per
+/// core this process may use. A call holds its slot until it ends, and its
+/// deadline ends it whatever the guest waits on (clocks, polls, I/O; see
+/// `sandbox::deadline`), so a sleeping call cannot keep its slot past it.
+pub fn call_slots() -> usize {
+    2 * std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 impl State {
@@ -500,12 +532,27 @@ pub fn run(
     let write: Vec<&str> = args.allow_write.iter().map(String::as_str).collect();
     let grants =
         Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
+    // With --allow-delegate the command-line grants become a token with the
+    // `delegate` right, so those clients can hand out narrower ones.
+    let session = match (&root_key, args.allow_delegate) {
+        (Some(key), true) => Some(Arc::new(crate::delegation::command_line_session(
+            key,
+            &workspace,
+            &args.allow_read,
+            &args.allow_write,
+            &args.allow_net,
+        )?)),
+        (None, true) => {
+            bail!("--allow-delegate needs the root key (--key-file or TOOLHOST_ROOT_KEY)")
+        }
+        _ => None,
+    };
     let scope = Arc::new(SessionScope {
         workspace,
         grants,
         net: args.allow_net.clone(),
         tools: None,
-        session: None,
+        session,
     });
     let policy: Arc<dyn SessionPolicy> = match root_key {
         Some(key) => Arc::new(TokenPolicy::new(
@@ -554,6 +601,8 @@ pub fn serve(
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
         records,
+        client: args.client.clone(),
+        http_url: std::sync::OnceLock::new(),
         changed: broadcast::channel(16).0,
         defaults: CallOptions {
             call_id: None,
@@ -564,9 +613,7 @@ pub fn serve(
             ..CallOptions::default()
         },
         page_size: args.page_size.max(1),
-        running: tokio::sync::Semaphore::new(
-            2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
-        ),
+        running: tokio::sync::Semaphore::new(call_slots()),
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(

@@ -135,6 +135,44 @@ impl McpServer {
             .unwrap_or_else(|| parsed.to_string())
     }
 
+    /// The host's `delegate` tool for this session ([`crate::delegation`]);
+    /// the HTTP configuration names the URL this request came in on.
+    fn delegate(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        scope: &SessionScope,
+        host: &crate::pipeline::Host,
+        arguments: &str,
+    ) -> Observation {
+        let mut config = self.state.client.clone();
+        config.http_url = self.state.http_url.get().cloned();
+        if let Some(parts) = cx
+            .extensions
+            .get::<http::request::Parts>()
+            .filter(|_| config.http_url.is_none())
+        {
+            if let Some(authority) = parts
+                .headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+            {
+                config.http_url = Some(format!("http://{authority}/mcp"));
+            }
+        }
+        if config.workspace.is_none() {
+            config.workspace = Some(scope.workspace.root().display().to_string());
+        }
+        let session = scope
+            .session
+            .as_deref()
+            .expect("may_delegate needs a session");
+        let call_id = call_meta::parse(&cx.meta)
+            .ok()
+            .and_then(|m| m.call_id)
+            .unwrap_or_else(new_call_id);
+        crate::delegation::delegate(session, host.budgets(), arguments, &config, &call_id)
+    }
+
     /// Whether stderr lines of a call go out as `notifications/message`.
     fn logs_enabled(&self, cx: &RequestContext<RoleServer>) -> bool {
         if let Some(level) = cx.meta.log_level() {
@@ -204,12 +242,22 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let scope = self.scope(&cx)?;
         let generation = self.state.current();
-        let visible: Vec<(String, &Value)> = generation
+        let mut visible: Vec<(String, &Value)> = generation
             .tools
             .iter()
             .filter(|(name, _)| scope.allows(name))
             .map(|(name, def)| (name.clone(), def))
             .collect();
+        // The host's own `delegate` tool (it shadows a plugin's of that name).
+        let delegate_def;
+        if scope.may_delegate() {
+            delegate_def =
+                crate::delegation::tool_definition(&listing::observation_output_schema());
+            let name = crate::delegation::TOOL_NAME;
+            visible.retain(|(n, _)| n != name);
+            let at = visible.partition_point(|(n, _)| n.as_str() < name);
+            visible.insert(at, (name.to_string(), &delegate_def));
+        }
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = listing::page(&visible, cursor, self.state.page_size)
             .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
@@ -245,6 +293,10 @@ impl ServerHandler for McpServer {
         let scope = self.scope(&cx)?;
         let generation = self.state.current();
         let name = request.name.to_string();
+        if name == crate::delegation::TOOL_NAME && scope.may_delegate() {
+            let obs = self.delegate(&cx, &scope, &generation.host, &arguments);
+            return self.finish(&cx, &name, obs).await;
+        }
         let Some(tool) = generation
             .host
             .catalog()

@@ -161,6 +161,11 @@ pub struct Usage {
     pub peak_memory_bytes: u64,
     /// Size of the tool's output JSON, in bytes.
     pub output_bytes: u64,
+    /// Time the call waited for conflicting calls to release its resources
+    /// (see [`crate::resource`]), in microseconds; part of its deadline. 0
+    /// when they were free.
+    #[serde(default)]
+    pub wait_us: u64,
 }
 
 /// Captured guest output, already sanitized and clipped.
@@ -397,6 +402,22 @@ impl Observation {
         };
         let mut obs = Observation::base(call_id, tool, level, status);
         obs.error = Some(error);
+        obs.settle_retry_and_render();
+        obs
+    }
+
+    /// A call that failed before anything ran, whatever its level: never
+    /// `unknown`, even for a code such as `timeout` that usually arises
+    /// while the guest runs (a call that timed out waiting for its
+    /// resources).
+    pub fn not_started(
+        call_id: &str,
+        tool: &str,
+        level: SideEffect,
+        error: ErrorInfo,
+    ) -> Observation {
+        let mut obs = Observation::failure(call_id, tool, SideEffect::ReadOnly, error);
+        obs.effects.level = level;
         obs.settle_retry_and_render();
         obs
     }

@@ -126,6 +126,7 @@ fn round_trips_through_json() {
         wall_time_us: 2,
         peak_memory_bytes: 3,
         output_bytes: 4,
+        wait_us: 5,
     })
     .with_logs(Logs::capture(b"out", b"err", 100));
     let s = serde_json::to_string(&obs).unwrap();
@@ -507,6 +508,7 @@ fn observations_validate_against_the_schema() {
             wall_time_us: 20,
             peak_memory_bytes: 65536,
             output_bytes: 2000,
+            wait_us: 0,
         })
         .with_logs(Logs::capture(b"\x1b[1mhello\x1b[0m", &[0xff, b'x'], 100));
     assert!(obs.truncated.is_some());

@@ -104,6 +104,8 @@ pub struct CompiledSchema {
     /// The schema as compiled (with format-implied bounds added).
     schema: Value,
     paths: PathIndex,
+    /// Arguments annotated `x-toolhost-resource`.
+    resources: PathIndex,
 }
 
 impl fmt::Debug for CompiledSchema {
@@ -154,10 +156,12 @@ impl CompiledSchema {
             .build(&schema)
             .map_err(compile_error)?;
         let paths = PathIndex::build(&schema)?;
+        let resources = PathIndex::build_for(&schema, super::paths::RESOURCE_ANNOTATION)?;
         Ok(CompiledSchema {
             validator,
             schema,
             paths,
+            resources,
         })
     }
 
@@ -200,6 +204,13 @@ impl CompiledSchema {
     /// on its access, `write` wins.
     pub fn path_args<'a>(&self, args: &'a Value) -> Vec<PathArg<'a>> {
         self.paths.args(args)
+    }
+
+    /// The arguments in `args` annotated `x-toolhost-resource`, as
+    /// [`path_args`](Self::path_args) finds paths: each names a
+    /// plugin-declared resource the call reads or writes.
+    pub fn resource_args<'a>(&self, args: &'a Value) -> Vec<PathArg<'a>> {
+        self.resources.args(args)
     }
 }
 

@@ -26,5 +26,5 @@ pub(crate) mod walk;
 
 pub(crate) use compile::format_integer_bounds;
 pub use compile::{CompiledSchema, SchemaError, SchemaErrorKind, DRAFT_2020_12};
-pub use paths::{PathAccess, PathArg, PathField, PATH_ANNOTATION};
+pub use paths::{PathAccess, PathArg, PathField, PATH_ANNOTATION, RESOURCE_ANNOTATION};
 pub use violations::{compare_pointers, Violation, MAX_ACTUAL_CHARS};

@@ -13,6 +13,11 @@
 //! it cannot follow) is a compile error, never a silently unchecked path.
 //! When several schema branches describe the same argument, `write` wins over
 //! `read`.
+//!
+//! The same index, built for `"x-toolhost-resource": "read" | "write"`,
+//! finds the string arguments that name a plugin-declared resource (a
+//! database table, a queue, an account): not paths, but keys calls that
+//! write them are kept apart by (see [`crate::resource`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +30,9 @@ use crate::json::push_pointer_token;
 
 /// The annotation naming workspace-path arguments.
 pub const PATH_ANNOTATION: &str = "x-toolhost-path";
+
+/// The annotation naming arguments that are plugin-declared resources.
+pub const RESOURCE_ANNOTATION: &str = "x-toolhost-resource";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -91,6 +99,9 @@ struct PathNode {
 }
 
 struct PathBuilder<'s> {
+    /// The annotation indexed: [`PATH_ANNOTATION`] or
+    /// [`RESOURCE_ANNOTATION`].
+    annotation: &'static str,
     root: &'s Value,
     memo: HashMap<String, usize>,
     nodes: Vec<PathNode>,
@@ -148,18 +159,30 @@ impl PathIndex {
 
     /// Indexes the annotated path fields of `root`, or refuses the schema.
     pub(super) fn build(root: &Value) -> Result<PathIndex, SchemaError> {
+        PathIndex::build_for(root, PATH_ANNOTATION)
+    }
+
+    /// Indexes the fields of `root` that carry `annotation`.
+    pub(super) fn build_for(
+        root: &Value,
+        annotation: &'static str,
+    ) -> Result<PathIndex, SchemaError> {
+        let name = annotation;
         // Cheap exit: no annotation anywhere in the document.
-        if !contains_key_deep(root, PATH_ANNOTATION) {
+        if !contains_key_deep(root, name) {
             return Ok(PathIndex::default());
         }
         if has_nested_id(root, true) {
             return Err(SchemaError::new(
                 SchemaErrorKind::PathAnnotation,
-                format!("{PATH_ANNOTATION} is not supported in schemas that embed resources with their own $id"),
+                format!(
+                    "{name} is not supported in schemas that embed resources with their own $id"
+                ),
                 None,
             ));
         }
         let mut b = PathBuilder {
+            annotation,
             root,
             memo: HashMap::new(),
             nodes: Vec::new(),
@@ -170,6 +193,7 @@ impl PathIndex {
         // Every annotation must be one the walker reached.
         let mut stray = Vec::new();
         scan_untracked(
+            annotation,
             root,
             &mut String::new(),
             None,
@@ -181,7 +205,7 @@ impl PathIndex {
             return Err(SchemaError::new(
                 SchemaErrorKind::PathAnnotation,
                 format!(
-                    "{PATH_ANNOTATION} under `{keyword}` cannot be tracked; put path fields under properties, items, prefixItems, additionalProperties, anyOf/oneOf/allOf or a local $ref"
+                    "{name} under `{keyword}` cannot be tracked; put path fields under properties, items, prefixItems, additionalProperties, anyOf/oneOf/allOf or a local $ref"
                 ),
                 Some(pointer),
             ));
@@ -190,7 +214,7 @@ impl PathIndex {
             if let Some((pointer, reference)) = b.unresolved.first() {
                 return Err(SchemaError::new(
                     SchemaErrorKind::PathAnnotation,
-                    format!("cannot follow $ref {reference:?} while looking for {PATH_ANNOTATION} fields; use a local reference (#/$defs/...)"),
+                    format!("cannot follow $ref {reference:?} while looking for {name} fields; use a local reference (#/$defs/...)"),
                     Some(pointer.clone()),
                 ));
             }
@@ -356,17 +380,16 @@ impl<'s> PathBuilder<'s> {
             return Ok(id);
         };
         let mut node = PathNode::default();
-        if let Some(annotation) = map.get(PATH_ANNOTATION) {
+        let name = self.annotation;
+        if let Some(annotation) = map.get(name) {
             let access = match annotation.as_str() {
                 Some("read") => PathAccess::Read,
                 Some("write") => PathAccess::Write,
                 _ => {
                     return Err(SchemaError::new(
                         SchemaErrorKind::PathAnnotation,
-                        format!(
-                            "{PATH_ANNOTATION} must be \"read\" or \"write\", not {annotation}"
-                        ),
-                        Some(format!("{pointer}/{PATH_ANNOTATION}")),
+                        format!("{name} must be \"read\" or \"write\", not {annotation}"),
+                        Some(format!("{pointer}/{name}")),
                     ))
                 }
             };
@@ -374,7 +397,7 @@ impl<'s> PathBuilder<'s> {
             if !types.contains(&"string") {
                 return Err(SchemaError::new(
                     SchemaErrorKind::PathAnnotation,
-                    format!("{PATH_ANNOTATION} belongs on a string schema (\"type\": \"string\")"),
+                    format!("{name} belongs on a string schema (\"type\": \"string\")"),
                     Some(pointer.clone()),
                 ));
             }
@@ -478,6 +501,7 @@ fn has_nested_id(schema: &Value, is_root: bool) -> bool {
 /// (`under` names the first such keyword on the way down). Inside such a
 /// keyword, local `$ref`s are followed too.
 fn scan_untracked(
+    annotation: &'static str,
     schema: &Value,
     pointer: &mut String,
     under: Option<&'static str>,
@@ -486,7 +510,7 @@ fn scan_untracked(
     stray: &mut Vec<(String, &'static str)>,
 ) {
     if let Some(keyword) = under {
-        if schema.get(PATH_ANNOTATION).is_some() {
+        if schema.get(annotation).is_some() {
             stray.push((pointer.clone(), keyword));
         }
         if let Some((target, target_pointer)) = schema
@@ -496,7 +520,7 @@ fn scan_untracked(
         {
             if visited.insert(target_pointer.clone()) {
                 let mut p = target_pointer;
-                scan_untracked(target, &mut p, under, root, visited, stray);
+                scan_untracked(annotation, target, &mut p, under, root, visited, stray);
             }
         }
     }
@@ -514,7 +538,7 @@ fn scan_untracked(
                 | "contentSchema"
         ) || (keyword == "items" && token.is_some());
         let next = under.or(if untracked { Some(keyword) } else { None });
-        scan_untracked(sub, pointer, next, root, visited, stray);
+        scan_untracked(annotation, sub, pointer, next, root, visited, stray);
     });
 }
 

@@ -9,6 +9,10 @@
 //! | `clear_dir`            | irreversible| yes     | no    | deletes the files in a directory   |
 //! | `sneaky_append`        | reversible  | yes     | yes   | appends a line; its dry-run and    |
 //! |                        |             |         |       | probe try to append one too        |
+//! | `sneaky_get`           | reversible  | yes     | yes   | one HTTP GET; its dry-run and      |
+//! |                        |             |         |       | probe try to send one too          |
+//! | `bump_counter`         | reversible  | no      | no    | read-modify-write of a counter     |
+//! |                        |             |         |       | named by an `x-toolhost-resource`  |
 //!
 //! The wait (`hold_ms`) comes AFTER the effect, so a test can kill the host
 //! (or let the call time out) once the effect has happened but before the
@@ -25,6 +29,8 @@ use std::time::{Duration, Instant};
 use toolhost_sdk::{
     Change, Context, Deserialize, JsonSchema, Plan, Probe, Serialize, SideEffect, Tool, ToolError,
 };
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
 
 /// Arguments of `append_line` and `append_line_no_probe`.
 #[derive(Deserialize, JsonSchema)]
@@ -159,6 +165,46 @@ fn count_calls(ctx: &Context, args: CountArgs) -> Result<CountOutput, ToolError>
     })
 }
 
+/// Arguments of `bump_counter`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BumpArgs {
+    /// Counter name: the resource this call writes (its file is
+    /// `counters/<name>`, not a path argument).
+    #[schemars(
+        length(min = 1, max = 32),
+        pattern(r"^[a-z0-9_]+$"),
+        extend("x-toolhost-resource" = "write")
+    )]
+    counter: String,
+    /// Milliseconds to wait between reading and writing the counter.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 60_000))]
+    hold_ms: u32,
+}
+
+/// Result of `bump_counter`.
+#[derive(Serialize, JsonSchema)]
+struct BumpOutput {
+    /// The counter's value after this call.
+    value: u64,
+}
+
+/// Reads the counter, waits, writes it plus one: two calls that overlap
+/// lose one increment unless the host keeps them apart.
+fn bump_counter(ctx: &Context, args: BumpArgs) -> Result<BumpOutput, ToolError> {
+    let rel = format!("counters/{}", args.counter);
+    let guest = ctx.guest_path(&rel).map_err(|e| e.field("/counter"))?;
+    let value = match fs::read_to_string(&guest) {
+        Ok(text) => text.trim().parse::<u64>().unwrap_or(0),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(ToolError::io(&e, &rel)),
+    } + 1;
+    hold(args.hold_ms);
+    fs::write(&guest, value.to_string()).map_err(|e| ToolError::io(&e, &rel))?;
+    Ok(BumpOutput { value })
+}
+
 /// Arguments of `clear_dir`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +288,69 @@ fn probe_sneaky(
     probe_append(ctx, args, key)
 }
 
+/// Arguments of `sneaky_get`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GetArgs {
+    /// `host:port` of a plain HTTP server; the request is `GET /`.
+    #[schemars(length(min = 3, max = 300))]
+    authority: String,
+}
+
+/// Result of `sneaky_get`.
+#[derive(Serialize, JsonSchema)]
+struct GetOutput {
+    /// The response's status code.
+    status: u16,
+}
+
+/// One `GET http://<authority>/` through `wasi:http`: the status, or what
+/// the host answered instead (`HttpRequestDenied` when the origin is not
+/// granted). The host's deadline bounds the wait.
+fn get(authority: &str) -> Result<u16, String> {
+    let request = OutgoingRequest::new(Fields::new());
+    request
+        .set_method(&Method::Get)
+        .and_then(|()| request.set_scheme(Some(&Scheme::Http)))
+        .and_then(|()| request.set_authority(Some(authority)))
+        .and_then(|()| request.set_path_with_query(Some("/")))
+        .map_err(|()| format!("the request for {authority} was malformed"))?;
+    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    loop {
+        match future.get() {
+            Some(Ok(Ok(response))) => return Ok(response.status()),
+            Some(Ok(Err(e))) => return Err(format!("{e:?}")),
+            Some(Err(())) => return Err("the response was already taken".into()),
+            None => future.subscribe().block(),
+        }
+    }
+}
+
+fn sneaky_get(_: &Context, args: GetArgs) -> Result<GetOutput, ToolError> {
+    let status = get(&args.authority).map_err(|e| ToolError::new("connection_failed", e))?;
+    Ok(GetOutput { status })
+}
+
+/// The dry-run of `sneaky_get`: plans the request, and also tries to send
+/// it (which a dry-run must never be able to do). The plan's warning says
+/// whether it went out.
+fn plan_sneaky_get(_: &Context, args: GetArgs) -> Result<Plan, ToolError> {
+    let attempt = get(&args.authority);
+    Ok(
+        Plan::new(format!("send GET / to {}", args.authority)).warning(match attempt {
+            Ok(status) => format!("network attempt: succeeded (status {status})"),
+            Err(e) => format!("network attempt: failed: {e}"),
+        }),
+    )
+}
+
+/// The probe of `sneaky_get`: tries to send the request (a probe must have
+/// no effect), then cannot tell whether the call's own request went out.
+fn probe_sneaky_get(_: &Context, args: GetArgs, _key: &str) -> Result<Probe<GetOutput>, ToolError> {
+    let _ = get(&args.authority);
+    Ok(Probe::Unknown)
+}
+
 const APPEND_CONTRACT: &str = "\
 Inputs: path = workspace-relative file (1-1024 chars), created if missing; line = text to \
 append (1-200 chars, no line break); hold_ms = milliseconds to wait AFTER appending and before \
@@ -298,6 +407,24 @@ fn tools() -> Vec<Tool> {
         )
         .dry_run(plan_sneaky)
         .probe(probe_sneaky),
+        Tool::new("sneaky_get", sneaky_get)
+            .title("Send one GET (with a dry-run and probe that send one too)")
+            .description(
+                "Test tool: sends one HTTP GET / to a plain-HTTP server and returns its status. \
+                 Use only in toolhost's own tests. Inputs: authority = host:port (3-300 chars). \
+                 Output: {status} (under 1 KiB). Errors: connection_failed (the message is the \
+                 wasi:http error, e.g. HttpRequestDenied), invalid_arguments. Side effect: \
+                 reversible (the server sees one request). Dry-run: plans the request and ALSO \
+                 tries to send it (the host must refuse); the plan's warning says whether it \
+                 went out. Probe: tries to send it too, then answers unknown.",
+            )
+            .side_effect(SideEffect::Reversible)
+            .network_host("any")
+            .error_codes(&["connection_failed"])
+            .timeout_ms(10_000)
+            .max_output_bytes(1024)
+            .dry_run(plan_sneaky_get)
+            .probe(probe_sneaky_get),
         Tool::new("count_calls", count_calls)
             .title("Count calls")
             .description(
@@ -312,6 +439,25 @@ fn tools() -> Vec<Tool> {
                  no probe.",
             )
             .side_effect(SideEffect::Idempotent)
+            .reads_files()
+            .writes_files()
+            .error_codes(&["not_found", "permission_denied", "io_error"])
+            .timeout_ms(70_000)
+            .max_output_bytes(1024),
+        Tool::new("bump_counter", bump_counter)
+            .title("Bump a named counter")
+            .description(
+                "Test tool: reads the number in counters/<counter> (0 when missing), waits \
+                 hold_ms, writes it back plus one. Use only in toolhost's own tests of \
+                 plugin-declared resources: the counter argument is annotated \
+                 x-toolhost-resource write. Inputs: counter = counter name (1-32 chars, a-z \
+                 0-9 _); hold_ms = milliseconds between read and write (0-60000, default \
+                 0). Output: {value} = the counter after this call (under 1 KiB). Errors: \
+                 not_found (no counters directory), permission_denied, io_error, \
+                 invalid_arguments. Side effect: reversible (the counter goes up by one). \
+                 No dry-run, no probe.",
+            )
+            .side_effect(SideEffect::Reversible)
             .reads_files()
             .writes_files()
             .error_codes(&["not_found", "permission_denied", "io_error"])
