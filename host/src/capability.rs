@@ -24,7 +24,7 @@
 //! | caveat | meaning |
 //! | --- | --- |
 //! | `tool=file_view,git_*` | tools the token may call: exact names, `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool) |
-//! | `right=read,write,net` | rights: `read`, `write`, `net`, `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it); `right=none` grants none |
+//! | `right=read,write,net` | rights: `read`, `write`, `net`, `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
@@ -314,19 +314,29 @@ pub enum Right {
     /// Hand narrower tokens to sub-agents through the MCP `delegate` tool
     /// (granted only when minting asks for it).
     Delegate,
+    /// See secrets: the call's output, logs and errors are not redacted, and
+    /// a network tool's arguments may carry a secret.
+    Secrets,
 }
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 4] = [Right::Read, Right::Write, Right::Net, Right::Delegate];
+    pub const ALL: [Right; 5] = [
+        Right::Read,
+        Right::Write,
+        Right::Net,
+        Right::Delegate,
+        Right::Secrets,
+    ];
 
-    /// The caveat keyword: `read`, `write`, `net` or `delegate`.
+    /// The caveat keyword: `read`, `write`, `net`, `delegate` or `secrets`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
             Right::Write => "write",
             Right::Net => "net",
             Right::Delegate => "delegate",
+            Right::Secrets => "secrets",
         }
     }
 
@@ -336,6 +346,7 @@ impl Right {
             Right::Write => 2,
             Right::Net => 4,
             Right::Delegate => 8,
+            Right::Secrets => 16,
         }
     }
 }
@@ -348,8 +359,9 @@ impl FromStr for Right {
             "write" => Ok(Right::Write),
             "net" => Ok(Right::Net),
             "delegate" => Ok(Right::Delegate),
+            "secrets" => Ok(Right::Secrets),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net or delegate)"
+                "`{s}` is not a right (use read, write, net, delegate or secrets)"
             ))),
         }
     }
@@ -362,8 +374,8 @@ pub struct Rights(u8);
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net` and `delegate`.
-    pub const ALL: Rights = Rights(15);
+    /// `read`, `write`, `net`, `delegate` and `secrets`.
+    pub const ALL: Rights = Rights(31);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -385,7 +397,7 @@ impl Rights {
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
-    /// The rights in canonical order (read, write, net).
+    /// The rights in canonical order (read, write, net, secrets).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }
@@ -2201,6 +2213,12 @@ impl Grant {
         }
     }
 
+    /// Whether the caller may see secrets: the `secrets` right. Its calls
+    /// are not redacted and may pass a secret to a network tool.
+    pub fn sees_secrets(&self) -> bool {
+        self.rights.contains(Right::Secrets)
+    }
+
     /// Origins the caller may connect to; empty without the `net` right.
     pub fn net_origins(&self) -> &[Origin] {
         if self.rights.contains(Right::Net) {
@@ -3236,6 +3254,32 @@ mod tests {
         assert!(g.check_path("..", Access::Read).is_err());
         assert_eq!(g.read_prefixes(), [RelPath::parse(".").unwrap()]);
         assert!(g.read_prefixes()[0].is_root());
+    }
+
+    #[test]
+    fn the_secrets_right_is_granted_only_at_mint_and_only_dropped() {
+        let k = key(1);
+        let with = mint(&k, &["tool=*", "right=read,secrets", "read=src"]);
+        let g = k.verify(&with, at(T0)).unwrap();
+        assert!(g.sees_secrets());
+        assert_eq!(g.rights().to_string(), "read,secrets");
+        assert!(g.to_string().contains("rights:   read,secrets"), "{g}");
+        // Attenuating to `read` drops it.
+        let child = with
+            .attenuate(&[Caveat::parse("right=read").unwrap()])
+            .unwrap();
+        assert!(!k.verify(&child, at(T0)).unwrap().sees_secrets());
+        // A token without it cannot gain it: refused by attenuate, and
+        // folded away when appended by hand.
+        let without = mint(&k, &["tool=*", "right=read", "read=src"]);
+        assert!(!k.verify(&without, at(T0)).unwrap().sees_secrets());
+        let e = without
+            .attenuate(&[Caveat::parse("right=read,secrets").unwrap()])
+            .unwrap_err();
+        assert!(e.to_string().contains("right `secrets`"), "{e}");
+        let forged = raw_append(&without, &["right=read,secrets"]);
+        assert!(!k.verify(&forged, at(T0)).unwrap().sees_secrets());
+        assert!(Caveat::parse("right=secret").is_err());
     }
 
     #[test]

@@ -330,9 +330,7 @@ impl Host {
         let outcome = t.plugin.probe(&Host::request(p, Some(key)), key);
         match outcome.result {
             Ok(Ok(ProbeOutcome::Done(out))) => {
-                let obs = self
-                    .normalize_output(t, &p.call_id, &out, p.text_bytes)
-                    .with_idempotency_key(key);
+                let obs = self.normalize_output(p, &out).with_idempotency_key(key);
                 if !obs.is_ok() {
                     return None;
                 }
@@ -444,22 +442,25 @@ impl Host {
         // are hidden like an output's. (Only the plan: the plan token is
         // the host's own and must stay intact.)
         let mut plan = plan;
-        let hidden = crate::redact::redact_json(&mut plan);
+        let hidden = if p.secrets {
+            Vec::new()
+        } else {
+            crate::redact::redact_json(&mut plan)
+        };
         let output = json!({
             "plan": plan,
             "plan_token": token,
             "targets": payload["targets"],
             "expires_at_ms": expires_at_ms,
         });
-        let mut obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
-        obs.redactions = hidden
-            .into_iter()
-            .map(|r| crate::observation::Redaction {
+        let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
+        let mut obs = self.with_sources(obs, &p, &outcome.net_requested);
+        obs.redactions
+            .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
                 rule: r.rule.id().to_string(),
                 field: format!("output/plan{}", r.field),
                 count: r.count as u64,
-            })
-            .collect();
+            }));
         obs
     }
 

@@ -61,6 +61,7 @@ pub mod opendir;
 pub mod origin;
 pub mod paths;
 pub mod pipeline;
+pub mod provenance;
 pub mod redact;
 pub mod resource;
 pub mod sandbox;

@@ -186,9 +186,14 @@ struct CaveatArgs {
     /// Tools the token may call: a name, `ns_*`, or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
-    /// Rights: read, write, net (implied by --read/--write/--net when minting).
+    /// Rights: read, write, net, secrets (implied by --read/--write/--net/--secrets
+    /// when minting).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
+    /// Mint with the `secrets` right: outputs are not redacted and a network
+    /// tool's arguments may carry a secret.
+    #[arg(long)]
+    secrets: bool,
     /// A workspace path prefix the token may read.
     #[arg(long = "read", value_name = "PREFIX")]
     read: Vec<String>,
@@ -249,7 +254,12 @@ impl CaveatArgs {
             if !self.net.is_empty() {
                 rights.push("net".into());
             }
+            if self.secrets {
+                rights.push("secrets".into());
+            }
             rights.dedup();
+        } else if self.secrets {
+            bail!("--secrets grants the right and attenuation can only drop rights; list the rights to keep with --right");
         }
         if !rights.is_empty() {
             texts.push(format!("right={}", rights.join(",")));
@@ -388,8 +398,13 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_secrets"])]
     token: Option<String>,
+    /// Let this call see secrets: its output, logs and errors are not
+    /// redacted and a network tool's arguments may carry a secret (the
+    /// `secrets` right of the one-call token).
+    #[arg(long = "allow-secrets")]
+    allow_secrets: bool,
     /// Grant a network origin, scheme://host[:port] (repeatable; http and
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
@@ -925,6 +940,7 @@ fn grants_session(
     token: Option<&str>,
     workspace: &std::path::Path,
     [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
+    allow_secrets: bool,
 ) -> Result<Session> {
     let token = match token {
         Some(t) => t.to_string(),
@@ -945,6 +961,7 @@ fn grants_session(
                 read: allow_read.clone(),
                 write: allow_write.clone(),
                 net,
+                secrets: allow_secrets,
                 ..CaveatArgs::default()
             };
             // The same flags give the same token: a plan and the call it
@@ -970,6 +987,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net],
+        a.allow_secrets,
     )?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
@@ -1151,6 +1169,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net],
+        false,
     )?;
     let opts = BatchOptions {
         max_parallel: a.max_parallel,

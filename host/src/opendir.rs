@@ -146,6 +146,20 @@ impl OpenDir {
         Entry::from_fd(fd)
     }
 
+    /// Opens the regular file `rel` beneath this directory for reading,
+    /// following no symbolic link at any step (`openat2`, non-blocking, so
+    /// a FIFO swapped in cannot stall the host), with its size. Anything
+    /// but a regular file is `EINVAL`; no `openat2` is `ENOSYS`.
+    pub fn open_file_beneath(&self, rel: &str) -> io::Result<(std::fs::File, u64)> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = openat2(self.as_fd(), rel, flags | OFlags::NOCTTY)?;
+        let stat = rustix::fs::fstat(&fd)?;
+        if Kind::of(FileType::from_raw_mode(stat.st_mode)) != Kind::File {
+            return Err(Errno::INVAL.into());
+        }
+        Ok((std::fs::File::from(fd), stat.st_size as u64))
+    }
+
     /// Opens the entry `name` (one plain name) of this directory without
     /// following it; never blocks.
     pub fn entry(&self, name: &str) -> io::Result<Entry> {

@@ -14,11 +14,16 @@
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
+//!   provenance files read, URLs requested → `provenance`, `untrusted`,
+//!             the content marked as data in `text`
 //! ```
 //!
 //! Between 4 and 5 the call takes the locks of its resource keys
 //! ([`crate::resource`]): a call that conflicts with a running one waits
 //! there, within its deadline.
+//!
+//! A caller whose capability carries the `secrets` right skips both secret
+//! steps: its arguments may carry a secret and nothing is redacted.
 //!
 //! Nothing reaches the plugin before steps 1–4 pass. A failure after the
 //! plugin started on a side-effecting tool is reported as `unknown`, never as
@@ -102,6 +107,10 @@ pub(crate) struct Prepared<'t> {
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
+    /// The caller holds the `secrets` right: no redaction, no argument check.
+    pub secrets: bool,
+    /// The files the call may take content from (its provenance).
+    pub inputs: crate::provenance::Inputs,
     /// The binding of the capability token the call runs under, if any
     /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
     pub capability: Option<String>,
@@ -288,7 +297,8 @@ impl Host {
         }
         // The exfiltration half of redaction: a tool that can reach the
         // network gets no argument that carries a secret.
-        if !t.descriptor.needs.network_hosts.is_empty() {
+        let secrets = scope.capability.is_some_and(|c| c.sees_secrets());
+        if !secrets && !t.descriptor.needs.network_hosts.is_empty() {
             if let Some(found) = crate::redact::contains_secret(&value).first() {
                 let info = ErrorCode::SecretInArguments
                     .info(format!(
@@ -304,11 +314,16 @@ impl Host {
 
         // 4. Objects: every path argument, before the plugin runs.
         let mut rewrites = Vec::new();
+        let mut inputs = crate::provenance::Inputs::default();
+        let mut has_path_args = false;
         for arg in t.input.path_args(&value) {
+            has_path_args = true;
             let access = match arg.access {
                 PathAccess::Read => Access::Read,
                 PathAccess::Write => Access::Write,
             };
+            // What the tool may read is where its output may come from.
+            let read = access == Access::Read || t.descriptor.needs.fs_read;
             if let Some(cap) = scope.capability {
                 let cap_access = match access {
                     Access::Read => crate::capability::Access::Read,
@@ -320,6 +335,9 @@ impl Host {
             }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
+                    if read {
+                        inputs.add_file(resolved.rel.as_str());
+                    }
                     if resolved.rel.as_str() != arg.value {
                         rewrites.push((arg.pointer.to_string(), resolved.rel.as_str().to_string()));
                     }
@@ -352,6 +370,10 @@ impl Host {
         if needs.fs_read || needs.fs_write {
             let may_write = needs.fs_write && level != SideEffect::ReadOnly;
             for p in scope.grants.preopens() {
+                if !has_path_args {
+                    // No path argument says what it reads: anything mounted.
+                    inputs.add_file(p.rel.as_str());
+                }
                 match scope.workspace.open_grant(&p.rel) {
                     Ok(dir) => mounts.push(Mount {
                         dir,
@@ -367,6 +389,9 @@ impl Host {
             limits.fuel = cap.fuel(limits.fuel);
             limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
         }
+        if !inputs.files.is_empty() {
+            inputs.root = Some(scope.workspace.dir().clone());
+        }
         let net = match crate::sandbox::net_grant(&needs.network_hosts, &scope.net) {
             Ok(net) => net,
             Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
@@ -381,6 +406,8 @@ impl Host {
             net,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
+            secrets,
+            inputs,
             capability: scope.capability.map(|g| g.binding_hex()),
         })
     }
@@ -408,12 +435,11 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let t = p.tool;
-        let (call_id, tool, level, limits, text_bytes) = (
+        let (call_id, tool, level, limits) = (
             &p.call_id,
             t.descriptor.name.as_str(),
             t.descriptor.side_effect,
             p.limits,
-            p.text_bytes,
         );
         let outcome = t.plugin.call_cancellable(&Host::request(p, key), cancel);
 
@@ -437,7 +463,7 @@ impl Host {
             (&mut logs.stdout, "logs/stdout"),
             (&mut logs.stderr, "logs/stderr"),
         ] {
-            if text.is_empty() {
+            if text.is_empty() || p.secrets {
                 continue;
             }
             let (clean, found) = crate::redact::redact_text(text, field);
@@ -447,16 +473,20 @@ impl Host {
             }
         }
         let obs = match outcome.result {
-            Ok(Ok(out)) => self.normalize_output(t, call_id, &out, text_bytes),
+            Ok(Ok(out)) => self.normalize_output(p, &out),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
                 let mut details =
                     crate::observation::tool_details(e.details, limits.max_output_bytes);
                 // A tool's error text can quote what it read, secrets too.
-                let (message, found) = crate::redact::redact_text(&e.message, "");
-                let message = message.into_owned();
-                hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
-                if let Some(d) = details.as_mut().filter(|d| has_string(d)) {
+                let message = if p.secrets {
+                    e.message
+                } else {
+                    let (message, found) = crate::redact::redact_text(&e.message, "");
+                    hidden.extend(found.into_iter().map(|r| note(r, "error/message")));
+                    message.into_owned()
+                };
+                if let Some(d) = details.as_mut().filter(|d| !p.secrets && has_string(d)) {
                     let found = crate::redact::redact_json(d);
                     hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
                 }
@@ -479,19 +509,18 @@ impl Host {
         };
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
+        let obs = self.with_sources(obs, p, &outcome.net_requested);
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
         }
     }
 
-    pub(crate) fn normalize_output(
-        &self,
-        t: &Tool,
-        call_id: &str,
-        out: &str,
-        text_bytes: usize,
-    ) -> Observation {
+    /// The guest's output JSON as an `ok` observation (or why it is not
+    /// one): parsed, checked against the output schema, secrets redacted
+    /// unless the caller may see them.
+    pub(crate) fn normalize_output(&self, p: &Prepared<'_>, out: &str) -> Observation {
+        let (t, call_id, text_bytes) = (p.tool, p.call_id.as_str(), p.text_bytes);
         let level = t.descriptor.side_effect;
         let mut value: Value = match serde_json::from_str(out) {
             Ok(v) => v,
@@ -514,13 +543,45 @@ impl Host {
         // Secrets go before the text is rendered from the output, so the
         // structured output and the model-facing text agree. An output
         // without strings (the trivial call) is not scanned at all.
-        let redactions = if has_string(&value) {
+        let redactions = if !p.secrets && has_string(&value) {
             crate::redact::redact_json(&mut value)
         } else {
             Vec::new()
         };
         let mut obs = Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes);
         obs.redactions = redactions.into_iter().map(|r| note(r, "output")).collect();
+        obs
+    }
+}
+
+impl Host {
+    /// Attaches the run's provenance: the files the call may have read and
+    /// the URLs its guest requested. A URL is the guest's words and a path
+    /// the caller's: secrets in either are redacted like an output's
+    /// (unless the caller may see them).
+    pub(crate) fn with_sources(
+        &self,
+        obs: Observation,
+        p: &Prepared<'_>,
+        requested: &[String],
+    ) -> Observation {
+        if p.inputs.files.is_empty() && requested.is_empty() {
+            return obs;
+        }
+        let mut sources = crate::provenance::sources(&p.inputs, requested);
+        let mut hidden = Vec::new();
+        if !p.secrets {
+            for (i, s) in sources.iter_mut().enumerate() {
+                let (clean, found) = crate::redact::redact_text(&s.reference, "");
+                if !found.is_empty() {
+                    s.reference = clean.into_owned();
+                    let field = format!("provenance/{i}/ref");
+                    hidden.extend(found.into_iter().map(|r| note(r, &field)));
+                }
+            }
+        }
+        let mut obs = obs.with_provenance(sources, p.text_bytes);
+        obs.redactions.extend(hidden);
         obs
     }
 }

@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_limits;
 mod network;
 mod plans;
+mod provenance;
 mod reference_tools;
 mod resources;
 mod store_and_flags;

@@ -762,6 +762,119 @@ fn a_secret_in_a_network_tools_arguments_is_refused() {
     assert_ne!(obs["error"]["code"], "secret_in_arguments", "{obs:#}");
 }
 
+/// The `secrets` right: a token that carries it sees secrets and may send
+/// them; `call --allow-secrets` grants it for one call; attenuation drops
+/// it and cannot add it.
+#[test]
+fn the_secrets_right_lets_secrets_through_and_only_when_granted() {
+    let ws = Ws::new();
+    let sec = secrets(ws.dir.path());
+    let text = format!(
+        "token {}\naws_secret_access_key = {}\n",
+        sec.github, sec.aws_secret
+    );
+    ws.write("config/credentials", &text);
+    let dir = ws.dir.path();
+    let view = |extra: &[&str]| -> Value {
+        let mut args = vec!["call", "file_view", r#"{"path":"config/credentials"}"#];
+        args.extend_from_slice(extra);
+        let out = toolhost(&args, dir);
+        succeeds(&out);
+        let obs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_valid_observation(&obs);
+        obs
+    };
+    // With the right: the planted secrets pass through, nothing is listed.
+    let obs = view(&["--allow-read", "config", "--allow-secrets"]);
+    assert!(
+        obs["text"].as_str().unwrap().contains(&sec.github),
+        "{obs:#}"
+    );
+    assert!(obs.to_string().contains(&sec.aws_secret));
+    assert_eq!(obs["redactions"], serde_json::json!([]));
+    // Without: redacted.
+    let obs = view(&["--allow-read", "config"]);
+    assert!(!obs.to_string().contains(&sec.github), "{obs:#}");
+    assert!(!obs["redactions"].as_array().unwrap().is_empty());
+
+    // Arguments: a secret in a network tool's arguments is accepted with
+    // the right (the call goes on to the network check), refused without.
+    let url = format!("http://127.0.0.1:9/collect?t={}", sec.github);
+    let args = serde_json::json!({ "url": url }).to_string();
+    let fetch = |extra: &[&str]| -> Value {
+        let mut a = vec!["call", "http_get", args.as_str()];
+        a.extend_from_slice(extra);
+        let out = toolhost(&a, dir);
+        let obs: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+        assert_valid_observation(&obs);
+        obs
+    };
+    let obs = fetch(&["--allow-secrets"]);
+    assert_ne!(obs["error"]["code"], "secret_in_arguments", "{obs:#}");
+    assert_eq!(obs["error"]["code"], "denied_origin", "{obs:#}");
+    let obs = fetch(&[]);
+    assert_eq!(obs["error"]["code"], "secret_in_arguments", "{obs:#}");
+
+    // Tokens: minted with --secrets, shown by inspect; attenuation drops
+    // it and cannot add it back.
+    let mint = toolhost(
+        &[
+            "cap",
+            "mint",
+            "--tool",
+            "*",
+            "--read",
+            "config",
+            "--secrets",
+        ],
+        dir,
+    );
+    succeeds(&mint);
+    let token = stdout(&mint).trim().to_string();
+    let inspect = toolhost(&["cap", "inspect", &token], dir);
+    succeeds(&inspect);
+    assert!(
+        stdout(&inspect).contains("right=read,secrets"),
+        "{}",
+        stdout(&inspect)
+    );
+    let obs = view(&["--token", &token]);
+    assert!(obs.to_string().contains(&sec.github), "{obs:#}");
+
+    let child = toolhost(&["cap", "attenuate", &token, "--right", "read"], dir);
+    succeeds(&child);
+    let child = stdout(&child).trim().to_string();
+    let obs = view(&["--token", &child]);
+    assert!(!obs.to_string().contains(&sec.github), "dropped: {obs:#}");
+    let regain = toolhost(
+        &[
+            "cap",
+            "attenuate",
+            &child,
+            "--right",
+            "read",
+            "--right",
+            "secrets",
+        ],
+        dir,
+    );
+    assert!(!regain.status.success());
+    assert!(
+        stderr(&regain).contains("right `secrets`"),
+        "{}",
+        stderr(&regain)
+    );
+    let regain = toolhost(&["cap", "attenuate", &child, "--secrets"], dir);
+    assert!(!regain.status.success());
+    assert!(stderr(&regain).contains("--secrets"), "{}", stderr(&regain));
+    // A token minted without it grants nothing of it either.
+    let plain = toolhost(&["cap", "mint", "--tool", "*", "--read", "config"], dir);
+    succeeds(&plain);
+    let obs = view(&["--token", stdout(&plain).trim()]);
+    assert!(!obs.to_string().contains(&sec.github), "{obs:#}");
+}
+
 #[test]
 fn lint_flags_a_poisoned_description() {
     let dir = tempfile::tempdir().unwrap();

@@ -92,11 +92,14 @@ impl McpServer {
         }
         // structuredContent is the observation, mirrored as the last text
         // block; the tool's own content blocks (output convention) first.
-        let blocks = if obs.status == Status::Ok {
+        let mut blocks = if obs.status == Status::Ok {
             listing::content_blocks(obs.output.as_ref())
         } else {
             Vec::new()
         };
+        if obs.untrusted {
+            listing::mark_untrusted(&mut blocks);
+        }
         let structured = serde_json::to_value(&obs)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut content: Vec<ContentBlock> = if blocks.is_empty() {

@@ -15,7 +15,8 @@
 //!   codes with their defaults (tool-defined codes pass through as strings).
 //! - `text`, the model-facing rendering: the output as JSON, clipped head and
 //!   tail with an explicit marker ([`clip_head_tail`]), or one actionable
-//!   paragraph for a failure.
+//!   paragraph for a failure. Content from outside the host (see
+//!   [`Source`]) goes between [`UNTRUSTED_OPEN`] and [`UNTRUSTED_CLOSE`].
 //! - Text hygiene for guest bytes: [`strip_control`] (ANSI escapes, progress
 //!   bars) and [`guest_text`] (lossy UTF-8).
 //!
@@ -63,8 +64,8 @@ mod render;
 
 pub use error::{is_json_pointer, is_valid_code, tool_details, ErrorCode, ErrorInfo, Retry};
 pub use hygiene::{guest_text, strip_control};
-pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT};
-use render::{clip_short, render_error_paragraph, render_json, PARTIAL_PREFIX};
+pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
+use render::{clip_short, render_error_paragraph, render_json, wrap_untrusted, PARTIAL_PREFIX};
 
 /// Version of the observation shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -232,7 +233,49 @@ pub struct Observation {
     /// nothing was hidden. (Absent in records stored before it existed.)
     #[serde(default)]
     pub redactions: Vec<Redaction>,
+    /// Where content from outside the host in this observation came from,
+    /// as the host itself saw it (never the plugin's word): the files the
+    /// call's path arguments name, the URLs its guest requested, the
+    /// programs it ran. Empty when nothing came from outside.
+    #[serde(default)]
+    pub provenance: Vec<Source>,
+    /// True exactly when `provenance` is not empty: `output`, `logs` and a
+    /// tool's `error` may quote that content, which is data, never
+    /// instructions; `text` marks it so.
+    #[serde(default)]
+    pub untrusted: bool,
 }
+
+/// What kind of place content came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A file or directory of the workspace.
+    File,
+    /// A network response.
+    Network,
+    /// The output of a native program.
+    Process,
+}
+
+/// One place content in an observation came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub kind: SourceKind,
+    /// A workspace-relative path (`.` for the root) for `file`, the
+    /// requested URL for `network`, the program for `process`.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Hex SHA-256 of a `file` that is a regular file small enough to hash
+    /// (see [`MAX_HASHED_FILE_BYTES`]), as it was when the call ended;
+    /// `null` otherwise.
+    pub sha256: Option<String>,
+}
+
+/// Largest file whose SHA-256 a `file` source carries, in bytes: hashing is
+/// bounded so a call on a huge file does not pay for reading it twice.
+pub const MAX_HASHED_FILE_BYTES: u64 = 1 << 20;
 
 /// One kind of secret hidden in one place of an observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,6 +309,8 @@ impl Observation {
             usage: Usage::default(),
             logs: Logs::default(),
             redactions: Vec::new(),
+            provenance: Vec::new(),
+            untrusted: false,
         }
     }
 
@@ -471,6 +516,53 @@ impl Observation {
     pub fn with_truncation_hint(mut self, hint: impl Into<String>) -> Observation {
         if let Some(t) = &mut self.truncated {
             t.hint = hint.into();
+        }
+        self
+    }
+
+    /// Records where content from outside the host came from and marks it
+    /// in `text` as data: the rendered output (or a tool's own error
+    /// paragraph) goes between [`UNTRUSTED_OPEN`] and [`UNTRUSTED_CLOSE`],
+    /// within `max_text_bytes` for `ok` (the output is re-rendered in the
+    /// smaller budget). A host-written failure (a timeout, a crash) keeps
+    /// its text: it quotes nothing. No sources: unchanged, at no cost.
+    #[must_use]
+    pub fn with_provenance(mut self, sources: Vec<Source>, max_text_bytes: usize) -> Observation {
+        if sources.is_empty() {
+            return self;
+        }
+        self.provenance = sources;
+        self.untrusted = true;
+        let budget = max_text_bytes.saturating_sub(UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len());
+        match (&self.output, &self.error) {
+            // What fits with the markers is what rendering in the smaller
+            // budget would give: wrap it as it is.
+            (Some(_), None) if self.truncated.is_none() && self.text.len() <= budget => {
+                self.text = wrap_untrusted("", &self.text);
+            }
+            (Some(output), None) => {
+                let (json, truncated, _) = render_json(output, budget);
+                let hint = self.truncated.take().map(|t| t.hint);
+                self.truncated = truncated.map(|mut t| {
+                    if let Some(h) = hint {
+                        t.hint = h;
+                    }
+                    t
+                });
+                self.text = wrap_untrusted("", &json);
+            }
+            (Some(output), Some(error)) => {
+                let mut head = String::from(PARTIAL_PREFIX);
+                render_error_paragraph(&mut head, self.status, self.effects.level, error);
+                head.push('\n');
+                let (json, truncated, _) = render_json(output, budget.saturating_sub(head.len()));
+                self.truncated = truncated;
+                self.text = wrap_untrusted(&head, &json);
+            }
+            (None, Some(error)) if error.host_code().is_none() => {
+                self.text = wrap_untrusted("", &self.text);
+            }
+            _ => {}
         }
         self
     }

@@ -67,6 +67,9 @@ fn ok_serializes_every_field_in_order() {
         "effects",
         "usage",
         "logs",
+        "redactions",
+        "provenance",
+        "untrusted",
     ];
     let mut last = 0;
     for k in keys {
@@ -776,4 +779,124 @@ fn clip_short_marks_cuts() {
     assert_eq!(clip_short("abcdef", 4), "a…");
     assert_eq!(clip_short("ééé", 5), "é…");
     assert_eq!(clip_short("ééé", 4), "…");
+}
+
+// ---- provenance ----
+
+fn file_source(path: &str) -> Source {
+    Source {
+        kind: SourceKind::File,
+        reference: path.into(),
+        sha256: Some("ab".repeat(32)),
+    }
+}
+
+#[test]
+fn provenance_marks_the_output_as_data_within_the_budget() {
+    let v = schema_validator();
+    let plain = sample_ok();
+    assert!(!plain.untrusted && plain.provenance.is_empty());
+    // No source: nothing changes.
+    assert_eq!(sample_ok().with_provenance(Vec::new(), 4096), plain);
+    let obs = sample_ok().with_provenance(vec![file_source("src/a.rs")], 4096);
+    assert!(obs.untrusted);
+    assert_eq!(
+        obs.text,
+        format!("{UNTRUSTED_OPEN}{}{UNTRUSTED_CLOSE}", plain.text)
+    );
+    let value = assert_valid(&v, &obs);
+    assert_eq!(value["provenance"][0]["kind"], "file");
+    assert_eq!(value["provenance"][0]["ref"], "src/a.rs");
+    assert_eq!(value["untrusted"], true);
+    // A clipped output is re-rendered in what the markers leave, and keeps
+    // its tool-specific hint.
+    let big: Vec<Value> = (0..500).map(|i| json!(i)).collect();
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, Value::Array(big), 200)
+        .with_truncation_hint("ask for less")
+        .with_provenance(vec![file_source("f")], 200);
+    assert!(obs.text.len() <= 200, "{}", obs.text.len());
+    assert!(obs.text.starts_with(UNTRUSTED_OPEN) && obs.text.ends_with(UNTRUSTED_CLOSE));
+    assert_eq!(obs.truncated.as_ref().unwrap().hint, "ask for less");
+    assert_valid(&v, &obs);
+}
+
+#[test]
+fn provenance_wraps_partial_output_and_tool_errors_not_host_errors() {
+    let v = schema_validator();
+    let err = ErrorInfo::from_tool("half", "sent one of two", None, false, None);
+    let obs = Observation::partial(
+        "c",
+        "t",
+        SideEffect::ReadOnly,
+        json!({"sent": 1}),
+        err,
+        4096,
+    )
+    .with_provenance(vec![file_source("f")], 4096);
+    let (head, rest) = obs.text.split_once(UNTRUSTED_OPEN).unwrap();
+    assert!(head.starts_with("partial result: half"), "{}", obs.text);
+    assert!(
+        rest.ends_with(UNTRUSTED_CLOSE) && rest.contains("\"sent\": 1"),
+        "{}",
+        obs.text
+    );
+    assert_valid(&v, &obs);
+    // A tool's own error text can quote what it read.
+    let tool_err = ErrorInfo::from_tool("nope", "line 3 says hi", None, false, None);
+    let obs =
+        failed("t", SideEffect::ReadOnly, tool_err).with_provenance(vec![file_source("f")], 4096);
+    assert!(obs.text.starts_with(UNTRUSTED_OPEN), "{}", obs.text);
+    assert_valid(&v, &obs);
+    // A host's failure quotes nothing: the text stays, the sources are listed.
+    let timeout = failed(
+        "t",
+        SideEffect::ReadOnly,
+        ErrorCode::Timeout.info("too slow"),
+    );
+    let text = timeout.text.clone();
+    let obs = timeout.with_provenance(vec![file_source("f")], 4096);
+    assert_eq!(obs.text, text);
+    assert!(obs.untrusted);
+    assert_valid(&v, &obs);
+}
+
+#[test]
+fn schema_ties_untrusted_to_provenance() {
+    let v = schema_validator();
+    let mut value = serde_json::to_value(sample_ok()).unwrap();
+    value["untrusted"] = json!(true);
+    assert_invalid(&v, &value);
+    let mut value =
+        serde_json::to_value(sample_ok().with_provenance(vec![file_source("f")], 4096)).unwrap();
+    value["untrusted"] = json!(false);
+    assert_invalid(&v, &value);
+    value["untrusted"] = json!(true);
+    value["provenance"][0]["kind"] = json!("plugin");
+    assert_invalid(&v, &value);
+    value["provenance"][0]["kind"] = json!("network");
+    value["provenance"][0]["sha256"] = json!("not-hex");
+    assert_invalid(&v, &value);
+    value["provenance"][0]["sha256"] = Value::Null;
+    assert!(v.is_valid(&value));
+    // Records stored before provenance existed still read.
+    let mut old = serde_json::to_value(sample_ok()).unwrap();
+    let o = old.as_object_mut().unwrap();
+    o.remove("provenance");
+    o.remove("untrusted");
+    let back: Observation = serde_json::from_value(old).unwrap();
+    assert!(!back.untrusted && back.provenance.is_empty());
+}
+
+#[test]
+fn marking_equals_rendering_in_the_budget_the_markers_leave() {
+    let output =
+        json!({"path": "a", "lines": [{"number": 1, "text": "x"}, {"number": 2, "text": "y"}]});
+    let overhead = UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len();
+    for max in (overhead..overhead + 200).step_by(7) {
+        let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output.clone(), max)
+            .with_provenance(vec![file_source("a")], max);
+        let (json, truncated, _) = render_json(&output, max - overhead);
+        assert_eq!(obs.text, wrap_untrusted("", &json), "max {max}");
+        assert_eq!(obs.truncated.is_some(), truncated.is_some(), "max {max}");
+    }
 }

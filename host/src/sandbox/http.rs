@@ -31,7 +31,10 @@
 //!    [`MAX_REQUESTS_PER_CALL`] requests.
 //!
 //! Every refusal is recorded (see `NetPolicy::denials`) so the call's
-//! outcome can say what was refused and why. Raw sockets (`wasi:sockets`
+//! outcome can say what was refused and why, and every request let through
+//! to a granted origin is recorded too (`NetPolicy::requested`: the URL,
+//! without user info, as the guest asked for it): the call's observation
+//! lists them as its network provenance, derived here, not from the plugin. Raw sockets (`wasi:sockets`
 //! TCP/UDP) and `ip-name-lookup` stay denied in every sandbox; this module
 //! is the only way out.
 //!
@@ -67,6 +70,9 @@ pub const MAX_REQUESTS_PER_CALL: usize = 64;
 
 /// How long a response's connection driver may outlive the call's deadline.
 const IO_GRACE: Duration = Duration::from_secs(2);
+
+/// Longest URL recorded as a call's network provenance, in bytes.
+const MAX_RECORDED_URL_BYTES: usize = 1024;
 
 /// Most refusals kept per call (the rest are counted).
 const MAX_RECORDED_DENIALS: usize = 16;
@@ -180,6 +186,8 @@ pub(crate) struct NetPolicy {
     deadline: Instant,
     requests: AtomicUsize,
     denials: Mutex<Denials>,
+    /// URLs of the requests let through, in order, without duplicates.
+    requested: Mutex<Vec<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +217,7 @@ impl NetPolicy {
             deadline,
             requests: AtomicUsize::new(0),
             denials: Mutex::new(Denials::default()),
+            requested: Mutex::new(Vec::new()),
         });
         for line in refused {
             policy.deny(line);
@@ -225,6 +234,25 @@ impl NetPolicy {
     pub(crate) fn denials(&self) -> (Vec<String>, usize) {
         let d = self.denials.lock().unwrap_or_else(|e| e.into_inner());
         (d.kept.clone(), d.omitted)
+    }
+
+    /// The URLs of the requests let through to a granted origin.
+    pub(crate) fn requested(&self) -> Vec<String> {
+        self.requested
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records a request let through: `origin` and the URI's path and
+    /// query (clipped; at most [`MAX_REQUESTS_PER_CALL`] get this far).
+    fn record(&self, origin: &Origin, uri: &http::Uri) {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let url = clip_bytes(&format!("{origin}{path}"), MAX_RECORDED_URL_BYTES).into_owned();
+        let mut r = self.requested.lock().unwrap_or_else(|e| e.into_inner());
+        if !r.contains(&url) {
+            r.push(url);
+        }
     }
 
     fn deny(&self, line: String) {
@@ -302,6 +330,7 @@ impl WasiHttpHooks for NetHooks {
             ));
             return refused(HttpError::HttpRequestDenied);
         }
+        policy.record(&origin, request.uri());
         let policy = self.policy.clone();
         Box::new(send_checked(
             policy,

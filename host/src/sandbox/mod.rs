@@ -253,6 +253,9 @@ pub struct RunOutcome<T> {
     /// `net_denied_omitted` counts the rest).
     pub net_denied: Vec<String>,
     pub net_denied_omitted: usize,
+    /// The URLs of the requests the host let through to a granted origin,
+    /// in order, without duplicates: the run's network provenance.
+    pub net_requested: Vec<String>,
 }
 
 /// How a call ended: the tool's output JSON or its tool error.
@@ -268,6 +271,7 @@ impl<T> RunOutcome<T> {
             logs: Logs::default(),
             net_denied: Vec::new(),
             net_denied_omitted: 0,
+            net_requested: Vec::new(),
         }
     }
 
@@ -280,6 +284,7 @@ impl<T> RunOutcome<T> {
             logs: self.logs,
             net_denied: self.net_denied,
             net_denied_omitted: self.net_denied_omitted,
+            net_requested: self.net_requested,
         }
     }
 }
@@ -678,6 +683,7 @@ impl Plugin {
             logs,
             net_denied,
             net_denied_omitted,
+            net_requested: net.requested(),
         }
     }
 }
