@@ -220,26 +220,10 @@ fn fifty_concurrent_calls_on_one_sqlite_file_against_max_calls_ten_run_ten() {
     fifty_against_ten([open(), open()]);
 }
 
-fn postgres_url() -> Option<String> {
-    let url = std::env::var("TOOLHOST_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
-    match PostgresStore::connect(&url, Duration::from_secs(3600)) {
-        Ok(_) => Some(url),
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!("PostgreSQL must be reachable under CI ({url}): {e}")
-        }
-        Err(e) => {
-            eprintln!("\n!!!!! SKIPPING PostgreSQL test: {url}: {e}\n");
-            None
-        }
-    }
-}
-
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn fifty_concurrent_calls_on_two_hosts_sharing_postgres_against_max_calls_ten_run_ten() {
-    let Some(url) = postgres_url() else {
-        return;
-    };
+    let url = crate::support::postgres_url();
     let open = || -> Host {
         host_on(Arc::new(
             PostgresStore::connect(&url, Duration::from_secs(3600)).unwrap(),
@@ -249,10 +233,9 @@ fn fifty_concurrent_calls_on_two_hosts_sharing_postgres_against_max_calls_ten_ru
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn two_hosts_on_postgres_share_a_chain_budget() {
-    let Some(url) = postgres_url() else {
-        return;
-    };
+    let url = crate::support::postgres_url();
     let ws = workspace();
     let open = || -> Host {
         host_on(Arc::new(

@@ -1098,16 +1098,9 @@ fn http_fifty_duplicates_across_two_servers_sharing_sqlite_run_once() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn http_fifty_duplicates_across_two_servers_sharing_postgres_run_once() {
-    let Ok(url) = std::env::var("TOOLHOST_TEST_POSTGRES") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI sets TOOLHOST_TEST_POSTGRES (.ci/postgres.sh)"
-        );
-        eprintln!("SKIPPING: TOOLHOST_TEST_POSTGRES is not set");
-        return;
-    };
-    fifty_duplicates_across_two_servers(Some(url));
+    fifty_duplicates_across_two_servers(Some(crate::support::postgres_url()));
 }
 
 #[test]

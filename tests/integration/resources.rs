@@ -577,7 +577,7 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
 #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn pg_edits_through_two_http_servers_sharing_only_postgres_all_land() {
     use crate::mcp::{stateless_call, HttpServer};
-    let url = std::env::var("TOOLHOST_TEST_POSTGRES").expect("TOOLHOST_TEST_POSTGRES");
+    let url = crate::support::postgres_url();
     let mut setup = Setup::new(&[]);
     setup.store = Some(url);
     setup.ws.write("pub/lines.txt", numbered_lines(N));

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolhost::catalog::{Catalog, Source};
@@ -244,4 +245,23 @@ pub fn expect_ok(obs: &Value) -> &Value {
     assert_eq!(obs["status"], "ok", "{obs:#}");
     assert!(obs["error"].is_null(), "{obs:#}");
     &obs["output"]
+}
+
+/// The PostgreSQL server of the tests that need one (`.ci/postgres.sh`
+/// prints its URL; `TOOLHOST_TEST_POSTGRES` overrides the default). Those
+/// tests are `#[ignore]`d so a plain `cargo test` reports them as ignored;
+/// `.ci/run` runs them with `--ignored`. Without a server they fail, naming
+/// how to start one.
+pub fn postgres_url() -> String {
+    let url = std::env::var("TOOLHOST_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
+    if let Err(e) =
+        toolhost::idempotency::postgres::PostgresStore::connect(&url, Duration::from_secs(3600))
+    {
+        panic!(
+            "PostgreSQL unreachable at {url}: {e}\n\
+             start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""
+        );
+    }
+    url
 }

@@ -513,10 +513,17 @@ pub(crate) fn concurrent_claims(stores: &[&dyn Store], name: &str) {
 }
 
 /// Expands to one `#[test]` per conformance case, each calling
-/// `$run(case)`.
+/// `$run(case)`; with `ignore = "why"`, each test is `#[ignore]`d with that
+/// reason (a backend that needs a server the plain `cargo test` lacks).
 macro_rules! suite {
     ($run:path) => {
-        $crate::idempotency::conformance::suite!(@cases $run;
+        $crate::idempotency::conformance::suite!(@list $run; []);
+    };
+    ($run:path, ignore = $why:literal) => {
+        $crate::idempotency::conformance::suite!(@list $run; [#[ignore = $why]]);
+    };
+    (@list $run:path; $attrs:tt) => {
+        $crate::idempotency::conformance::suite!(@cases $run; $attrs;
             claim_complete_replay,
             repeat_in_flight,
             conflict_on_other_arguments,
@@ -537,13 +544,17 @@ macro_rules! suite {
             concurrent_claims_two_stores,
         );
     };
-    (@cases $run:path; $($case:ident),* $(,)?) => {
+    (@cases $run:path; $attrs:tt; $($case:ident),* $(,)?) => {
         $(
-            #[test]
-            fn $case() {
-                $run($crate::idempotency::conformance::$case);
-            }
+            $crate::idempotency::conformance::suite!(@one $run; $attrs; $case);
         )*
+    };
+    (@one $run:path; [$($attr:tt)*]; $case:ident) => {
+        $($attr)*
+        #[test]
+        fn $case() {
+            $run($crate::idempotency::conformance::$case);
+        }
     };
 }
 pub(crate) use suite;

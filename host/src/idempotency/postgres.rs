@@ -587,13 +587,10 @@ mod tests {
         std::env::var("TOOLHOST_TEST_POSTGRES").unwrap_or_else(|_| DEFAULT_TEST_URL.to_owned())
     }
 
-    fn in_ci() -> bool {
-        std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-    }
-
-    /// Connects to the test server. Without one: fails under CI, otherwise
-    /// says loudly that the test is skipped.
-    fn connect(retention: Duration) -> Option<PostgresStore> {
+    /// Connects to the test server, or fails the test naming how to start
+    /// one. The tests that need it are `#[ignore]`d: `cargo test` reports
+    /// them as ignored, `.ci/run` runs them with `--ignored`.
+    fn connect(retention: Duration) -> PostgresStore {
         let url = test_url();
         match PostgresStore::connect(&url, retention) {
             Ok(store) => {
@@ -611,26 +608,18 @@ mod tests {
                             .map_err(map_err)
                     })
                     .unwrap();
-                Some(store)
+                store
             }
-            Err(e) if in_ci() => panic!(
-                "PostgreSQL test server unreachable at {url} under CI: {e}\n\
+            Err(e) => panic!(
+                "PostgreSQL test server unreachable at {url}: {e}
+\
                  start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""
             ),
-            Err(e) => {
-                eprintln!(
-                    "\n!!!!! SKIPPING PostgreSQL test: no server at {url}: {e}\n\
-                     !!!!! start one with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\"\n"
-                );
-                None
-            }
         }
     }
 
     fn run(case: fn(&conformance::Backend)) {
-        if connect(DEFAULT_RETENTION).is_none() {
-            return;
-        }
+        connect(DEFAULT_RETENTION);
         let backend = conformance::Backend {
             name: "postgres",
             open: Box::new(|retention| {
@@ -640,7 +629,10 @@ mod tests {
         case(&backend);
     }
 
-    conformance::suite!(run);
+    conformance::suite!(
+        run,
+        ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"
+    );
 
     /// Asserts that connecting to `url` fails with `kind`.
     #[track_caller]
@@ -680,10 +672,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn wrong_password_is_unavailable() {
-        if connect(DEFAULT_RETENTION).is_none() {
-            return;
-        }
+        connect(DEFAULT_RETENTION);
         let mut config: Config = test_url().parse().unwrap();
         config.password("definitely-not-the-password");
         let err = PostgresStore::connect_with(config, DEFAULT_RETENTION).unwrap_err();
@@ -691,10 +682,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn debug_output_hides_the_password() {
-        let Some(store) = connect(DEFAULT_RETENTION) else {
-            return;
-        };
+        let store = connect(DEFAULT_RETENTION);
         let shown = format!("{store:?}");
         assert!(shown.contains("PostgresStore"), "{shown}");
         assert!(!shown.contains("password"), "{shown}");
@@ -702,10 +692,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn reconnects_after_the_connection_is_killed() {
-        let Some(store) = connect(DEFAULT_RETENTION) else {
-            return;
-        };
+        let store = connect(DEFAULT_RETENTION);
         let k = conformance::key("reconnect");
         let Claim::Acquired { fence } = store.claim(&k, "t", "d", Duration::from_secs(60)).unwrap()
         else {
@@ -743,10 +732,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn leases_use_the_database_clock() {
-        let Some(store) = connect(DEFAULT_RETENTION) else {
-            return;
-        };
+        let store = connect(DEFAULT_RETENTION);
         let k = conformance::key("dbclock");
         store.claim(&k, "t", "d", Duration::from_secs(60)).unwrap();
         let (db_now, until): (SystemTime, SystemTime) = store

@@ -1,6 +1,7 @@
 //! The store ledgers against real databases: a SQLite file shared by
-//! several connections (as several processes share it) and, when one is
-//! reachable, PostgreSQL (`TOOLHOST_TEST_POSTGRES`).
+//! several connections (as several processes share it) and PostgreSQL
+//! (`TOOLHOST_TEST_POSTGRES`; those tests are `#[ignore]`d, `.ci/run` runs
+//! them with `--ignored`).
 
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -36,20 +37,18 @@ fn sqlite(path: &std::path::Path) -> StoreLedger {
     ))
 }
 
-/// A PostgreSQL ledger, or `None` (said loudly) when no server is
-/// reachable outside CI.
-fn postgres() -> Option<StoreLedger> {
+/// A PostgreSQL ledger, or a failed test naming how to start a server. The
+/// tests that need it are `#[ignore]`d; `.ci/run` runs them with
+/// `--ignored`.
+fn postgres() -> StoreLedger {
     let url = std::env::var("TOOLHOST_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
     match PostgresStore::connect(&url, Duration::from_secs(3600)) {
-        Ok(store) => Some(StoreLedger::new(Arc::new(store))),
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!("PostgreSQL must be reachable under CI ({url}): {e}")
-        }
-        Err(e) => {
-            eprintln!("\n!!!!! SKIPPING PostgreSQL ledger test: {url}: {e}\n");
-            None
-        }
+        Ok(store) => StoreLedger::new(Arc::new(store)),
+        Err(e) => panic!(
+            "PostgreSQL unreachable at {url}: {e}\n\
+             start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""
+        ),
     }
 }
 
@@ -88,11 +87,9 @@ fn sqlite_fifty_concurrent_calls_against_max_calls_ten_admit_exactly_ten() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn postgres_fifty_concurrent_calls_against_max_calls_ten_admit_exactly_ten() {
-    if postgres().is_none() {
-        return;
-    }
-    fifty_against_ten(&|| postgres().unwrap());
+    fifty_against_ten(&postgres);
 }
 
 /// A child's calls spend its parent's budget; a refused admission charges
@@ -145,10 +142,9 @@ fn sqlite_children_spend_their_parents_budgets_and_fuel_is_reserved() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn postgres_children_spend_their_parents_budgets_and_fuel_is_reserved() {
-    let (Some(a), Some(b)) = (postgres(), postgres()) else {
-        return;
-    };
+    let (a, b) = (postgres(), postgres());
     chain_and_fuel(&a, &b);
 }
 
@@ -191,10 +187,9 @@ fn sqlite_revocation_reaches_descendants_and_other_ledgers_within_the_bound() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn postgres_revocation_reaches_descendants_and_other_ledgers_within_the_bound() {
-    let (Some(a), Some(b)) = (postgres(), postgres()) else {
-        return;
-    };
+    let (a, b) = (postgres(), postgres());
     revocation(&a, &b);
 }
 
