@@ -397,6 +397,12 @@ fn name_resolving_to_loopback() -> Option<String> {
 #[test]
 fn a_granted_dns_name_that_resolves_to_loopback_is_refused() {
     let Some(name) = name_resolving_to_loopback() else {
+        // Not a silent pass where it matters: CI machines name themselves in
+        // /etc/hosts, so there the test must run.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no name other than localhost resolves to loopback on this CI machine"
+        );
         eprintln!("skipped: no name other than localhost resolves to loopback here");
         return;
     };
