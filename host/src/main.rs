@@ -409,8 +409,8 @@ struct CallArgs {
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
-    /// Wall-clock limit (default: the tool's own).
-    #[arg(long, value_name = "N")]
+    /// Wall-clock limit in milliseconds, 1 to 86400000 (default: the tool's own).
+    #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Fuel limit (default: 2e9).
     #[arg(long, value_name = "N")]
@@ -430,6 +430,20 @@ struct CallArgs {
     /// Pretty-print the observation.
     #[arg(long)]
     pretty: bool,
+}
+
+/// The longest wall-clock limit a call may ask for: one day.
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+
+/// Parses `--timeout-ms`: a whole number of milliseconds, 1 to
+/// [`MAX_TIMEOUT_MS`]. Zero would make every call time out before it starts.
+fn parse_timeout_ms(s: &str) -> Result<u64, String> {
+    let range = format!("a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS} (one day)");
+    match s.trim().parse::<u64>() {
+        Ok(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Ok(ms),
+        Ok(0) => Err(format!("0 would time out every call; give {range}")),
+        _ => Err(format!("give {range}")),
+    }
 }
 
 #[derive(Args)]
@@ -456,8 +470,9 @@ struct BatchArgs {
     /// Most items running at once (default and ceiling: the cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     max_parallel: usize,
-    /// Wall-clock limit of each item (default: its tool's own).
-    #[arg(long, value_name = "N")]
+    /// Wall-clock limit of each item in milliseconds, 1 to 86400000
+    /// (default: its tool's own).
+    #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Fuel limit of each item (default: 2e9).
     #[arg(long, value_name = "N")]

@@ -393,3 +393,45 @@ fn origins_the_sandbox_cannot_honour_are_refused_when_minted() {
         assert!(out.stdout.is_empty(), "{bad}: a token was printed");
     }
 }
+
+#[test]
+fn a_zero_or_out_of_range_timeout_is_a_usage_error_naming_the_range() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let dir = ws.dir.path();
+    for bad in ["0", "86400001", "1.5", "soon"] {
+        let out = toolhost(
+            &[
+                "call",
+                "file_view",
+                r#"{"path":"a.txt"}"#,
+                "--allow-read",
+                ".",
+                "--timeout-ms",
+                bad,
+            ],
+            dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--timeout-ms"), "{bad}: {stderr}");
+        assert!(stderr.contains("from 1 to 86400000"), "{bad}: {stderr}");
+        assert!(out.stdout.is_empty(), "{bad}: nothing runs");
+    }
+    let batch = toolhost(&["batch", "--timeout-ms", "0"], dir);
+    assert_eq!(batch.status.code(), Some(2), "{batch:?}");
+    assert!(String::from_utf8_lossy(&batch.stderr).contains("0 would time out every call"));
+    let ok = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt"}"#,
+            "--allow-read",
+            ".",
+            "--timeout-ms",
+            "86400000",
+        ],
+        dir,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+}
