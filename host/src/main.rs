@@ -1157,7 +1157,11 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
             let level = if strict { "error" } else { "warning" };
             text.push_str(&format!("{level}: {f}\n"));
         }
-        text.push_str(&catalog_report.to_string());
+        // The per-tool reports were printed above; the catalog adds only the
+        // findings across tools (its own copy of each report would repeat them).
+        for finding in &catalog_report.findings {
+            text.push_str(&format!("{finding}\n"));
+        }
         emit(text.trim_end_matches('\n'))?;
     }
     Ok(if refused {

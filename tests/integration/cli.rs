@@ -435,3 +435,23 @@ fn a_zero_or_out_of_range_timeout_is_a_usage_error_naming_the_range() {
     );
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
 }
+
+#[test]
+fn lint_prints_each_report_once() {
+    let plugin = test_plugin("tp_open_object");
+    let out = toolhost(&["lint", plugin.to_str().unwrap()], &repo_root());
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for tool in ["open_args", "union_args", "fine_tool"] {
+        let headers = stdout
+            .lines()
+            .filter(|l| l.contains(&format!("{tool}: ")) && !l.starts_with(' '))
+            .count();
+        assert_eq!(headers, 1, "{tool} reported {headers} times:\n{stdout}");
+    }
+    assert_eq!(
+        stdout.matches("object allows extra properties").count(),
+        1,
+        "{stdout}"
+    );
+}
