@@ -1111,6 +1111,7 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 },
                 Err(e) => serde_json::json!({"valid": null, "error": format!("{e:#}")}),
             };
+            let expires_at = t.grant_unverified().ok().and_then(|g| g.expires_at());
             let out = serde_json::json!({
                 "key_id": t.key_id().to_string(),
                 "token_id": t.id_hex(),
@@ -1118,6 +1119,10 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "minted_caveats": t.minted_len(),
+                // The earliest `expires` caveat, for a person (RFC 3339, UTC)
+                // and for a program (Unix seconds, as in the caveat text).
+                "expires": expires_at.map(toolhost::capability::format_rfc3339),
+                "expires_unix": expires_at,
                 "verification": verified,
             });
             emit(serde_json::to_string_pretty(&out)?)?;

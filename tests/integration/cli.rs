@@ -455,3 +455,29 @@ fn lint_prints_each_report_once() {
         "{stdout}"
     );
 }
+
+#[test]
+fn cap_inspect_shows_expiry_as_rfc3339() {
+    let ws = Ws::new();
+    let dir = ws.dir.path();
+    let token = stdout_line(&toolhost(
+        &[
+            "cap",
+            "mint",
+            "--tool",
+            "file_view",
+            "--expires",
+            "2030-01-02T03:04:05Z",
+        ],
+        dir,
+    ));
+    let out = toolhost(&["cap", "inspect", &token], dir);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["expires"], "2030-01-02T03:04:05Z", "{v}");
+    assert_eq!(v["expires_unix"], 1_893_553_445u64, "{v}");
+    let never = stdout_line(&toolhost(&["cap", "mint", "--tool", "file_view"], dir));
+    let v: Value =
+        serde_json::from_slice(&toolhost(&["cap", "inspect", &never], dir).stdout).unwrap();
+    assert!(v["expires"].is_null() && v["expires_unix"].is_null(), "{v}");
+}
