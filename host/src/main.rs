@@ -351,11 +351,7 @@ enum Command {
     Settle {
         key: String,
         /// The effect happened: repeats get a recorded "settled" result.
-        #[arg(
-            long,
-            conflicts_with = "not_done",
-            required_unless_present = "not_done"
-        )]
+        #[arg(long, conflicts_with = "not_done")]
         done: bool,
         /// The effect did not happen: the next repeat runs.
         #[arg(long)]
@@ -580,7 +576,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
             call(&host, &cli.plugins, args, true)
         }
-        Command::Settle { key, done, .. } => {
+        Command::Settle {
+            key,
+            done,
+            not_done,
+        } => {
+            if !done && !not_done {
+                bail!(
+                    "settle {key}: say what happened to the effect: --done (it happened; \
+                     repeats of the call get a recorded \"settled\" result and do not run) \
+                     or --not-done (it did not happen; the next repeat runs the call)"
+                );
+            }
             let r = records(&cli.plugins)?;
             let store = r.store();
             let Some(rec) = store.get(&key)? else {

@@ -481,3 +481,19 @@ fn cap_inspect_shows_expiry_as_rfc3339() {
         serde_json::from_slice(&toolhost(&["cap", "inspect", &never], dir).stdout).unwrap();
     assert!(v["expires"].is_null() && v["expires_unix"].is_null(), "{v}");
 }
+
+#[test]
+fn settle_without_a_choice_names_both_choices_and_what_they_mean() {
+    let ws = Ws::new();
+    let out = toolhost(&["settle", "some-key"], ws.dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--done (it happened"), "{stderr}");
+    assert!(stderr.contains("--not-done (it did not happen"), "{stderr}");
+    assert!(stderr.contains("some-key"), "{stderr}");
+    let both = toolhost(
+        &["settle", "some-key", "--done", "--not-done"],
+        ws.dir.path(),
+    );
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+}
