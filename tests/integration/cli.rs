@@ -497,3 +497,31 @@ fn settle_without_a_choice_names_both_choices_and_what_they_mean() {
     );
     assert_eq!(both.status.code(), Some(2), "{both:?}");
 }
+
+#[test]
+fn a_token_grant_naming_no_directory_is_named_in_the_denial() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let dir = ws.dir.path();
+    let token = stdout_line(&toolhost(
+        &["cap", "mint", "--tool", "file_view", "--read", "nosuch"],
+        dir,
+    ));
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"nosuch/a.txt"}"#,
+            "--token",
+            &token,
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let obs = observation(&out);
+    let message = obs["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the grant `nosuch` names no directory in the workspace"),
+        "{message}"
+    );
+}
