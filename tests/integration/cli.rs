@@ -525,3 +525,26 @@ fn a_token_grant_naming_no_directory_is_named_in_the_denial() {
         "{message}"
     );
 }
+
+#[test]
+fn not_found_says_what_is_missing_without_a_raw_errno() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"nothere.txt"}"#,
+            "--allow-read",
+            ".",
+        ],
+        ws.dir.path(),
+    );
+    let obs = observation(&out);
+    let message = obs["error"]["message"].as_str().unwrap();
+    assert_eq!(obs["error"]["code"], "not_found", "{obs}");
+    assert!(message.contains("nothere.txt"), "{message}");
+    assert!(message.contains("No such file or directory"), "{message}");
+    assert!(!message.contains("os error"), "{message}");
+    assert!(!obs["text"].as_str().unwrap().contains("os error"), "{obs}");
+}
