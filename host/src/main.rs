@@ -351,11 +351,7 @@ enum Command {
     Settle {
         key: String,
         /// The effect happened: repeats get a recorded "settled" result.
-        #[arg(
-            long,
-            conflicts_with = "not_done",
-            required_unless_present = "not_done"
-        )]
+        #[arg(long, conflicts_with = "not_done")]
         done: bool,
         /// The effect did not happen: the next repeat runs.
         #[arg(long)]
@@ -409,8 +405,8 @@ struct CallArgs {
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
-    /// Wall-clock limit (default: the tool's own).
-    #[arg(long, value_name = "N")]
+    /// Wall-clock limit in milliseconds, 1 to 86400000 (default: the tool's own).
+    #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Fuel limit (default: 2e9).
     #[arg(long, value_name = "N")]
@@ -430,6 +426,20 @@ struct CallArgs {
     /// Pretty-print the observation.
     #[arg(long)]
     pretty: bool,
+}
+
+/// The longest wall-clock limit a call may ask for: one day.
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+
+/// Parses `--timeout-ms`: a whole number of milliseconds, 1 to
+/// [`MAX_TIMEOUT_MS`]. Zero would make every call time out before it starts.
+fn parse_timeout_ms(s: &str) -> Result<u64, String> {
+    let range = format!("a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS} (one day)");
+    match s.trim().parse::<u64>() {
+        Ok(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Ok(ms),
+        Ok(0) => Err(format!("0 would time out every call; give {range}")),
+        _ => Err(format!("give {range}")),
+    }
 }
 
 #[derive(Args)]
@@ -456,8 +466,9 @@ struct BatchArgs {
     /// Most items running at once (default and ceiling: the cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     max_parallel: usize,
-    /// Wall-clock limit of each item (default: its tool's own).
-    #[arg(long, value_name = "N")]
+    /// Wall-clock limit of each item in milliseconds, 1 to 86400000
+    /// (default: its tool's own).
+    #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Fuel limit of each item (default: 2e9).
     #[arg(long, value_name = "N")]
@@ -565,7 +576,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
             call(&host, &cli.plugins, args, true)
         }
-        Command::Settle { key, done, .. } => {
+        Command::Settle {
+            key,
+            done,
+            not_done,
+        } => {
+            if !done && !not_done {
+                bail!(
+                    "settle {key}: say what happened to the effect: --done (it happened; \
+                     repeats of the call get a recorded \"settled\" result and do not run) \
+                     or --not-done (it did not happen; the next repeat runs the call)"
+                );
+            }
             let r = records(&cli.plugins)?;
             let store = r.store();
             let Some(rec) = store.get(&key)? else {
@@ -1096,6 +1118,7 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 },
                 Err(e) => serde_json::json!({"valid": null, "error": format!("{e:#}")}),
             };
+            let expires_at = t.grant_unverified().ok().and_then(|g| g.expires_at());
             let out = serde_json::json!({
                 "key_id": t.key_id().to_string(),
                 "token_id": t.id_hex(),
@@ -1103,6 +1126,10 @@ fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
                 "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "minted_caveats": t.minted_len(),
+                // The earliest `expires` caveat, for a person (RFC 3339, UTC)
+                // and for a program (Unix seconds, as in the caveat text).
+                "expires": expires_at.map(toolhost::capability::format_rfc3339),
+                "expires_unix": expires_at,
                 "verification": verified,
             });
             emit(serde_json::to_string_pretty(&out)?)?;
@@ -1142,7 +1169,11 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
             let level = if strict { "error" } else { "warning" };
             text.push_str(&format!("{level}: {f}\n"));
         }
-        text.push_str(&catalog_report.to_string());
+        // The per-tool reports were printed above; the catalog adds only the
+        // findings across tools (its own copy of each report would repeat them).
+        for finding in &catalog_report.findings {
+            text.push_str(&format!("{finding}\n"));
+        }
         emit(text.trim_end_matches('\n'))?;
     }
     Ok(if refused {

@@ -336,6 +336,9 @@ pub struct Grants {
     root: PathBuf,
     read: Vec<RelPath>,
     write: Vec<RelPath>,
+    /// Prefixes a token named that are no directory in this workspace, so
+    /// nothing was mounted for them; kept to name them in denials.
+    unmounted: Vec<String>,
 }
 
 impl Grants {
@@ -361,7 +364,20 @@ impl Grants {
             root: ws.root.clone(),
             read: r,
             write: w,
+            unmounted: Vec::new(),
         })
+    }
+
+    /// Records prefixes that were asked for but name no directory in the
+    /// workspace (so were not mounted): a denial then says which grant names
+    /// nothing instead of only "nothing is granted".
+    pub fn noting_unmounted(mut self, prefixes: Vec<String>) -> Grants {
+        for p in prefixes {
+            if !self.unmounted.contains(&p) {
+                self.unmounted.push(p);
+            }
+        }
+        self
     }
 
     /// Read-only grants (prefixes also covered by a write grant excluded).
@@ -414,9 +430,6 @@ impl Grants {
 
     /// `read: src, docs; write: out` for messages.
     fn describe(&self) -> String {
-        if self.read.is_empty() && self.write.is_empty() {
-            return "nothing is granted".to_owned();
-        }
         let list = |v: &[RelPath]| {
             if v.is_empty() {
                 "none".to_owned()
@@ -424,7 +437,25 @@ impl Grants {
                 v.iter().map(RelPath::as_str).collect::<Vec<_>>().join(", ")
             }
         };
-        format!("read: {}; write: {}", list(&self.read), list(&self.write))
+        let granted = if self.read.is_empty() && self.write.is_empty() {
+            "nothing is granted".to_owned()
+        } else {
+            format!("read: {}; write: {}", list(&self.read), list(&self.write))
+        };
+        match self.unmounted.as_slice() {
+            [] => granted,
+            [one] => format!(
+                "{granted}; the grant `{}` names no directory in the workspace",
+                shown(one)
+            ),
+            many => format!(
+                "{granted}; the grants {} name no directory in the workspace",
+                many.iter()
+                    .map(|p| format!("`{}`", shown(p)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     }
 }
 

@@ -144,10 +144,25 @@ impl Session {
         };
         let read = mounted(grant.read_prefixes(), Right::Read);
         let write = mounted(grant.write_prefixes(), Right::Write);
+        // Prefixes left out above, named in denials ("the grant `x` names no
+        // directory in the workspace") rather than a bare "nothing is granted".
+        let unmounted: Vec<String> = [
+            (grant.read_prefixes(), Right::Read, &read),
+            (grant.write_prefixes(), Right::Write, &write),
+        ]
+        .into_iter()
+        .filter(|(_, right, _)| rights.contains(*right))
+        .flat_map(|(prefixes, _, kept)| {
+            prefixes
+                .iter()
+                .map(|p| p.as_str().to_string())
+                .filter(move |p| !p.is_empty() && !kept.contains(p))
+        })
+        .collect();
         // Write implies read only with the read right too.
         let read_refs: Vec<&str> = read.iter().map(String::as_str).collect();
         let write_refs: Vec<&str> = write.iter().map(String::as_str).collect();
-        let grants = Grants::new(&workspace, &read_refs, &write_refs)?;
+        let grants = Grants::new(&workspace, &read_refs, &write_refs)?.noting_unmounted(unmounted);
         let net = if rights.contains(Right::Net) {
             grant
                 .net_origins()

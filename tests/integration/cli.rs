@@ -393,3 +393,158 @@ fn origins_the_sandbox_cannot_honour_are_refused_when_minted() {
         assert!(out.stdout.is_empty(), "{bad}: a token was printed");
     }
 }
+
+#[test]
+fn a_zero_or_out_of_range_timeout_is_a_usage_error_naming_the_range() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let dir = ws.dir.path();
+    for bad in ["0", "86400001", "1.5", "soon"] {
+        let out = toolhost(
+            &[
+                "call",
+                "file_view",
+                r#"{"path":"a.txt"}"#,
+                "--allow-read",
+                ".",
+                "--timeout-ms",
+                bad,
+            ],
+            dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--timeout-ms"), "{bad}: {stderr}");
+        assert!(stderr.contains("from 1 to 86400000"), "{bad}: {stderr}");
+        assert!(out.stdout.is_empty(), "{bad}: nothing runs");
+    }
+    let batch = toolhost(&["batch", "--timeout-ms", "0"], dir);
+    assert_eq!(batch.status.code(), Some(2), "{batch:?}");
+    assert!(String::from_utf8_lossy(&batch.stderr).contains("0 would time out every call"));
+    let ok = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt"}"#,
+            "--allow-read",
+            ".",
+            "--timeout-ms",
+            "86400000",
+        ],
+        dir,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+}
+
+#[test]
+fn lint_prints_each_report_once() {
+    let plugin = test_plugin("tp_open_object");
+    let out = toolhost(&["lint", plugin.to_str().unwrap()], &repo_root());
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for tool in ["open_args", "union_args", "fine_tool"] {
+        let headers = stdout
+            .lines()
+            .filter(|l| l.contains(&format!("{tool}: ")) && !l.starts_with(' '))
+            .count();
+        assert_eq!(headers, 1, "{tool} reported {headers} times:\n{stdout}");
+    }
+    assert_eq!(
+        stdout.matches("object allows extra properties").count(),
+        1,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn cap_inspect_shows_expiry_as_rfc3339() {
+    let ws = Ws::new();
+    let dir = ws.dir.path();
+    let token = stdout_line(&toolhost(
+        &[
+            "cap",
+            "mint",
+            "--tool",
+            "file_view",
+            "--expires",
+            "2030-01-02T03:04:05Z",
+        ],
+        dir,
+    ));
+    let out = toolhost(&["cap", "inspect", &token], dir);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["expires"], "2030-01-02T03:04:05Z", "{v}");
+    assert_eq!(v["expires_unix"], 1_893_553_445u64, "{v}");
+    let never = stdout_line(&toolhost(&["cap", "mint", "--tool", "file_view"], dir));
+    let v: Value =
+        serde_json::from_slice(&toolhost(&["cap", "inspect", &never], dir).stdout).unwrap();
+    assert!(v["expires"].is_null() && v["expires_unix"].is_null(), "{v}");
+}
+
+#[test]
+fn settle_without_a_choice_names_both_choices_and_what_they_mean() {
+    let ws = Ws::new();
+    let out = toolhost(&["settle", "some-key"], ws.dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--done (it happened"), "{stderr}");
+    assert!(stderr.contains("--not-done (it did not happen"), "{stderr}");
+    assert!(stderr.contains("some-key"), "{stderr}");
+    let both = toolhost(
+        &["settle", "some-key", "--done", "--not-done"],
+        ws.dir.path(),
+    );
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+}
+
+#[test]
+fn a_token_grant_naming_no_directory_is_named_in_the_denial() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let dir = ws.dir.path();
+    let token = stdout_line(&toolhost(
+        &["cap", "mint", "--tool", "file_view", "--read", "nosuch"],
+        dir,
+    ));
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"nosuch/a.txt"}"#,
+            "--token",
+            &token,
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let obs = observation(&out);
+    let message = obs["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the grant `nosuch` names no directory in the workspace"),
+        "{message}"
+    );
+}
+
+#[test]
+fn not_found_says_what_is_missing_without_a_raw_errno() {
+    let ws = Ws::new();
+    ws.write("a.txt", "x\n");
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"nothere.txt"}"#,
+            "--allow-read",
+            ".",
+        ],
+        ws.dir.path(),
+    );
+    let obs = observation(&out);
+    let message = obs["error"]["message"].as_str().unwrap();
+    assert_eq!(obs["error"]["code"], "not_found", "{obs}");
+    assert!(message.contains("nothere.txt"), "{message}");
+    assert!(message.contains("No such file or directory"), "{message}");
+    assert!(!message.contains("os error"), "{message}");
+    assert!(!obs["text"].as_str().unwrap().contains("os error"), "{obs}");
+}

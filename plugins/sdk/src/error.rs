@@ -72,7 +72,7 @@ impl ToolError {
     /// `what` says what was being done, e.g. `"reading src/lib.rs"`.
     pub fn io(err: &io::Error, what: impl fmt::Display) -> Self {
         let code = io_error_code(err.kind());
-        let error = ToolError::new(code, format!("{what}: {err}"));
+        let error = ToolError::new(code, format!("{what}: {}", io_message(err)));
         if err.kind() == io::ErrorKind::NotFound {
             error.correctable()
         } else {
@@ -87,6 +87,20 @@ impl ToolError {
             format!("arguments do not match the tool's input schema: {err}"),
         )
         .correctable()
+    }
+}
+
+/// The text of an I/O error without the raw errno Rust appends to OS errors
+/// (`No such file or directory (os error 44)`): under WASI that number is a
+/// WASI errno, meaningless to the model and to the user.
+fn io_message(err: &io::Error) -> String {
+    let text = err.to_string();
+    match err.raw_os_error() {
+        Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
+            Some(meaningful) => meaningful.to_owned(),
+            None => text,
+        },
+        None => text,
     }
 }
 
@@ -146,6 +160,15 @@ mod tests {
         assert!(!pd.correctable);
         let other: ToolError = io::Error::other("boom").into();
         assert_eq!(other.code, "io_error");
+    }
+
+    #[test]
+    fn os_errors_lose_the_raw_errno() {
+        let os = io::Error::from_raw_os_error(2);
+        let e = ToolError::io(&os, "reading a.txt");
+        assert!(e.message.starts_with("reading a.txt: "), "{}", e.message);
+        assert!(!e.message.contains("os error"), "{}", e.message);
+        assert!(e.message.len() > "reading a.txt: ".len(), "{}", e.message);
     }
 
     #[test]
