@@ -18,47 +18,18 @@
 #[path = "../../tests/integration/support.rs"]
 mod support;
 
-use std::time::{Duration, Instant};
+mod stats;
+
+use std::time::Duration;
 
 use serde_json::json;
+use stats::{measure, us};
 use support::*;
 use toolhost::catalog::Source;
 use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Scope};
 use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
 use toolhost::resource::{Key, Locks, Mode};
-
-const WARMUP: usize = 300;
-const SAMPLES: usize = 3000;
-
-struct Stats {
-    median: Duration,
-    p90: Duration,
-    min: Duration,
-}
-
-fn measure(mut f: impl FnMut()) -> Stats {
-    for _ in 0..WARMUP {
-        f();
-    }
-    let mut t: Vec<Duration> = (0..SAMPLES)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed()
-        })
-        .collect();
-    t.sort();
-    Stats {
-        median: t[t.len() / 2],
-        p90: t[t.len() * 9 / 10],
-        min: t[0],
-    }
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
 
 fn main() {
     let trivial = test_plugin("tp_trivial");
