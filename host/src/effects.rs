@@ -330,7 +330,9 @@ impl Host {
         let outcome = t.plugin.probe(&Host::request(p, Some(key)), key);
         match outcome.result {
             Ok(Ok(ProbeOutcome::Done(out))) => {
-                let obs = self.normalize_output(p, &out).with_idempotency_key(key);
+                let obs = self
+                    .normalize_output(p, &out, None)
+                    .with_idempotency_key(key);
                 if !obs.is_ok() {
                     return None;
                 }
