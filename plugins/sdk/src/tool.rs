@@ -560,10 +560,7 @@ fn schemas_of<A: JsonSchema, O: JsonSchema>() -> (Schema, Schema) {
         .with(|s| s.inline_subschemas = true)
         .into_generator()
         .into_root_schema_for::<O>();
-    (
-        complete_object(strip_root_title(input)),
-        strip_root_title(output),
-    )
+    (complete_object(published(input)), published(output))
 }
 
 /// Gives an object schema explicit `properties` and `required` (schemars
@@ -586,6 +583,42 @@ fn complete_object(mut schema: Schema) -> Schema {
 fn strip_root_title(mut schema: Schema) -> Schema {
     schema.remove("title");
     schema
+}
+
+/// What a schema carries into every model context, and no more: without the
+/// root `title` ([`strip_root_title`]), without the root `description` (the
+/// doc comment of the argument or output type, e.g. "Arguments of
+/// `file_view`.": the tool's description says what matters) and without
+/// schemars' integer and float `format`s (`uint32`, `int64`, `double`, …),
+/// which are not JSON Schema formats and validate nothing (the bounds are
+/// in `minimum` and `maximum`).
+fn published(schema: Schema) -> Schema {
+    let mut schema = strip_root_title(schema);
+    schema.remove("description");
+    let mut value = schema.to_value();
+    drop_number_formats(&mut value);
+    Schema::try_from(value).expect("a schema stays a schema without formats")
+}
+
+fn drop_number_formats(v: &mut Value) {
+    const NUMBER_FORMATS: &[&str] = &[
+        "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+        "uint64", "uint128", "float", "double",
+    ];
+    match v {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| NUMBER_FORMATS.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_number_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_number_formats),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -665,7 +698,11 @@ mod tests {
         assert_eq!(schema["properties"]["a"]["description"], "First term.");
         assert_eq!(schema["properties"]["path"]["x-toolhost-path"], "read");
         assert_eq!(schema["properties"]["path"]["maxLength"], 10);
-        assert_eq!(schema["description"], "Arguments of `add`.");
+        // The root description (the struct's doc comment) and schemars'
+        // integer formats are not published.
+        assert!(schema.get("description").is_none());
+        assert!(schema["properties"]["a"].get("format").is_none());
+        assert_eq!(schema["properties"]["a"]["minimum"], 0);
         assert!(schema.get("title").is_none());
         assert_eq!(
             schema["$schema"],
