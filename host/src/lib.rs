@@ -18,7 +18,8 @@
 //! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), and
 //!   [`resource`]: resource keys, the locks that keep conflicting calls
 //!   apart, and batches, over
-//! - [`catalog`]: loaded plugins and their tools, over
+//! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
+//!   definitions cost a model in tokens), over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
 //! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
@@ -47,6 +48,7 @@ pub mod budget;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod cost;
 pub mod delegation;
 pub mod descriptor;
 pub mod effects;

@@ -173,3 +173,60 @@ fn http_text_and_listing_figures() {
     let r = stateless_as(&other, None, 3, "tools/list", json!({}));
     assert_eq!(check_listing("http", &r.reply()), first);
 }
+
+/// `toolhost catalog --cost`: per-tool tokens of name, description and
+/// input schema with a real BPE (o200k_base), per turn and over N turns.
+#[test]
+fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(args)
+            .current_dir(crate::support::repo_root())
+            .env(
+                "TOOLHOST_CACHE_DIR",
+                crate::support::repo_root().join("target/test-compile-cache"),
+            )
+            .env_remove("TOOLHOST_TOKEN")
+            .output()
+            .expect("running toolhost");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let cost: Value = serde_json::from_str(&run(&["catalog", "--cost", "--turns", "40", "--json"]))
+        .expect("--json prints JSON");
+    eprintln!("model_text: catalog --cost: {cost}");
+    assert_eq!(cost["tokenizer"], "o200k_base");
+    let tools = cost["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "file_delete",
+            "file_edit",
+            "file_view",
+            "grep_search",
+            "http_get"
+        ]
+    );
+    let sum: u64 = tools.iter().map(|t| t["tokens"].as_u64().unwrap()).sum();
+    assert!(
+        tools.iter().all(|t| t["tokens"].as_u64().unwrap() > 50),
+        "{cost}"
+    );
+    assert_eq!(cost["per_turn_tokens"], sum);
+    assert_eq!(cost["turns"], 40);
+    assert_eq!(cost["total_tokens"], 40 * sum);
+    let average = sum / tools.len() as u64;
+    assert_eq!(cost["average_tokens_per_tool"], average);
+    assert!(average <= 300, "{average} tokens per tool on average");
+
+    let table = run(&["catalog", "--cost", "--turns", "40"]);
+    assert!(
+        table.contains(&format!("per turn: {sum} tokens for 5 tools")),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("T = N·K·S = 40 × {sum} = {}", 40 * sum)),
+        "{table}"
+    );
+}
