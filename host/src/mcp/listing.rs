@@ -68,16 +68,32 @@ pub fn refused(
 }
 
 /// A tool's schema as published: without `$schema` (2020-12 is MCP's
-/// default dialect, and the key is tokens a model pays for in every turn)
-/// and `$id` (a client compiling many tools' schemas in one validator must
-/// not see an id twice).
+/// default dialect, and the key is tokens a model pays for in every turn),
+/// without `$id` (a client compiling many tools' schemas in one validator
+/// must not see an id twice) and without the host's own `x-toolhost-*`
+/// annotations (`x-toolhost-path`: the host authorizes those paths itself;
+/// the model learns nothing from them).
 pub fn published_schema(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(obj) = schema.as_object_mut() {
-        obj.remove("$id");
-        obj.remove("$schema");
+        // `shift_remove` keeps the plugin's member order (`remove` would
+        // move the last member into the gap).
+        obj.shift_remove("$id");
+        obj.shift_remove("$schema");
     }
+    drop_host_annotations(&mut schema);
     schema
+}
+
+fn drop_host_annotations(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, _| !k.starts_with("x-toolhost-"));
+            map.values_mut().for_each(drop_host_annotations);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_host_annotations),
+        _ => {}
+    }
 }
 
 /// The pieces of a `tools/call` result for `obs` (see the module table):
@@ -295,10 +311,11 @@ mod tests {
     }
 
     #[test]
-    fn published_schemas_drop_id_and_dialect_only() {
+    fn published_schemas_drop_id_dialect_and_host_annotations_only() {
         let s = published_schema(&json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "x", "type": "object", "properties": {"a": {"type": "string"}}
+            "$id": "x", "type": "object",
+            "properties": {"a": {"type": "string", "x-toolhost-path": "read"}}
         }));
         assert_eq!(
             s,

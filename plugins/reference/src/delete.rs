@@ -17,24 +17,22 @@ use crate::text::{file_error, normalize_rel};
 const LARGE_FILE_BYTES: u64 = 1024 * 1024;
 
 const DESCRIPTION: &str = "\
-Deletes one regular file in the workspace. IRREVERSIBLE: the file cannot be restored.
+Deletes one regular file in the workspace. IRREVERSIBLE: it cannot be restored.
 Use it to remove a file no longer needed, after viewing it. Not for changing a file \
-(file_edit), directories or symbolic links (refused).
-Side effect: irreversible; runs only with an approved plan from its dry-run, which deletes \
-nothing and warns about non-empty or large files. Pass expected_sha256 so a changed file is \
-not deleted. Repeating a successful call fails with not_found. Result under 1 KiB.
-Errors: not_found, is_directory, is_symlink, conflict (file changed; nothing deleted), \
-permission_denied, io_error, invalid_path.";
+(file_edit), directories or symbolic links.
+Irreversible: runs only with an approved plan from its dry-run, which warns about non-empty or \
+large files. Pass expected_sha256 so a changed file is kept. A repeat fails with not_found. \
+Result under 1 KiB.
+Errors: not_found, is_directory, is_symlink, conflict, permission_denied, io_error, invalid_path.";
 
 /// Arguments of `file_delete`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteArgs {
-    /// File to delete, relative to the workspace root. It must be a regular
-    /// file (not a directory, not a symbolic link).
+    /// Regular file, workspace-relative.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
     pub path: String,
-    /// Lowercase hex SHA-256 the file must still have (from `file_view`).
+    /// SHA-256 the file must still have.
     #[schemars(length(min = 64, max = 64), pattern(r"^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
 }

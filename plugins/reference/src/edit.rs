@@ -14,34 +14,31 @@ use crate::text::{
 };
 
 const DESCRIPTION: &str = "\
-Replaces an exact piece of text in one existing UTF-8 text file and writes the file atomically \
-(wholly old or wholly new; everything else kept byte for byte).
-Use it to change code or text you have viewed: copy old_str exactly, with enough context to \
-occur once (or set allow_multiple). Not for creating or deleting files, or binary files.
-Side effect: reversible, one file. Not a no-op when repeated: pass expected_sha256 (from \
-file_view or the last edit's sha256_after) so a retry fails with conflict instead of editing \
-twice. Result under 1 KiB.
-Errors: not_found, is_directory, is_symlink, no_match (view the file again), multiple_matches \
-(add context), conflict (file changed; nothing written), not_text, file_too_large (4 MiB), \
-permission_denied, io_error, invalid_path.";
+Replaces exact text in one existing UTF-8 file, written atomically; the rest stays byte for byte.
+Use it to change text you have viewed: copy old_str exactly, with enough context to occur once \
+(or set allow_multiple). Not for creating or deleting files.
+Reversible, one file, not idempotent: pass expected_sha256 so a retry fails with conflict \
+instead of editing twice. The result (under 1 KiB) has the new sha256.
+Errors: not_found, is_directory, is_symlink, no_match, multiple_matches (add context), \
+conflict, not_text, file_too_large, permission_denied, io_error, invalid_path.";
 
 /// Arguments of `file_edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditArgs {
-    /// File to edit, relative to the workspace root. It must exist.
+    /// Existing file, workspace-relative.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
     pub path: String,
-    /// Exact text to replace (case- and whitespace-sensitive).
+    /// Exact text to replace.
     #[schemars(length(min = 1, max = 65536))]
     pub old_str: String,
-    /// Replacement text; empty deletes `old_str`.
+    /// Replacement; empty deletes.
     #[schemars(length(max = 65536))]
     pub new_str: String,
-    /// Replace every occurrence instead of requiring exactly one.
+    /// Replace every occurrence.
     #[serde(default)]
     pub allow_multiple: bool,
-    /// Lowercase hex SHA-256 the file must still have (from `file_view`).
+    /// SHA-256 the file must still have.
     #[schemars(length(min = 64, max = 64), pattern(r"^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
 }

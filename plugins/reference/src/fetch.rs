@@ -27,13 +27,12 @@ const MAX_HEADER_VALUE_BYTES: usize = 512;
 const READ_CHUNK: u64 = 64 * 1024;
 
 const DESCRIPTION: &str = "\
-Fetches one http(s) URL with a GET and returns the status, headers and body as UTF-8 text.
-Use it to read a web page or an API answer from an origin the caller granted. Not for \
-workspace files (file_view), sending data, or binary content.
-Only granted origins are reached (others: denied_origin, before connecting); names resolving \
-to private or loopback addresses are refused unless granted literally. Redirects are returned, \
-not followed. Any HTTP status is a successful call: check status. Read-only; safe to retry. \
-Body clipped to max_bytes (body_truncated).
+Fetches one http(s) URL with a GET: status, headers and the body as UTF-8 text.
+Use it to read a web page or API answer from an origin the caller granted. Not for workspace \
+files (file_view), sending data, or binary content.
+Other origins fail with denied_origin before connecting; names resolving to private addresses \
+are refused unless granted literally. Redirects are returned, not followed; any HTTP status is \
+a success (check status). Read-only. Body clipped to max_bytes.
 Errors: denied_origin (the caller must grant it), invalid_url, timeout, connection_failed, \
 not_text.";
 
@@ -41,14 +40,14 @@ not_text.";
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpGetArgs {
-    /// Absolute http:// or https:// URL to fetch (ASCII; percent-encode the rest).
+    /// Absolute http(s) URL, ASCII.
     #[schemars(length(min = 8, max = 2048), pattern(r"^https?://"), extend("format" = "uri"))]
     pub url: String,
-    /// Most body bytes to return; the rest is cut off and body_truncated is set.
+    /// Most body bytes returned.
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1, max = 1_048_576))]
     pub max_bytes: u32,
-    /// Budget for the whole exchange in milliseconds, connect to last byte.
+    /// Budget for the whole exchange, ms.
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 100, max = 30_000))]
     pub timeout_ms: u32,

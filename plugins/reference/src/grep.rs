@@ -28,15 +28,11 @@ const CACHE_TAG: &str = "CACHEDIR.TAG";
 const CURSOR_PREFIX: &str = "g1";
 
 const DESCRIPTION: &str = "\
-Finds the lines matching a regular expression (Rust regex syntax, per line, case-sensitive \
-unless it starts with (?i)) in the text files under a workspace path, as path, line number \
-and line, ordered by path then line, a page at a time.
-Use it to find where something is defined or used before viewing or editing it. Not for \
-reading a file (file_view) or listing files.
-Read-only; safe to retry; each page searches again. Skips .git, cache directories \
-(CACHEDIR.TAG, e.g. target/), binary, non-UTF-8 and over-4-MiB files; stops after 20000 \
-files or 256 MiB (truncated). A page is at most 200 matches, lines cut at 500 characters; \
-pass next_cursor back for the next page.
+Finds the lines matching a regex (Rust syntax, per line; (?i) ignores case) in the text files \
+under a workspace path, as path:line rows ordered by path and line, a page at a time.
+Use it to find definitions or uses before viewing or editing. Not for reading a file (file_view).
+Read-only. Skips .git, cache directories, binary and over-4-MiB files; stops after 20000 files \
+or 256 MiB (truncated). At most 200 matches a page; pass next_cursor for the next.
 Errors: invalid_regex, invalid_glob, invalid_cursor, not_found, permission_denied, io_error, \
 invalid_path.";
 
@@ -44,20 +40,20 @@ invalid_path.";
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust `regex` syntax), matched against each line.
+    /// Regex, matched per line.
     #[schemars(length(min = 1, max = 512))]
     pub pattern: String,
-    /// File or directory to search, relative to the workspace root (`.` for all).
+    /// Workspace-relative file or directory (`.`: all).
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
     pub path: String,
-    /// Only files whose name (or, with a `/`, path below `path`) matches, e.g. `*.rs`.
+    /// File filter, e.g. `*.rs` or `src/**/*.toml`.
     #[schemars(length(min = 1, max = 256))]
     pub glob: Option<String>,
-    /// Most matching lines to return in this page.
+    /// Matches per page.
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 200))]
     pub limit: u32,
-    /// `next_cursor` from the previous page of the same search.
+    /// `next_cursor` of the previous page.
     #[schemars(length(min = 1, max = 16384))]
     pub cursor: Option<String>,
 }

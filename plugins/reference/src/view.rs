@@ -12,24 +12,22 @@ const MAX_LINE_CHARS: usize = 2000;
 const PAGE_TEXT_BUDGET_BYTES: usize = 192 * 1024;
 
 const DESCRIPTION: &str = "\
-Shows numbered lines of one UTF-8 text file in the workspace, a page at a time, with the \
-file's SHA-256 (pass it to file_edit as expected_sha256).
-Use it to read code or text before editing it, or to page through a long file (offset = \
-last shown line + 1 while has_more). Not for searching (grep_search), listing directories or \
-binary files.
-Read-only; safe to retry. A page is at most 500 lines (lines cut at 2000 characters) and \
-about 192 KiB of text; an offset past the end returns no lines.
-Errors: not_found, is_directory, not_text (binary or not UTF-8), file_too_large (over 4 MiB), \
-permission_denied, io_error, invalid_path.";
+Shows numbered lines of one UTF-8 text file, a page at a time, with its SHA-256 (for \
+file_edit's expected_sha256).
+Use it to read code before editing, or to page through a long file (offset = next line while \
+has_more). Not for searching (grep_search), directories or binary files.
+Read-only. A page is at most 500 lines (each cut at 2000 characters) or about 192 KiB.
+Errors: not_found, is_directory, not_text, file_too_large (over 4 MiB), permission_denied, \
+io_error, invalid_path.";
 
 /// Arguments of `file_view`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ViewArgs {
-    /// File to read, relative to the workspace root (e.g. `src/main.rs`).
+    /// Workspace-relative file, e.g. `src/main.rs`.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
     pub path: String,
-    /// First line to return, 1-based.
+    /// First line, 1-based.
     #[serde(default = "default_offset")]
     #[schemars(range(min = 1, max = 10_000_000))]
     pub offset: u32,

@@ -58,7 +58,9 @@
 //!         .reads_files()
 //!         .error_codes(&["not_found", "permission_denied", "io_error"])
 //!         .timeout_ms(5_000)
-//!         .max_output_bytes(1024)]
+//!         .max_output_bytes(1024)
+//!         // What the model reads; the JSON output stays the exact data.
+//!         .text(|out: &CountOutput| format!("{} lines", out.lines))]
 //! }
 //!
 //! toolhost_sdk::plugin!(tools);
