@@ -122,3 +122,55 @@ pub struct ToolDescriptor {
     #[serde(default)]
     pub supports_probe: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_exec_takes_names_absolute_paths_or_any() {
+        for ok in [
+            "any",
+            "cargo",
+            "python3",
+            "/usr/bin/make",
+            "/opt/my tools/run",
+        ] {
+            assert!(check_program(ok).is_ok(), "{ok}");
+        }
+        for (bad, says) in [
+            ("", "empty"),
+            ("sh -c", "command line"),
+            ("bin/cargo", "relative path"),
+            ("./run", "relative path"),
+            ("..", "not a program name"),
+            ("/usr/../bin/sh", "normalized"),
+            ("/usr//bin/sh", "normalized"),
+            ("/", "normalized"),
+            ("ca\u{7}rgo", "control character"),
+        ] {
+            let e = check_program(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        assert!(check_program(&"x".repeat(MAX_PROGRAM_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn needs_without_exec_read_and_write_as_before() {
+        let needs: Needs =
+            serde_json::from_str(r#"{"fs_read":true,"fs_write":false,"network_hosts":[]}"#)
+                .unwrap();
+        assert!(needs.exec.is_empty());
+        assert_eq!(
+            serde_json::to_string(&needs).unwrap(),
+            r#"{"fs_read":true,"fs_write":false,"network_hosts":[]}"#
+        );
+        let needs = Needs {
+            exec: vec!["cargo".into()],
+            ..needs
+        };
+        assert!(serde_json::to_string(&needs)
+            .unwrap()
+            .ends_with(r#""exec":["cargo"]}"#));
+    }
+}

@@ -931,7 +931,10 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
     let mut server = StdioServer::initialized(&setup, &["--no-builtin", "--lock", s(&lock_path)]);
     let list = server.request(1, "tools/list", json!({}));
     assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
-    assert!(list["result"]["_meta"].is_null(), "{list}");
+    assert!(
+        list["result"]["_meta"]["dev.toolhost/refused"].is_null(),
+        "{list}"
+    );
 
     // The plugin's bytes change under the running server (same size).
     let target = setup.plugins_dir().join("tp_trivial.wasm");
@@ -987,5 +990,8 @@ fn mcp_a_plugin_locked_while_serving_loads_on_the_next_reload() {
     });
     let list = server.request(2, "tools/list", json!({}));
     assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
-    assert!(list["result"]["_meta"].is_null(), "{list}");
+    assert!(
+        list["result"]["_meta"]["dev.toolhost/refused"].is_null(),
+        "{list}"
+    );
 }

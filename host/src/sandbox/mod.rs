@@ -24,6 +24,9 @@
 //! | network             | `wasi:http` requests to the call's granted     |
 //! |                     | origins only, checked by the host ([`http`])   |
 //! | sockets, DNS        | denied (no raw TCP/UDP, no `ip-name-lookup`)   |
+//! | native programs     | `toolhost:plugin/exec` is linked so a plugin   |
+//! |                     | importing it loads; every `run` is `denied`    |
+//! |                     | until the exec sandbox is wired (`exec_link`)  |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -34,6 +37,12 @@
 //! | output              | [`Limits::max_output_bytes`]                   |
 //! | dry-run, probe      | every mount read-only, no network, whatever    |
 //! |                     | the request says ([`Plugin::dry_run`])         |
+//!
+//! A component must be built against [`CONTRACT`] (`toolhost:plugin@0.2.0`):
+//! one that imports or exports a `toolhost:plugin` interface of another
+//! version is refused at load with [`SandboxError::ContractVersion`], which
+//! tells its author to rebuild. A call's answer is a [`ToolOutput`]: the JSON
+//! and, optionally, the plugin's model-facing text.
 //!
 //! `describe()` at load time runs under the same rules with its own
 //! deadline, [`DESCRIBE_TIMEOUT`].
@@ -490,6 +499,11 @@ impl Sandbox {
         for name in names {
             if let Some(found) = contract_version_of(name) {
                 if found != CONTRACT_VERSION {
+                    let found = if found.is_empty() {
+                        "(no version)"
+                    } else {
+                        found
+                    };
                     return Err(SandboxError::ContractVersion {
                         found: found.to_string(),
                     });
@@ -943,5 +957,34 @@ impl Plugin {
             .unwrap()
             .unwrap()
             .json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_versions_are_read_from_interface_names() {
+        assert_eq!(
+            contract_version_of("toolhost:plugin/tools@0.2.0"),
+            Some("0.2.0")
+        );
+        assert_eq!(
+            contract_version_of("toolhost:plugin/exec@0.1.0"),
+            Some("0.1.0")
+        );
+        assert_eq!(contract_version_of("toolhost:plugin/tools"), Some(""));
+        assert_eq!(contract_version_of("wasi:cli/environment@0.2.6"), None);
+        assert_eq!(contract_version_of("toolhost:pluginx/tools@0.2.0"), None);
+        let e = SandboxError::ContractVersion {
+            found: "0.1.0".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the component was built against toolhost:plugin@0.1.0, but this host implements \
+             toolhost:plugin@0.2.0: rebuild the plugin against toolhost:plugin@0.2.0 (update \
+             toolhost-sdk, the Python or JavaScript kit, or the WIT file it was built from)"
+        );
     }
 }
