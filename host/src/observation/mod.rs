@@ -292,7 +292,8 @@ pub const MAX_HASHED_FILE_BYTES: u64 = 1 << 20;
 pub struct Redaction {
     /// The rule that found it (`aws_access_key_id`, `private_key`, …).
     pub rule: String,
-    /// `output/<JSON Pointer>` for the structured output, `logs/stdout` or
+    /// `output/<JSON Pointer>` for the structured output, `text` for the
+    /// plugin's own rendering of it, `logs/stdout` or
     /// `logs/stderr` for captured logs, `error/message` or
     /// `error/details/<JSON Pointer>` for a tool's own error.
     pub field: String,
