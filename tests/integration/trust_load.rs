@@ -662,7 +662,12 @@ fn secrets_in_a_tools_output_and_logs_are_redacted() {
         .iter()
         .map(|r| (r["rule"].as_str().unwrap(), r["field"].as_str().unwrap()))
         .collect();
-    for field in ["output/echoed", "logs/stdout", "logs/stderr"] {
+    // The plugin's own model text is scanned too (field `text`).
+    assert!(
+        obs["text"].as_str().unwrap().starts_with("echoed: "),
+        "{obs:#}"
+    );
+    for field in ["output/echoed", "text", "logs/stdout", "logs/stderr"] {
         for rule in ["aws_access_key_id", "github_token", "private_key"] {
             assert!(
                 fields.contains(&(rule, field)),

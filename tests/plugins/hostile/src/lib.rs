@@ -18,7 +18,8 @@
 //! |                    | argument (a grant swapped for a symlink)                    |
 //! | `symlink_attempts` | tries to create symbolic links in a mount                   |
 //! | `open_raw`         | opens a file it names without a path argument (a FIFO)     |
-//! | `leak_echo`        | repeats `text` in its output, on stdout and on stderr       |
+//! | `leak_echo`        | repeats `text` in its output, its model text, on stdout and |
+//! |                    | on stderr                                                   |
 //! |                    | (a tool that leaks what it was given: redaction)            |
 //! | `sleep`            | one `std::thread::sleep` (monotonic clock + `block`)        |
 //! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
@@ -664,12 +665,14 @@ fn tools() -> Vec<Tool> {
             .title("Leak echo")
             .description(
                 "Hostile test tool: returns `text` (up to 4096 chars) as {echoed} and also \
-                 prints it on stdout and stderr, as a tool that leaks what it reads would. \
-                 Errors: none of its own. Side effect: none besides logs.",
+                 prints it on stdout and stderr, as a tool that leaks what it reads would; \
+                 its model text repeats it too. Errors: none of its own. Side effect: none \
+                 besides logs.",
             )
             .side_effect(SideEffect::ReadOnly)
             .timeout_ms(10_000)
-            .max_output_bytes(16 * 1024),
+            .max_output_bytes(16 * 1024)
+            .text(|out: &LeakOutput| format!("echoed: {}", out.echoed)),
         Tool::new("open_raw", open_raw)
             .title("Open raw")
             .description(
