@@ -10,7 +10,7 @@
 //! What is counted for one tool ([`definition_text`]) is what a provider
 //! receives for it: the compact JSON
 //! `{"name":…,"description":…,"parameters":…}` of the function definition,
-//! with the input schema as `tools/list` publishes it (without `$schema`).
+//! with the input schema as `tools/list` publishes it.
 //! Other providers wrap the same three fields differently; the counts are
 //! within a few tokens of each other. The model never sees `outputSchema`,
 //! annotations or `_meta`, so they are not counted.
@@ -177,13 +177,10 @@ mod tests {
     fn counts_name_description_and_published_input_schema_only() {
         let d = tool("file_view", "Shows numbered lines of a file.");
         let text = definition_text(&d);
-        assert!(
-            !text.contains("$schema") && !text.contains("output"),
-            "{text}"
-        );
+        assert!(!text.contains("output"), "{text}");
         assert_eq!(
             text,
-            r#"{"name":"file_view","description":"Shows numbered lines of a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}}"#
+            r#"{"name":"file_view","description":"Shows numbered lines of a file.","parameters":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}}"#
         );
         let cost = catalog_cost([&d, &tool("grep_search", "Finds lines.")], 10).unwrap();
         assert_eq!(cost.tools.len(), 2);

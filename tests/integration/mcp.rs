@@ -263,7 +263,11 @@ fn stdio_lists_annotated_tools_and_calls_them() {
             assert!(a[hint].is_boolean(), "{hint} missing in {t}");
         }
         assert_eq!(t["inputSchema"]["type"], "object");
-        assert!(t["inputSchema"].get("$schema").is_none(), "{t}");
+        // The plugin's schema, dialect included (SEP-1613).
+        assert_eq!(
+            t["inputSchema"]["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{t}"
+        );
         // Each tool's own output schema, never the envelope's.
         assert_eq!(t["outputSchema"]["type"], "object");
         assert!(t["outputSchema"].get("$id").is_none());

@@ -67,19 +67,17 @@ pub fn refused(
         .collect()
 }
 
-/// A tool's schema as published: without `$schema` (2020-12 is MCP's
-/// default dialect, and the key is tokens a model pays for in every turn),
-/// without `$id` (a client compiling many tools' schemas in one validator
-/// must not see an id twice) and without the host's own `x-toolhost-*`
-/// annotations (`x-toolhost-path`: the host authorizes those paths itself;
-/// the model learns nothing from them).
+/// A tool's schema as published: the plugin's, dialect (`$schema`)
+/// included as MCP asks (SEP-1613), without `$id` (a client compiling many
+/// tools' schemas in one validator must not see an id twice) and without
+/// the host's own `x-toolhost-*` annotations (`x-toolhost-path`: the host
+/// authorizes those paths itself; the model learns nothing from them).
 pub fn published_schema(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(obj) = schema.as_object_mut() {
         // `shift_remove` keeps the plugin's member order (`remove` would
         // move the last member into the gap).
         obj.shift_remove("$id");
-        obj.shift_remove("$schema");
     }
     drop_host_annotations(&mut schema);
     schema
@@ -133,7 +131,7 @@ pub fn annotations(level: SideEffect, network: bool) -> Map<String, Value> {
 }
 
 /// The MCP `Tool` object for one catalog tool: its own input and output
-/// schemas (without `$schema`), never the envelope's.
+/// schemas ([`published_schema`]), never the envelope's.
 pub fn tool_definition(tool: &Tool) -> Value {
     let d = &tool.descriptor;
     let mut annotations = annotations(d.side_effect, !d.needs.network_hosts.is_empty());
@@ -311,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn published_schemas_drop_id_dialect_and_host_annotations_only() {
+    fn published_schemas_drop_id_and_host_annotations_only() {
         let s = published_schema(&json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": "x", "type": "object",
@@ -319,7 +317,10 @@ mod tests {
         }));
         assert_eq!(
             s,
-            json!({"type": "object", "properties": {"a": {"type": "string"}}})
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object", "properties": {"a": {"type": "string"}}
+            })
         );
     }
 
