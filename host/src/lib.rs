@@ -44,6 +44,7 @@
 //! - `text`: small helpers for message text.
 
 pub mod budget;
+pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;

@@ -46,7 +46,7 @@ impl fmt::Display for CaveatKind {
     }
 }
 
-/// One typed caveat. See the [module docs](self) for the text syntax and the
+/// One typed caveat. See the [module docs](crate::capability) for the text syntax and the
 /// folding rules. List variants must not be empty.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Caveat {
