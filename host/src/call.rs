@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::catalog::Tool;
 use crate::observation::{ErrorCode, ErrorInfo};
 use crate::paths::{Grants, Workspace, GUEST_ROOT};
-use crate::sandbox::{CallRequest, Limits, Mount};
+use crate::sandbox::{CallRequest, CancelToken, Limits, Mount};
 
 /// Largest argument text accepted, in bytes.
 pub const MAX_ARGS_BYTES: usize = 256 * 1024;
@@ -38,6 +38,59 @@ pub struct CallOptions {
     pub idempotency: Option<crate::effects::KeySource>,
     /// The approval of an irreversible call: a token from [`Host::plan`](crate::pipeline::Host::plan).
     pub plan_token: Option<String>,
+}
+
+/// Whether a call runs or is only planned (the tool's dry-run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Run,
+    /// A dry-run whose output is a plan and a plan token that approves
+    /// exactly this call ([`Host::plan`](crate::pipeline::Host::plan)).
+    Plan,
+}
+
+/// One proposed call, as every caller (CLI, MCP, library, batch) hands it
+/// to [`Host::run`](crate::pipeline::Host::run).
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The arguments, JSON text as the caller sent it.
+    pub args: &'a str,
+    pub options: &'a CallOptions,
+    pub mode: Mode,
+    /// Cancelling it stops the running instance at its next epoch tick.
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl<'a> Call<'a> {
+    /// A call to run, not cancellable.
+    pub fn new(tool: &'a str, args: &'a str, options: &'a CallOptions) -> Call<'a> {
+        Call {
+            tool,
+            args,
+            options,
+            mode: Mode::Run,
+            cancel: None,
+        }
+    }
+
+    /// The same call, planned instead of run.
+    pub fn plan(self) -> Call<'a> {
+        Call {
+            mode: Mode::Plan,
+            ..self
+        }
+    }
+
+    /// The same call, stoppable with `cancel`.
+    pub fn cancellable(self, cancel: &'a CancelToken) -> Call<'a> {
+        Call {
+            cancel: Some(cancel),
+            ..self
+        }
+    }
 }
 
 /// What the caller may touch: a workspace and grants inside it.

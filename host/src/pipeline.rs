@@ -34,7 +34,8 @@ use serde_json::Value;
 pub(crate) use crate::call::denial_error;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
-    new_call_id, CallOptions, Scope, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
+    new_call_id, Call, CallOptions, Mode, Scope, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES,
+    MAX_ARGS_BYTES,
 };
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
@@ -595,33 +596,29 @@ impl Host {
             .filter(move |t| session.grant().allows_tool(&t.descriptor.name))
     }
 
-    /// Runs one call for a session: the token decides what the call sees.
-    pub fn call_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.call_in_cancellable(session, tool, args, opts, None)
-    }
-
-    /// [`call_in`](Self::call_in), stoppable with a cancel token.
-    pub fn call_in_cancellable(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-        cancel: Option<&crate::sandbox::CancelToken>,
-    ) -> Observation {
-        let call_id = opts
-            .call_id
-            .clone()
-            .unwrap_or_else(crate::pipeline::new_call_id);
+    /// The one entry point: runs (or plans) `call` for `session`.
+    ///
+    /// Every gate is checked here, before anything of the tool runs: the
+    /// tool is one the session's token allows, the token has not expired
+    /// and no id of its chain is revoked, every `max_calls` and
+    /// `budget_fuel` caveat of its chain has something left (then charged),
+    /// and the call's fuel is capped by the token's ceiling (and by what its
+    /// fuel budgets have left). A refusal is a `denied` (or `unknown_tool`)
+    /// observation naming the caveat. Then the pipeline runs steps 1–7
+    /// ([`Mode::Run`]) or the dry-run ([`Mode::Plan`]); fuel a call did not
+    /// consume is given back to its budgets.
+    pub fn run(&self, session: &Session, call: Call<'_>) -> Observation {
+        let Call {
+            tool,
+            args,
+            options,
+            mode,
+            cancel,
+        } = call;
+        let call_id = options.call_id.clone().unwrap_or_else(new_call_id);
         let mut opts = CallOptions {
             call_id: Some(call_id.clone()),
-            ..opts.clone()
+            ..options.clone()
         };
         let admission = match session.admit(
             self.budgets(),
@@ -632,10 +629,10 @@ impl Host {
             Ok(a) => a,
             Err(info) => {
                 // A tool outside the token is not in this caller's catalog:
-                // its level is not shown either.
-                let level = match info.host_code() {
-                    Some(ErrorCode::UnknownTool) => SideEffect::ReadOnly,
-                    _ => self.level_of(tool),
+                // its level is not shown either; a plan is read-only.
+                let level = match (mode, info.host_code()) {
+                    (Mode::Plan, _) | (_, Some(ErrorCode::UnknownTool)) => SideEffect::ReadOnly,
+                    (Mode::Run, _) => self.level_of(tool),
                 };
                 return Observation::failure(&call_id, tool, level, *info);
             }
@@ -643,14 +640,47 @@ impl Host {
         if session.fuel_budgeted() {
             opts.fuel = Some(admission.fuel);
         }
-        let obs = self.call_cancellable(tool, args, &session.scope(), &opts, cancel);
+        let scope = session.scope();
+        let obs = match mode {
+            Mode::Run => self.call_cancellable(tool, args, &scope, &opts, cancel),
+            Mode::Plan => self.plan(tool, args, &scope, &opts),
+        };
         session.settle_fuel(self.budgets(), admission, &obs);
         obs
     }
 
-    /// Plans a call for a session ([`Host::plan`]); the token decides what
-    /// the dry-run may read, as for a call. The gates are the call's: a plan
-    /// runs the tool's dry-run, so it counts against `max_calls` too.
+    /// [`run`](Self::run) with [`Mode::Run`].
+    pub fn call_in(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Observation {
+        self.run(session, Call::new(tool, args, opts))
+    }
+
+    /// [`run`](Self::run) with [`Mode::Run`], stoppable with a cancel token.
+    pub fn call_in_cancellable(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        self.run(
+            session,
+            Call {
+                cancel,
+                ..Call::new(tool, args, opts)
+            },
+        )
+    }
+
+    /// [`run`](Self::run) with [`Mode::Plan`]: a plan runs the tool's
+    /// dry-run, so it passes the call's gates and counts against
+    /// `max_calls` too.
     pub fn plan_in(
         &self,
         session: &Session,
@@ -658,29 +688,7 @@ impl Host {
         args: &str,
         opts: &CallOptions,
     ) -> Observation {
-        let call_id = opts
-            .call_id
-            .clone()
-            .unwrap_or_else(crate::pipeline::new_call_id);
-        let admission = match session.admit(
-            self.budgets(),
-            self.catalog(),
-            tool,
-            session.fuel_wanted(opts),
-        ) {
-            Ok(a) => a,
-            Err(info) => return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info),
-        };
-        let mut opts = CallOptions {
-            call_id: Some(call_id),
-            ..opts.clone()
-        };
-        if session.fuel_budgeted() {
-            opts.fuel = Some(admission.fuel);
-        }
-        let obs = self.plan(tool, args, &session.scope(), &opts);
-        session.settle_fuel(self.budgets(), admission, &obs);
-        obs
+        self.run(session, Call::new(tool, args, opts).plan())
     }
 
     fn level_of(&self, tool: &str) -> SideEffect {
@@ -710,7 +718,7 @@ impl Host {
         opts: &BatchOptions,
     ) -> BatchResult {
         crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
-            self.call_in(session, &item.tool, item.arguments.get(), call)
+            self.run(session, Call::new(&item.tool, item.arguments.get(), call))
         })
     }
 }
