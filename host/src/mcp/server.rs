@@ -23,7 +23,7 @@ use super::warm::{self, WarmThread};
 use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
 use crate::effects::KeySource;
 use crate::observation::{Observation, Status};
-use crate::pipeline::{new_call_id, Scope};
+use crate::pipeline::{new_call_id, Call, Mode};
 use crate::sandbox::{CancelToken, Limits};
 
 /// Most stderr lines forwarded as log messages per call.
@@ -160,12 +160,9 @@ impl McpServer {
             }
         }
         if config.workspace.is_none() {
-            config.workspace = Some(scope.workspace.root().display().to_string());
+            config.workspace = Some(scope.session.workspace().root().display().to_string());
         }
-        let session = scope
-            .session
-            .as_deref()
-            .expect("may_delegate needs a session");
+        let session = &scope.session;
         let call_id = call_meta::parse(&cx.meta)
             .ok()
             .and_then(|m| m.call_id)
@@ -266,7 +263,7 @@ impl ServerHandler for McpServer {
         // plugin whose tools are unknown only when it may call anything.
         let refused = listing::refused(generation.host.catalog(), &|tool| match tool {
             Some(t) => scope.allows(t),
-            None => scope.tools.is_none() && scope.session.is_none(),
+            None => scope.allows_every_tool(),
         });
         if !refused.is_empty() {
             result["_meta"] = json!({ listing::META_REFUSED: refused });
@@ -351,24 +348,12 @@ impl ServerHandler for McpServer {
             let name = name.clone();
             move || {
                 let host = &generation.host;
-                if let Some(session) = &scope.session {
-                    return if dry_run {
-                        host.plan_in(session, &name, &arguments, &opts)
-                    } else {
-                        host.call_in_cancellable(session, &name, &arguments, &opts, Some(&cancel))
-                    };
-                }
-                let scope = Scope {
-                    workspace: &scope.workspace,
-                    grants: &scope.grants,
-                    net: scope.net.clone(),
-                    capability: None,
+                let mode = if dry_run { Mode::Plan } else { Mode::Run };
+                let call = Call {
+                    mode,
+                    ..Call::new(&name, &arguments, &opts).cancellable(&cancel)
                 };
-                if dry_run {
-                    host.plan(&name, &arguments, &scope, &opts)
-                } else {
-                    host.call_cancellable(&name, &arguments, &scope, &opts, Some(&cancel))
-                }
+                host.run(&scope.session, call)
             }
         };
         let multi_thread = matches!(
