@@ -61,9 +61,10 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host without idempotency records: side-effecting tools run
-    /// unrecorded. Embedders that let agents cause effects should use
-    /// [`with_records`](Self::with_records); the CLI and the MCP server do.
+    /// A host without idempotency records: it runs read-only tools only,
+    /// and refuses every side-effecting call (`denied`, naming the missing
+    /// store) until [`with_records`](Self::with_records) gives it one; the
+    /// CLI and the MCP server always do.
     pub fn new(sandbox: Sandbox, catalog: Catalog) -> Host {
         Host {
             sandbox,
@@ -162,6 +163,16 @@ impl Host {
                     normalize: &|out| self.normalize_output(p, out),
                 };
                 records.guard(p, opts, &runner)
+            }
+            // Deny by default: a side effect nobody records is refused,
+            // as the sandbox refuses what was not granted.
+            None if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
+                let level = prepared.tool.descriptor.side_effect;
+                let info = ErrorCode::Denied.info(format!(
+                    "`{tool}` is {} and this host has no record store (idempotency records), so it runs only read-only tools; build the host with Host::with_records (the CLI and `serve` always do)",
+                    level.as_str()
+                ));
+                Observation::failure(&prepared.call_id, tool, level, info)
             }
             _ => self.execute(&prepared, None, cancel),
         };

@@ -48,7 +48,7 @@ fn side_effecting_calls_need_a_key_and_repeats_replay() {
     std::fs::create_dir_all(ws.path("data")).unwrap();
     let args = r#"{"path":"data/log.txt","line":"hello","hold_ms":0}"#;
 
-    let obs = call(&h, &ws, "append_line", args, &WRITE_ALL);
+    let obs = call_unkeyed(&h, &ws, "append_line", args, &WRITE_ALL);
     expect_error(&obs, "error", "idempotency_key_required");
     assert_eq!(obs["usage"]["fuel_consumed"], 0);
     assert_eq!(lines(&ws, "data/log.txt"), 0);

@@ -495,11 +495,11 @@ fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Gene
 }
 
 /// Runs `toolhost serve` until stdin closes (stdio) or the process is
-/// stopped (HTTP). With a root key, clients may present capability tokens
-/// ([`TokenPolicy`]); without one, every client gets the command-line grants.
-/// With `records`, side-effecting calls follow the side-effect policy
-/// (idempotency keys, records, approved plans; see [`call_meta`]); without,
-/// they run unrecorded.
+/// stopped (HTTP). Every client runs under a verified token ([`TokenPolicy`]):
+/// the one it presents (with a root key), else the one minted from the
+/// command-line grants. With `records`, side-effecting calls follow the
+/// side-effect policy (idempotency keys, records, approved plans; see
+/// [`call_meta`]); without, they are refused (`denied`).
 pub fn run(
     sandbox: Sandbox,
     plugins: Plugins,
