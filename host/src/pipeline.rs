@@ -44,7 +44,6 @@ use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
 use crate::paths::Access;
 use crate::resource::batch::{BatchItem, BatchOptions, BatchResult};
 use crate::sandbox::{CancelToken, Failure, Limits, Mount, Sandbox};
-use crate::schema::PathAccess;
 use crate::session::Session;
 use crate::text::clip_bytes;
 use std::sync::Arc;
@@ -278,18 +277,11 @@ impl Host {
         let mut has_path_args = false;
         for arg in t.input.path_args(&value) {
             has_path_args = true;
-            let access = match arg.access {
-                PathAccess::Read => Access::Read,
-                PathAccess::Write => Access::Write,
-            };
+            let access = arg.access;
             // What the tool may read is where its output may come from.
             let read = access == Access::Read || t.descriptor.needs.fs_read;
             if let Some(cap) = scope.capability {
-                let cap_access = match access {
-                    Access::Read => crate::capability::Access::Read,
-                    Access::Write => crate::capability::Access::Write,
-                };
-                if let Err(d) = cap.check_path(arg.value, cap_access) {
+                if let Err(d) = cap.check_path(arg.value, access) {
                     return fail(denial_error(&d).with_field(arg.pointer.clone()));
                 }
             }

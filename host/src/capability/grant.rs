@@ -3,12 +3,8 @@
 
 use super::*;
 
-/// Read or write access to a workspace path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Access {
-    Read,
-    Write,
-}
+/// Read or write access to a workspace path (the host's one vocabulary).
+pub use crate::paths::Access;
 
 /// What a verified token allows: every caveat folded together (see the
 /// module docs). Produced by [`RootKey::verify`] / [`Keyring::verify`].
