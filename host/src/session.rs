@@ -25,11 +25,12 @@
 //! fuel budgets have left) and what it did not consume is given back after.
 //!
 //! ```no_run
-//! # use toolhost::{capability::{Caveat, RootKey, Token}, session::Session, paths::Workspace};
+//! # use toolhost::{capability::{Caveat, RootKey, Token}, call::Call, session::Session, paths::Workspace};
 //! # fn demo(host: &toolhost::pipeline::Host, key: &RootKey) -> Result<(), Box<dyn std::error::Error>> {
 //! let token = Token::mint(key, &["tool=file_view".parse::<Caveat>()?, "right=read".parse()?, "read=src".parse()?])?;
 //! let session = Session::open(key, &token.encode(), Workspace::open(".".as_ref())?)?;
-//! let obs = host.call_in(&session, "file_view", r#"{"path":"src/lib.rs","offset":1,"limit":5}"#, &Default::default());
+//! let opts = Default::default();
+//! let obs = host.run(&session, Call::new("file_view", r#"{"path":"src/lib.rs","offset":1,"limit":5}"#, &opts));
 //! # Ok(()) }
 //! ```
 

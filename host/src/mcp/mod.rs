@@ -12,7 +12,7 @@
 //!   from the declared side-effect level; all four hints are always emitted.
 //!   `outputSchema` is the observation schema, because `structuredContent`
 //!   is the observation.
-//! - `tools/call`: [`Host::call_cancellable`] off the runtime thread (on a
+//! - `tools/call`: [`Host::run`] off the runtime thread (on a
 //!   stdio session first a call thread kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
 //!   duplicate key (`raw_args`). Any
