@@ -308,7 +308,7 @@ pub fn delegate(
     };
     let now = SystemTime::now();
     if let Err(d) = session.grant().check_time(now) {
-        return fail(crate::pipeline::denial_error(&d));
+        return fail(crate::call::denial_error(&d));
     }
     let secs = now
         .duration_since(std::time::UNIX_EPOCH)
@@ -389,7 +389,7 @@ pub fn delegate(
         TOOL_NAME,
         SideEffect::ReadOnly,
         output,
-        crate::pipeline::DEFAULT_TEXT_BYTES,
+        crate::call::DEFAULT_TEXT_BYTES,
     )
 }
 
