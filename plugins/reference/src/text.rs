@@ -99,11 +99,12 @@ pub fn file_error(err: &io::Error, rel: &str) -> ToolError {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut hex = String::with_capacity(64);
     for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 0xf)] as char);
     }
     hex
 }
@@ -111,6 +112,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Clips `line` to `max_chars` characters, appending a marker that gives
 /// the full length.
 pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
+    // A line of at most `max_chars` bytes has at most that many characters.
+    if line.len() <= max_chars {
+        return Cow::Borrowed(line);
+    }
     match line.char_indices().nth(max_chars) {
         None => Cow::Borrowed(line),
         Some((cut, _)) => {
@@ -124,16 +129,17 @@ pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 }
 
 /// Length of `s` as a JSON string literal (quotes included), exactly as
-/// `serde_json` escapes it.
+/// `serde_json` escapes it. Counted over bytes: every byte of a multi-byte
+/// character is at least 0x80 and is copied as it is.
 pub fn json_str_len(s: &str) -> usize {
-    2 + s
-        .chars()
-        .map(|c| match c {
-            '"' | '\\' | '\n' | '\r' | '\t' | '\u{08}' | '\u{0c}' => 2,
-            c if (c as u32) < 0x20 => 6,
-            c => c.len_utf8(),
-        })
-        .sum::<usize>()
+    2 + s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                0..=0x1f => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 /// The canonical form of a workspace-relative path: `.` components and

@@ -120,11 +120,37 @@ pub fn render(out: &ViewOutput) -> String {
         let _ = write!(s, " (next offset {next})");
     }
     let _ = writeln!(s, ", sha256 {}", out.sha256);
-    let width = out.lines.last().map_or(1, |l| l.number.to_string().len());
+    // Numbers right-aligned to the widest, written without the formatting
+    // machinery: this loop runs once per line of every page.
+    let width = out
+        .lines
+        .last()
+        .map_or(1, |l| decimal(l.number, &mut [0; 20]).len());
+    let mut digits = [0u8; 20];
     for line in &out.lines {
-        let _ = writeln!(s, "{:>width$}\t{}", line.number, line.text);
+        let number = decimal(line.number, &mut digits);
+        s.extend(std::iter::repeat_n(' ', width.saturating_sub(number.len())));
+        s.push_str(number);
+        s.push('\t');
+        s.push_str(&line.text);
+        s.push('\n');
     }
     s
+}
+
+/// `n` in decimal, written into the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or("0")
 }
 
 fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
