@@ -5,9 +5,18 @@
 //! The guest workspace is built by a nested `cargo` into `target/guests`
 //! (its own target directory, so it never waits on the outer build's lock).
 //! If the `wasm32-wasip2` target is missing, `rustup target add` installs it.
+//!
+//! The component is then compiled ahead of time by the host's own wasmtime
+//! with the host's engine settings (`src/sandbox/engine.rs`), framed with a
+//! digest of those settings, and embedded beside it: a fresh host loads it
+//! without compiling when the settings match, and compiles otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[allow(dead_code)]
+#[path = "src/sandbox/engine.rs"]
+mod engine;
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -49,8 +58,34 @@ fn main() {
         panic!("building plugins/reference for wasm32-wasip2 failed (see the output above)");
     }
     let wasm = target_dir.join("wasm32-wasip2/release/toolhost_reference.wasm");
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("toolhost_reference.wasm");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let out = out_dir.join("toolhost_reference.wasm");
     std::fs::copy(&wasm, &out).unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
+    precompile(&out, &out_dir.join("toolhost_reference.cwasm"));
+}
+
+/// Compiles the reference component ahead of time with the host's engine
+/// settings (`src/sandbox/engine.rs`) into a framed artifact the host loads
+/// without compiling. If this engine cannot compile here, the artifact is
+/// empty and the host compiles the component at start, as it would anyway.
+fn precompile(wasm: &Path, out: &Path) {
+    println!(
+        "cargo:rerun-if-changed={}",
+        Path::new("src/sandbox/engine.rs").display()
+    );
+    let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()));
+    let mut config = wasmtime::Config::new();
+    engine::compile_settings(&mut config);
+    let framed = wasmtime::Engine::new(&config)
+        .and_then(|e| {
+            let artifact = e.precompile_component(&bytes)?;
+            Ok(engine::frame(&e, &artifact))
+        })
+        .unwrap_or_else(|e| {
+            println!("cargo:warning=not precompiling the reference component: {e:#}");
+            Vec::new()
+        });
+    std::fs::write(out, framed).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
 }
 
 /// The outer build's settings must not leak into the guest build.

@@ -35,11 +35,23 @@ use crate::trust::signature;
 pub static REFERENCE_PLUGIN: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_reference.wasm"));
 
+/// [`REFERENCE_PLUGIN`] compiled by the build script with this host's
+/// wasmtime and engine settings (empty if it could not be): a fresh host
+/// runs the reference tools without compiling them.
+pub static REFERENCE_PRECOMPILED: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_reference.cwasm"));
+
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// Bytes compiled into the binary, with a display name.
-    Embedded { name: String, bytes: &'static [u8] },
+    /// Bytes compiled into the binary, with a display name, and their
+    /// artifact precompiled at build time (see
+    /// [`Sandbox::load_embedded`]; empty for none).
+    Embedded {
+        name: String,
+        bytes: &'static [u8],
+        precompiled: &'static [u8],
+    },
     /// A component file.
     File(PathBuf),
 }
@@ -50,6 +62,7 @@ impl Source {
         Source::Embedded {
             name: "builtin:reference".into(),
             bytes: REFERENCE_PLUGIN,
+            precompiled: REFERENCE_PRECOMPILED,
         }
     }
 
@@ -238,7 +251,7 @@ impl Catalog {
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
         status.digest = Some(crate::trust::sha256_digest(&bytes));
-        let inspected = match inspect_bytes(sandbox, &bytes, &|e| progress(&name, e)) {
+        let inspected = match inspect_loaded(sandbox, source, &bytes, &|e| progress(&name, e)) {
             Ok(i) => i,
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
@@ -453,7 +466,22 @@ pub fn inspect(
     source: &Source,
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
-    inspect_bytes(sandbox, &source_bytes(source)?, progress)
+    inspect_loaded(sandbox, source, &source_bytes(source)?, progress)
+}
+
+/// [`inspect_bytes`] on the bytes of `source`: an embedded source loads
+/// from its precompiled artifact when that fits.
+fn inspect_loaded(
+    sandbox: &Sandbox,
+    source: &Source,
+    bytes: &[u8],
+    progress: &dyn Fn(LoadEvent),
+) -> Result<Inspected, String> {
+    let plugin = match source {
+        Source::Embedded { precompiled, .. } => sandbox.load_embedded(bytes, *precompiled, progress),
+        Source::File(_) => sandbox.load(bytes, progress),
+    };
+    describe(plugin.map_err(|e: SandboxError| e.to_string())?)
 }
 
 /// [`inspect`] on component bytes already read.
@@ -465,6 +493,11 @@ pub fn inspect_bytes(
     let plugin = sandbox
         .load(bytes, progress)
         .map_err(|e: SandboxError| e.to_string())?;
+    describe(plugin)
+}
+
+/// Describes a loaded plugin and lints each tool.
+fn describe(plugin: Plugin) -> Result<Inspected, String> {
     let texts = plugin.describe().map_err(|e| e.to_string())?;
     let mut descriptors = Vec::new();
     let mut reports = Vec::new();

@@ -756,7 +756,7 @@ fn show_progress(plugin: &str, event: LoadEvent) {
         LoadEvent::CacheCorrupt => {
             eprintln!("toolhost: discarded a damaged cache entry for {plugin}; recompiling")
         }
-        LoadEvent::CacheHit => {}
+        LoadEvent::CacheHit | LoadEvent::Precompiled => {}
     }
 }
 

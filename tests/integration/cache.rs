@@ -145,3 +145,68 @@ fn the_cache_directory_is_owner_only() {
     let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
+
+#[test]
+fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
+    use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
+    let dir = tempfile::tempdir().unwrap();
+    // Another memory limit and instance count than the default: the
+    // artifact depends on the compilation settings, not on the pool's.
+    for config in [
+        config(dir.path()),
+        SandboxConfig {
+            max_memory_bytes: 64 << 20,
+            max_concurrent_instances: 3,
+            ..config(dir.path())
+        },
+    ] {
+        let sandbox = Sandbox::new(&config).unwrap();
+        let seen = Mutex::new(Vec::new());
+        let plugin = sandbox
+            .load_embedded(REFERENCE_PLUGIN, REFERENCE_PRECOMPILED, &|e| {
+                seen.lock().unwrap().push(e)
+            })
+            .expect("load");
+        assert_eq!(seen.into_inner().unwrap(), [LoadEvent::Precompiled]);
+        assert!(plugin
+            .describe()
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "file_view"));
+        // Nothing compiled, nothing written to the cache.
+        assert!(artifacts(dir.path()).is_empty());
+    }
+}
+
+#[test]
+fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
+    use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&config(dir.path())).unwrap();
+    let mut damaged = REFERENCE_PRECOMPILED.to_vec();
+    // The settings digest of the frame (after the 8-byte magic).
+    damaged[8] ^= 1;
+    let truncated = &REFERENCE_PRECOMPILED[..REFERENCE_PRECOMPILED.len().min(12)];
+    let damaged: &'static [u8] = Box::leak(damaged.into_boxed_slice());
+    for artifact in [damaged, truncated, &[][..], &b"not an artifact at all"[..]] {
+        let seen = Mutex::new(Vec::new());
+        let plugin = sandbox
+            .load_embedded(REFERENCE_PLUGIN, artifact, &|e| {
+                seen.lock().unwrap().push(e)
+            })
+            .expect("load");
+        let seen = seen.into_inner().unwrap();
+        assert!(
+            matches!(
+                seen[..],
+                [LoadEvent::Compiling { .. }, LoadEvent::Compiled { .. }] | [LoadEvent::CacheHit]
+            ),
+            "{seen:?}"
+        );
+        assert!(plugin
+            .describe()
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "file_view"));
+    }
+}

@@ -56,6 +56,7 @@ mod cache;
 mod capture;
 mod deadline;
 mod effects;
+mod engine;
 mod exec_link;
 mod fsguard;
 pub mod http;
@@ -71,9 +72,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Trap,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -373,6 +372,9 @@ pub struct Sandbox {
 pub enum LoadEvent {
     /// Found verified compiled code in the cache.
     CacheHit,
+    /// Used the code compiled into this binary at build time (the
+    /// reference tools).
+    Precompiled,
     /// Compiling; `bytes` is the component size.
     Compiling { bytes: usize },
     /// A cache entry failed verification and was discarded.
@@ -385,11 +387,7 @@ impl Sandbox {
     /// Builds the engine and linker. Starts the epoch ticker thread.
     pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
         let mut c = Config::new();
-        c.wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .cranelift_opt_level(OptLevel::Speed)
-            .max_wasm_stack(1 << 20);
+        engine::compile_settings(&mut c);
         let mut pool = PoolingAllocationConfig::default();
         let n = config.max_concurrent_instances.max(1);
         pool.total_component_instances(n)
@@ -435,6 +433,40 @@ impl Sandbox {
     pub fn load(&self, bytes: &[u8], progress: &dyn Fn(LoadEvent)) -> Result<Plugin, SandboxError> {
         let digest = blake3::hash(bytes);
         let component = self.compile_cached(bytes, &digest, progress)?;
+        self.link(component, digest)
+    }
+
+    /// [`Sandbox::load`] for a component embedded in this binary together
+    /// with `precompiled`, its artifact framed by the build script (see
+    /// `sandbox/engine.rs`): used as it is when it fits this engine (no
+    /// compile, no cache), else the component is compiled (or read from the
+    /// cache).
+    pub fn load_embedded(
+        &self,
+        bytes: &[u8],
+        precompiled: &'static [u8],
+        progress: &dyn Fn(LoadEvent),
+    ) -> Result<Plugin, SandboxError> {
+        let digest = blake3::hash(bytes);
+        let embedded = engine::unframe(&self.engine, precompiled).and_then(|artifact| {
+            // SAFETY: the artifact is part of this binary: the build script
+            // compiled it from `bytes` with this wasmtime and these engine
+            // settings (checked by `unframe`), and wasmtime checks its
+            // header again. It is as trusted as the host's own code.
+            unsafe { Component::deserialize(&self.engine, artifact) }.ok()
+        });
+        let component = match embedded {
+            Some(component) => {
+                progress(LoadEvent::Precompiled);
+                component
+            }
+            None => self.compile_cached(bytes, &digest, progress)?,
+        };
+        self.link(component, digest)
+    }
+
+    /// Checks the contract version of a compiled component and pre-links it.
+    fn link(&self, component: Component, digest: blake3::Hash) -> Result<Plugin, SandboxError> {
         self.check_contract_version(&component)?;
         let pre = self
             .linker
