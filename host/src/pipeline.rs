@@ -492,18 +492,21 @@ impl Host {
         } else {
             Vec::new()
         };
-        let mut obs = Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes);
-        obs.redactions = redactions.into_iter().map(|r| note(r, "output")).collect();
-        if let Some(text) = text {
-            let (text, found) = if p.secrets {
-                (std::borrow::Cow::Borrowed(text), Vec::new())
-            } else {
-                crate::redact::redact_text(text, "")
-            };
-            obs.redactions
-                .extend(found.into_iter().map(|r| note(r, "text")));
-            obs = obs.with_plugin_text(&text, text_bytes);
-        }
+        let mut notes: Vec<_> = redactions.into_iter().map(|r| note(r, "output")).collect();
+        let name = &t.descriptor.name;
+        let mut obs = match text {
+            Some(text) => {
+                let (text, found) = if p.secrets {
+                    (std::borrow::Cow::Borrowed(text), Vec::new())
+                } else {
+                    crate::redact::redact_text(text, "")
+                };
+                notes.extend(found.into_iter().map(|r| note(r, "text")));
+                Observation::ok_with_text(call_id, name, level, value, &text, text_bytes)
+            }
+            None => Observation::ok(call_id, name, level, value, text_bytes),
+        };
+        obs.redactions = notes;
         obs
     }
 }

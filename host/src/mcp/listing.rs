@@ -98,15 +98,15 @@ fn drop_host_annotations(v: &mut Value) {
 /// the model-facing text, the structured content (the output, when there
 /// is one) and the `_meta` object carrying the envelope.
 pub fn call_result_parts(
-    obs: &crate::observation::Observation,
+    mut obs: crate::observation::Observation,
 ) -> serde_json::Result<(String, Option<Value>, Value)> {
-    let mut envelope = serde_json::to_value(obs)?;
-    let (mut output, mut text) = (None, String::new());
+    // The output and the text move out; only the rest is serialized.
+    let output = obs.output.take().filter(|v| !v.is_null());
+    let text = std::mem::take(&mut obs.text);
+    let mut envelope = serde_json::to_value(&obs)?;
     if let Some(map) = envelope.as_object_mut() {
-        output = map.remove("output").filter(|v| !v.is_null());
-        if let Some(Value::String(t)) = map.remove("text") {
-            text = t;
-        }
+        map.remove("output");
+        map.remove("text");
     }
     let mut meta = Map::new();
     meta.insert(META_OBSERVATION.into(), envelope);
@@ -329,7 +329,7 @@ mod tests {
         use crate::observation::Observation;
         let obs = Observation::ok("c1", "t", SideEffect::ReadOnly, json!({"n": 1}), 100)
             .with_plugin_text("one item", 100);
-        let (text, output, meta) = call_result_parts(&obs).unwrap();
+        let (text, output, meta) = call_result_parts(obs.clone()).unwrap();
         assert_eq!(text, "one item");
         assert_eq!(output, Some(json!({"n": 1})));
         let env = &meta[META_OBSERVATION];

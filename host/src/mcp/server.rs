@@ -103,7 +103,8 @@ impl McpServer {
         if obs.untrusted {
             listing::mark_untrusted(&mut blocks);
         }
-        let (text, structured, meta) = listing::call_result_parts(&obs)
+        let ok = obs.status == Status::Ok;
+        let (text, structured, meta) = listing::call_result_parts(obs)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut content: Vec<ContentBlock> = if blocks.is_empty() {
             Vec::with_capacity(1)
@@ -111,7 +112,7 @@ impl McpServer {
             from_json(Value::Array(blocks))?
         };
         content.push(ContentBlock::text(text));
-        let mut result = if obs.status == Status::Ok {
+        let mut result = if ok {
             CallToolResult::success(content)
         } else {
             CallToolResult::error(content)

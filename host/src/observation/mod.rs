@@ -349,6 +349,24 @@ impl Observation {
         obs
     }
 
+    /// An `ok` observation whose `text` is the plugin's own rendering of
+    /// its output (as [`Observation::with_plugin_text`] sets it). Same as
+    /// `ok(…).with_plugin_text(text, …)`, without rendering the output as
+    /// JSON first only to replace it.
+    pub fn ok_with_text(
+        call_id: &str,
+        tool: &str,
+        level: SideEffect,
+        output: Value,
+        text: &str,
+        max_text_bytes: usize,
+    ) -> Observation {
+        let mut obs = Observation::base(call_id, tool, level, Status::Ok);
+        obs.usage.output_bytes = compact_len(&output) as u64;
+        obs.output = Some(output);
+        obs.with_plugin_text(text, max_text_bytes)
+    }
+
     /// Replaces the `text` of an `ok` observation with the plugin's own
     /// rendering of its output: control characters (ANSI escapes, `\r`
     /// rewrites, backspaces, …) stripped by [`strip_control`], then clipped
@@ -614,6 +632,24 @@ impl Observation {
     pub fn is_ok(&self) -> bool {
         self.status == Status::Ok
     }
+}
+
+/// Length of `v` as compact JSON, counted without building the text.
+fn compact_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing a `Value` cannot fail: keys are strings, numbers finite.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
 }
 
 #[cfg(test)]

@@ -951,3 +951,26 @@ fn plugin_text_never_replaces_a_failure_paragraph() {
     assert_eq!(obs.text, text);
     assert!(obs.plugin_text().is_none());
 }
+
+#[test]
+fn ok_with_text_is_ok_then_the_plugin_text() {
+    let output = json!({"path": "a.txt", "lines": [{"number": 1, "text": "x \"q\" é"}]});
+    for max in [10_000, 12] {
+        let direct = Observation::ok_with_text(
+            "c1",
+            "file_view",
+            SideEffect::ReadOnly,
+            output.clone(),
+            "a.txt\n1\tx",
+            max,
+        );
+        let twice = Observation::ok("c1", "file_view", SideEffect::ReadOnly, output.clone(), max)
+            .with_plugin_text("a.txt\n1\tx", max);
+        assert_eq!(direct, twice);
+        assert_eq!(direct.plugin_text(), twice.plugin_text());
+        assert_eq!(
+            direct.usage.output_bytes,
+            serde_json::to_string(&output).unwrap().len() as u64
+        );
+    }
+}
