@@ -44,6 +44,7 @@ use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
+mod log_cmd;
 mod plugin_cmd;
 
 #[derive(Parser)]
@@ -100,6 +101,8 @@ struct PluginArgs {
     lock_dir: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
+    #[command(flatten)]
+    journal: log_cmd::JournalArgs,
 }
 
 /// The trust policy for third-party plugins.
@@ -369,6 +372,13 @@ enum Command {
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
+    /// The call journal: one entry per call, newest last.
+    Log(log_cmd::LogArgs),
+    /// Per-tool figures from the journal: first-try validity, malformed
+    /// rate, errors, latency, and constrained decoding's break-even.
+    Stats(log_cmd::StatsArgs),
+    /// Delete journal entries past the retention.
+    Prune(log_cmd::PruneArgs),
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -488,7 +498,21 @@ struct BatchArgs {
     pretty: bool,
 }
 
+/// The host's own logs (the server's, the journal writer's) go to stderr
+/// through `tracing`, filtered by `RUST_LOG` (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    init_logging();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
@@ -522,13 +546,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         ..SandboxConfig::default()
     };
-    if let Command::Cap(cmd) = &cli.command {
-        return cap(cmd, &cli.plugins);
+    let p = &cli.plugins;
+    match cli.command {
+        Command::Cap(cmd) => return cap(&cmd, p),
+        Command::Log(a) => return log_cmd::log(open_store(p)?, a),
+        Command::Stats(a) => return log_cmd::stats(open_store(p)?, a),
+        Command::Prune(a) => return log_cmd::prune(open_store(p)?, &p.journal, a),
+        _ => {}
     }
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
-        Command::Cap(_) => unreachable!("handled above"),
+        Command::Cap(_) | Command::Log(_) | Command::Stats(_) | Command::Prune(_) => {
+            unreachable!("handled above")
+        }
         Command::Plugin(cmd) => plugin_cmd::run(
             cmd,
             &plugin_cmd::Ctx {
@@ -565,15 +596,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             call(&host, &cli.plugins, args, false)
         }
         Command::Batch(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             call(&host, &cli.plugins, args, true)
         }
         Command::Settle {
@@ -647,12 +684,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 trust: Some(policy),
             };
             let records = records(&cli.plugins)?;
+            let metrics = args
+                .http
+                .is_some()
+                .then(|| std::sync::Arc::new(toolhost::metrics::Metrics::new()));
             toolhost::mcp::run(
                 sandbox,
                 plugins,
                 args,
                 root_key(&cli.plugins).ok(),
                 Some(records),
+                recorder(&cli.plugins, metrics)?,
             )?;
             Ok(ExitCode::SUCCESS)
         }
@@ -908,6 +950,15 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
         }
     };
     Ok(store)
+}
+
+/// The journal (on a connection of its own to the record store), the
+/// circuit breaker and, for a server, its metrics.
+fn recorder(
+    p: &PluginArgs,
+    metrics: Option<std::sync::Arc<toolhost::metrics::Metrics>>,
+) -> Result<toolhost::record::Recorder> {
+    log_cmd::recorder(&p.journal, || open_store(p), metrics)
 }
 
 /// The record store and the key that derives idempotency keys.

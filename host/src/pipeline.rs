@@ -65,6 +65,10 @@ pub struct CallOptions {
     pub idempotency: Option<crate::effects::KeySource>,
     /// The approval of an irreversible call: a token from [`Host::plan`].
     pub plan_token: Option<String>,
+    /// The conversation the call belongs to (an MCP session): the circuit
+    /// breaker counts its failures together ([`crate::record`]). Default:
+    /// the trajectory of `idempotency`.
+    pub conversation: Option<String>,
 }
 
 /// What the caller may touch: a workspace and grants inside it.
@@ -91,6 +95,8 @@ pub struct Host {
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
+    /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
+    recorder: crate::record::Recorder,
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.
@@ -127,7 +133,19 @@ impl Host {
             records: None,
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
+            recorder: crate::record::Recorder::default(),
         }
+    }
+
+    /// Journals, breaks and counts calls with `recorder` ([`crate::record`]).
+    pub fn with_recorder(mut self, recorder: crate::record::Recorder) -> Host {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The journal, breaker and metrics of this host.
+    pub fn recorder(&self) -> &crate::record::Recorder {
+        &self.recorder
     }
 
     /// Takes resource locks with `locks` instead of the process default
@@ -192,6 +210,26 @@ impl Host {
     /// running instance at its next epoch tick. A side-effecting call
     /// stopped that way is reported `unknown` (it may have acted).
     pub fn call_cancellable(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts,
+            chain: &[],
+        };
+        self.recorded(&caller, || {
+            self.call_unrecorded(tool, args, scope, opts, cancel)
+        })
+    }
+
+    /// Steps 1–7 of one call, without step 8 ([`crate::record`]).
+    pub(crate) fn call_unrecorded(
         &self,
         tool: &str,
         args: &str,

@@ -381,10 +381,31 @@ impl Host {
             .call_id
             .clone()
             .unwrap_or_else(crate::pipeline::new_call_id);
-        let mut opts = CallOptions {
+        let opts = CallOptions {
             call_id: Some(call_id.clone()),
             ..opts.clone()
         };
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts: &opts,
+            chain: session.chain_ids(),
+        };
+        self.recorded(&caller, || {
+            self.session_call(session, tool, args, opts.clone(), cancel)
+        })
+    }
+
+    /// A session's call, steps 1–7 (its gates, then the pipeline).
+    fn session_call(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        mut opts: CallOptions,
+        cancel: Option<&crate::sandbox::CancelToken>,
+    ) -> Observation {
+        let call_id = opts.call_id.clone().unwrap_or_default();
         let admission = match session.admit(self, tool, session.fuel_wanted(&opts)) {
             Ok(a) => a,
             Err(info) => {
@@ -400,7 +421,7 @@ impl Host {
         if session.fuel_budgeted() {
             opts.fuel = Some(admission.fuel);
         }
-        let obs = self.call_cancellable(tool, args, &session.scope(), &opts, cancel);
+        let obs = self.call_unrecorded(tool, args, &session.scope(), &opts, cancel);
         session.settle_fuel(self, admission, &obs);
         obs
     }

@@ -45,6 +45,8 @@ pub(super) struct McpServer {
     /// ended): its receivers see the channel close and the tasks the
     /// session spawned stop.
     alive: Arc<tokio::sync::watch::Sender<()>>,
+    /// This session's id for the circuit breaker (its calls' conversation).
+    conversation: Arc<str>,
 }
 
 impl McpServer {
@@ -56,6 +58,7 @@ impl McpServer {
             kept: KeptArguments::default(),
             warm: None,
             alive: Arc::new(tokio::sync::watch::channel(()).0),
+            conversation: new_call_id().replacen("call-", "mcp-", 1).into(),
         }
     }
 
@@ -342,6 +345,7 @@ impl ServerHandler for McpServer {
         }));
         opts.call_id = Some(call_id);
         opts.plan_token = meta.plan_token;
+        opts.conversation = Some(self.conversation.to_string());
         let dry_run = meta.dry_run;
 
         let started = Instant::now();

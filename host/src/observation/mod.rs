@@ -244,6 +244,11 @@ pub struct Observation {
     /// instructions; `text` marks it so.
     #[serde(default)]
     pub untrusted: bool,
+    /// How many times in a row this tool has now failed with this error
+    /// code in this session or trajectory, this call included (0 for a
+    /// success; see [`crate::breaker`]).
+    #[serde(default)]
+    pub consecutive_failures: u32,
 }
 
 /// What kind of place content came from.
@@ -311,6 +316,7 @@ impl Observation {
             redactions: Vec::new(),
             provenance: Vec::new(),
             untrusted: false,
+            consecutive_failures: 0,
         }
     }
 
