@@ -19,6 +19,7 @@ mod escapes;
 mod exec;
 mod hostile;
 mod idempotency;
+mod journal;
 mod languages;
 mod lint;
 mod mcp;

@@ -153,7 +153,7 @@ pub trait JournalBackend: Send + Sync {
     /// `attempt` and `first_try` from the entries already journaled under
     /// its logical key.
     fn append(&self, entries: &mut [Entry]) -> Result<(), StoreError>;
-    /// Entries matching `filter`, oldest first.
+    /// Entries matching `filter`, by start time, oldest first.
     fn query(&self, filter: &Filter) -> Result<Vec<Entry>, StoreError>;
     /// Deletes entries started before `before_us`; returns how many.
     fn prune(&self, before_us: i64) -> Result<u64, StoreError>;

@@ -132,7 +132,7 @@ impl JournalBackend for PostgresStore {
             sql.push_str(&format!(" AND started_us >= ${}", params.len() + 1));
             params.push(s);
         }
-        sql.push_str(" ORDER BY seq DESC");
+        sql.push_str(" ORDER BY started_us DESC, seq DESC");
         if let Some(n) = filter.limit {
             sql.push_str(&format!(" LIMIT {n}"));
         }

@@ -106,7 +106,7 @@ impl JournalBackend for SqliteStore {
         if let Some(s) = &filter.status {
             add("status =", Sql::Text(s.clone()));
         }
-        sql.push_str(" ORDER BY seq DESC");
+        sql.push_str(" ORDER BY started_us DESC, seq DESC");
         if let Some(n) = filter.limit {
             sql.push_str(&format!(" LIMIT {n}"));
         }
