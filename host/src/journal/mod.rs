@@ -14,9 +14,10 @@
 //! # Off the hot path
 //!
 //! The call path only copies what the entry needs ([`Pending`]) into a
-//! channel. A writer thread turns pending calls into entries (hashing,
-//! summarizing, redacting) and appends them in batches, one transaction per
-//! batch, at most [`LINGER`] after the first one queued. The attempt
+//! queue, waking the writer thread only for the first call of a batch. The
+//! writer turns pending calls into entries (hashing, summarizing,
+//! redacting) and appends them in batches, one transaction per batch,
+//! [`LINGER`] after the first one queued. The attempt
 //! ordinal is assigned in that transaction (SQLite's write lock, a
 //! PostgreSQL advisory lock per logical call), so hosts sharing a store
 //! count one sequence per logical call.
@@ -46,8 +47,8 @@ pub mod postgres;
 pub mod sqlite;
 pub mod stats;
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -314,9 +315,14 @@ impl Pending {
     }
 }
 
-enum Message {
-    Call(Box<Pending>),
-    Flush(mpsc::SyncSender<()>),
+/// What the call path and the writer share.
+#[derive(Default)]
+struct Queue {
+    calls: Vec<Pending>,
+    flushes: Vec<mpsc::SyncSender<()>>,
+    closing: bool,
+    /// The writer waits for a first call (and must be woken for it).
+    idle: bool,
 }
 
 /// Hooks run by the writer for each entry it appended (the metrics'
@@ -329,8 +335,13 @@ pub struct Journal {
     inner: Arc<Inner>,
 }
 
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
 struct Inner {
-    tx: Mutex<Option<Sender<Message>>>,
+    shared: Arc<Shared>,
     backend: Arc<dyn JournalBackend>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -361,6 +372,12 @@ impl Default for JournalOptions {
     }
 }
 
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 impl Journal {
     /// Starts a writer over `backend` (creating its table first).
     ///
@@ -372,46 +389,56 @@ impl Journal {
         options: JournalOptions,
     ) -> Result<Journal, StoreError> {
         backend.init()?;
-        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+        });
         let writer = Writer {
             backend: backend.clone(),
             options,
             queue: Vec::new(),
             pruned: None,
         };
+        let for_writer = shared.clone();
         let thread = std::thread::Builder::new()
             .name("toolhost-journal".into())
-            .spawn(move || writer.run(rx))
+            .spawn(move || writer.run(&for_writer))
             .map_err(|e| StoreError::unavailable(format!("starting the journal writer: {e}")))?;
         Ok(Journal {
             inner: Arc::new(Inner {
-                tx: Mutex::new(Some(tx)),
+                shared,
                 backend,
                 thread: Mutex::new(Some(thread)),
             }),
         })
     }
 
-    /// Queues one call's entry (never blocks on the store).
+    /// Queues one call's entry. Never waits for the store, and wakes the
+    /// writer only for the first call of a batch.
     pub fn append(&self, pending: Pending) {
-        let tx = self.inner.tx.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = tx.as_ref() {
-            let _ = tx.send(Message::Call(Box::new(pending)));
+        let shared = &self.inner.shared;
+        let mut q = shared.lock();
+        q.calls.push(pending);
+        if q.idle {
+            q.idle = false;
+            drop(q);
+            shared.wake.notify_one();
         }
     }
 
     /// Waits until everything queued before this call is written (or the
-    /// store refused it and it is queued for a retry), at most `timeout`.
+    /// store refused it and it is kept for a retry), at most `timeout`.
     /// Returns whether the writer answered in time.
     pub fn flush(&self, timeout: Duration) -> bool {
         let (ack, done) = mpsc::sync_channel(1);
         {
-            let tx = self.inner.tx.lock().unwrap_or_else(|e| e.into_inner());
-            match tx.as_ref() {
-                Some(tx) if tx.send(Message::Flush(ack)).is_ok() => {}
-                _ => return false,
+            let mut q = self.inner.shared.lock();
+            if q.closing {
+                return false;
             }
+            q.flushes.push(ack);
         }
+        self.inner.shared.wake.notify_one();
         done.recv_timeout(timeout).is_ok()
     }
 
@@ -423,9 +450,9 @@ impl Journal {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the channel tells the writer to write what is queued and
-        // stop.
-        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        // The writer writes what is queued and stops.
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
         if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = t.join();
         }
@@ -435,53 +462,59 @@ impl Drop for Inner {
 struct Writer {
     backend: Arc<dyn JournalBackend>,
     options: JournalOptions,
+    /// Entries taken from the queue and not yet written.
     queue: Vec<Entry>,
     pruned: Option<Instant>,
 }
 
 impl Writer {
-    fn run(mut self, rx: Receiver<Message>) {
+    fn run(mut self, shared: &Shared) {
         self.prune_if_due();
-        let mut open = true;
-        while open {
-            // Wait for work; with entries the store refused, only until the
-            // next retry.
-            let first = if self.queue.is_empty() {
-                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            } else {
-                rx.recv_timeout(RETRY_EVERY)
-            };
-            let mut acks = Vec::new();
-            match first {
-                Ok(m) => self.take(m, &mut acks),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => open = false,
+        loop {
+            // Wait for a first call (or a flush, or the end); with entries
+            // the store refused, only until the next retry.
+            let mut q = shared.lock();
+            if q.calls.is_empty() && q.flushes.is_empty() && !q.closing {
+                q.idle = self.queue.is_empty();
+                q = if q.idle {
+                    shared
+                        .wake
+                        .wait_while(q, |q| {
+                            q.calls.is_empty() && q.flushes.is_empty() && !q.closing
+                        })
+                        .unwrap_or_else(|e| e.into_inner())
+                } else {
+                    shared
+                        .wake
+                        .wait_timeout(q, RETRY_EVERY)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                };
+                q.idle = false;
             }
-            // Let a burst share the transaction: until LINGER after the
-            // first message, or a full batch, or a flush.
-            let deadline = Instant::now() + LINGER;
-            while open && acks.is_empty() && self.queue.len() < MAX_BATCH {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                match rx.recv_timeout(left) {
-                    Ok(m) => self.take(m, &mut acks),
-                    Err(RecvTimeoutError::Timeout) => break,
-                    Err(RecvTimeoutError::Disconnected) => open = false,
-                }
+            // Let a burst share the transaction: wait LINGER after the
+            // first call unless a flush or the end is asked for.
+            if q.flushes.is_empty() && !q.closing && !q.calls.is_empty() {
+                q = shared
+                    .wake
+                    .wait_timeout_while(q, LINGER, |q| q.flushes.is_empty() && !q.closing)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
-            if !open {
-                // Closing: take whatever is still in the channel.
-                while let Ok(m) = rx.try_recv() {
-                    self.take(m, &mut acks);
-                }
-            }
+            let calls = std::mem::take(&mut q.calls);
+            let acks = std::mem::take(&mut q.flushes);
+            let closing = q.closing;
+            drop(q);
+            self.queue
+                .extend(calls.into_iter().map(|p| p.into_entry(&self.options.host)));
             self.write();
             for ack in acks {
                 let _ = ack.send(());
             }
             self.prune_if_due();
+            if closing && shared.lock().calls.is_empty() {
+                break;
+            }
         }
         // Closing with entries the store refused: a few more tries.
         for _ in 0..FINAL_TRIES {
@@ -497,13 +530,6 @@ impl Writer {
                 entries = self.queue.len(),
                 "the call journal could not be written; these entries are lost"
             );
-        }
-    }
-
-    fn take(&mut self, m: Message, acks: &mut Vec<mpsc::SyncSender<()>>) {
-        match m {
-            Message::Call(p) => self.queue.push(p.into_entry(&self.options.host)),
-            Message::Flush(ack) => acks.push(ack),
         }
     }
 
