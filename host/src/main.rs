@@ -717,12 +717,12 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
     let trust = p.trust_policy().prepare().context("trust policy")?;
     let catalog = Catalog::load_trusted(&sandbox, &sources(p)?, Some(&trust), &show_progress);
     for problem in catalog.warnings() {
-        eprintln!("toolhost: warning: {problem}");
+        tracing::warn!("{problem}");
     }
     for problem in catalog.problems() {
         match &problem.code {
-            Some(_) => eprintln!("toolhost: refused: {problem}"),
-            None => eprintln!("toolhost: warning: {problem}"),
+            Some(_) => tracing::warn!("refused: {problem}"),
+            None => tracing::warn!("{problem}"),
         }
     }
     // A plugin named on the command line that did not load is an error,
@@ -740,18 +740,15 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
 
 fn show_progress(plugin: &str, event: LoadEvent) {
     match event {
-        LoadEvent::Compiling { bytes } => eprintln!(
-            "toolhost: compiling {plugin} ({:.1} MB); the result is cached for the next start",
+        LoadEvent::Compiling { bytes } => tracing::info!(
+            "compiling {plugin} ({:.1} MB); the result is cached for the next start",
             bytes as f64 / 1e6
         ),
         LoadEvent::Compiled { elapsed } => {
-            eprintln!(
-                "toolhost: compiled {plugin} in {:.2} s",
-                elapsed.as_secs_f64()
-            )
+            tracing::info!("compiled {plugin} in {:.2} s", elapsed.as_secs_f64())
         }
         LoadEvent::CacheCorrupt => {
-            eprintln!("toolhost: discarded a damaged cache entry for {plugin}; recompiling")
+            tracing::warn!("discarded a damaged cache entry for {plugin}; recompiling")
         }
         LoadEvent::CacheHit => {}
     }

@@ -141,6 +141,29 @@ impl Host {
         obs
     }
 
+    /// Records a call refused before it reached the pipeline (an MCP
+    /// `tools/call` of a tool the session cannot see, answered with a
+    /// protocol error): journaled and counted like any refusal.
+    pub(crate) fn record_refusal(
+        &self,
+        c: &Caller<'_>,
+        info: crate::observation::ErrorInfo,
+    ) -> Observation {
+        self.recorded(c, || {
+            let call_id = c
+                .opts
+                .call_id
+                .clone()
+                .unwrap_or_else(crate::pipeline::new_call_id);
+            Observation::failure(
+                &call_id,
+                c.tool,
+                crate::descriptor::SideEffect::ReadOnly,
+                info,
+            )
+        })
+    }
+
     /// A trajectory's earlier calls of the tool, from the journal, into the
     /// breaker (once per trajectory and tool): the CLI runs one call per
     /// process.

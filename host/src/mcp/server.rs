@@ -306,6 +306,28 @@ impl ServerHandler for McpServer {
             .get(&name)
             .filter(|_| scope.allows(&name))
         else {
+            // Refused before the pipeline: journaled all the same.
+            let opts = crate::pipeline::CallOptions {
+                conversation: Some(self.conversation.to_string()),
+                ..Default::default()
+            };
+            let caller = crate::record::Caller {
+                tool: &name,
+                args: &arguments,
+                opts: &opts,
+                chain: scope.session.as_ref().map_or(&[][..], |s| s.chain_ids()),
+            };
+            use crate::observation::ErrorCode;
+            let code = match generation.host.catalog().refusal(&name) {
+                Some(p) => p
+                    .code
+                    .as_deref()
+                    .and_then(ErrorCode::from_code)
+                    .unwrap_or(ErrorCode::PluginUnavailable),
+                None => ErrorCode::UnknownTool,
+            };
+            let info = code.info(format!("`{name}` is not in this session's catalog"));
+            let _ = generation.host.record_refusal(&caller, info);
             if let Some(p) = generation.host.catalog().refusal(&name) {
                 return Err(ErrorData::invalid_params(
                     format!("tool `{name}` was refused at load: {p}"),
