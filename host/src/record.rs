@@ -1,7 +1,7 @@
 //! Step 8, record: what happens around every call once, whatever entry
 //! point it came through.
 //!
-//! [`Host::recorded`] wraps a call: before it runs, the circuit breaker
+//! `Host::recorded` wraps a call: before it runs, the circuit breaker
 //! ([`crate::breaker`]) may answer `circuit_open` instead; once its
 //! observation is final, the breaker counts it (`consecutive_failures`),
 //! the metrics ([`crate::metrics`]) count it and the journal
