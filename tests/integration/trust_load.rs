@@ -180,7 +180,10 @@ fn a_plugin_changed_under_its_lock_is_refused_with_the_diff() {
     expect_ok(&obs);
     // A warning in the host's log (tracing, level WARN).
     let log = stderr(&out);
-    assert!(log.contains("WARN") && log.contains("suspicious_description"), "{log}");
+    assert!(
+        log.contains("WARN") && log.contains("suspicious_description"),
+        "{log}"
+    );
 }
 
 #[test]
