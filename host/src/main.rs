@@ -499,10 +499,11 @@ struct BatchArgs {
 }
 
 /// The host's own logs (the server's, the journal writer's) go to stderr
-/// through `tracing`, filtered by `RUST_LOG` (default `info`).
+/// through `tracing`, filtered by `RUST_LOG` (default: toolhost's own at
+/// `info`, its dependencies' at `warn`).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolhost=info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
