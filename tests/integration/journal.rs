@@ -465,6 +465,33 @@ fn breaker_holds_per_mcp_session() {
     let mut other = StdioServer::initialized(&setup, &[]);
     let obs = observation_of(&other.call(1, "file_view", args));
     expect_error(&obs, "error", "not_found");
+    // An unknown tool is a protocol error over MCP, and journaled too
+    // (read with a plain reader while the servers run).
+    let reply = other.call(2, "no_such_tool", json!({"k": "hunter2-marker"}));
+    assert!(reply["error"].is_object(), "{reply}");
+    let db = rusqlite::Connection::open_with_flags(
+        setup.state.path().join("records.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (code, summary): (String, String) = loop {
+        let row = db.query_row(
+            "SELECT error_code, args_summary FROM call_journal WHERE tool = 'no_such_tool'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        );
+        if let Ok(row) = row {
+            break row;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never journaled: {row:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, "unknown_tool");
+    assert!(!summary.contains("hunter2-marker"), "{summary}");
 }
 
 fn get(port: u16, path: &str) -> (u16, String, String) {
