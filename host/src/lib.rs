@@ -26,7 +26,8 @@
 //! - [`record`]: step 8 around every call — the [`journal`] (every call
 //!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
 //!   and the Prometheus [`metrics`] — over
-//! - [`catalog`]: loaded plugins and their tools, over
+//! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
+//!   definitions cost a model in tokens), over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
 //! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
@@ -61,6 +62,7 @@ pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod cost;
 pub mod delegation;
 pub mod descriptor;
 pub mod effects;

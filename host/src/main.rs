@@ -340,6 +340,23 @@ enum Command {
     },
     /// Print one tool's descriptor as JSON.
     Describe { tool: String },
+    /// What the catalog costs a model: with --cost, the tokens of each
+    /// tool's definition (name, description, input schema; o200k_base),
+    /// per turn and over --turns turns (T = N·K·S).
+    Catalog {
+        /// Count tokens (the only report for now).
+        #[arg(long)]
+        cost: bool,
+        /// N, the number of turns the catalog is sent for.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        turns: u64,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Count only the tools this token allows.
+        #[arg(long, env = "TOOLHOST_TOKEN")]
+        token: Option<String>,
+    },
     /// Call a tool and print the observation as JSON.
     Call(CallArgs),
     /// Run a batch of calls (a JSON array of {"call_id", "tool",
@@ -584,6 +601,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => None,
             };
             list(&host, session.as_ref(), json)
+        }
+        Command::Catalog {
+            cost,
+            turns,
+            json,
+            token,
+        } => {
+            if !cost {
+                bail!(
+                    "toolhost catalog: say what to report: --cost (tokens per tool and per turn)"
+                );
+            }
+            let host = load(sandbox, &cli.plugins)?;
+            let session = match token {
+                Some(t) => Some(open_session(&cli.plugins, &t, PathBuf::from("."))?),
+                None => None,
+            };
+            let tools: Vec<_> = match &session {
+                Some(s) => host.visible_tools(s).collect(),
+                None => host.catalog().tools().collect(),
+            };
+            let cost = toolhost::cost::catalog_cost(tools.iter().map(|t| &t.descriptor), turns)?;
+            if json {
+                emit(serde_json::to_string_pretty(&cost)?)?;
+            } else {
+                emit(cost.render())?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Describe { tool } => {
             let host = load(sandbox, &cli.plugins)?;

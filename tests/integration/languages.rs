@@ -333,14 +333,21 @@ fn csv_summary_summarizes_a_real_file() {
         read: &["data"],
         write: &[],
     };
-    let out = expect_ok(&call(
+    let obs = call(
         h,
         &ws,
         "csv_summary",
         r#"{"path":"data/weather.csv"}"#,
         &grant,
-    ))
-    .clone();
+    );
+    let out = expect_ok(&obs).clone();
+    // The kit's `text=` rendering is what the model reads (between the
+    // untrusted-data markers: it quotes a file).
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.contains("data/weather.csv: 3 rows, 4 columns\n  city: text, 3 filled\n  temp_c: numeric, 3 filled, min 3.5, max 19.25"),
+        "{text}"
+    );
     assert_eq!(out["path"], "data/weather.csv");
     assert_eq!(out["rows"], 3);
     assert_eq!(out["columns"], 4);
@@ -415,14 +422,20 @@ fn markdown_outline_lists_the_headings_of_a_real_file() {
         read: &["docs"],
         write: &[],
     };
-    let out = expect_ok(&call(
+    let obs = call(
         h,
         &ws,
         "markdown_outline",
         r#"{"path":"docs/guide.md"}"#,
         &grant,
-    ))
-    .clone();
+    );
+    let out = expect_ok(&obs).clone();
+    // The kit's `text(out)` rendering is what the model reads.
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.contains("docs/guide.md: 5 headings\n# Guide (line 4)\n  ## Install (line 8)\n"),
+        "{text}"
+    );
     assert_eq!(
         out,
         json!({

@@ -24,6 +24,7 @@ mod languages;
 mod lint;
 mod mcp;
 mod mcp_limits;
+mod model_text;
 mod network;
 mod plans;
 mod provenance;

@@ -10,8 +10,11 @@
 //! - `tools/list`: every tool the session's [`SessionScope`] allows, in name
 //!   order, paginated by an opaque cursor (see [`listing`]). Annotations come
 //!   from the declared side-effect level; all four hints are always emitted.
-//!   `outputSchema` is the observation schema, because `structuredContent`
-//!   is the observation.
+//!   `outputSchema` is the tool's own output schema: `structuredContent` is
+//!   the tool's output, the model reads the observation's `text` (the last
+//!   text block) and the envelope is in the result's `_meta` (see
+//!   [`listing`]). The listing is the same bytes in every session with the
+//!   same plugins and grants (name order, no per-session fields).
 //! - `tools/call`: [`Host::run`] off the runtime thread (on a
 //!   stdio session first a call thread kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
@@ -376,16 +379,10 @@ pub(crate) struct Generation {
 
 impl Generation {
     fn new(host: Host) -> Generation {
-        let schema = listing::observation_output_schema();
         let tools: Vec<(String, Value)> = host
             .catalog()
             .tools()
-            .map(|t| {
-                (
-                    t.descriptor.name.clone(),
-                    listing::tool_definition(t, &schema),
-                )
-            })
+            .map(|t| (t.descriptor.name.clone(), listing::tool_definition(t)))
             .collect();
         let mut all = String::new();
         for (name, def) in &tools {
