@@ -568,6 +568,14 @@ pub fn run(
     serve(sandbox, plugins, args, policy, records)
 }
 
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`serve`] got past its start (the catalog loaded, the runtime
+/// running): an error after that is not a failure to start.
+pub fn started() -> bool {
+    SERVING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`run`] with a custom [`SessionPolicy`].
 pub fn serve(
     sandbox: Sandbox,
@@ -636,6 +644,7 @@ pub fn serve(
     .thread_name("toolhost-mcp")
     .build()
     .context("starting the async runtime")?;
+    SERVING.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {
