@@ -30,8 +30,8 @@
 //!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
 //!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
 //!   a `logLevel` of `info` or lower.
-//! - The plugin directory is polled (every `--watch-ms`, default 1 s); a
-//!   changed set of `*.wasm` files (added, removed, replaced) reloads the
+//! - The plugin directory is watched (OS notifications, or polling every
+//!   `--watch-ms` where there are none; see [`watch`]); a changed set of `*.wasm` files (added, removed, replaced) reloads the
 //!   catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
@@ -155,7 +155,9 @@ pub struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
-    /// How often the plugin directory is polled, in milliseconds.
+    /// How long the plugin directory must stay quiet after a change before
+    /// the catalog is reloaded (and the polling period where the OS gives
+    /// no change notifications), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
