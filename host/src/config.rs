@@ -12,7 +12,9 @@
 //!   `plan`, `batch` and `serve` apply to those that have them (a key of
 //!   `serve` is ignored by `call`);
 //! - a flag on the command line, or its environment variable, wins over the
-//!   file (a repeatable flag given once replaces the file's whole list);
+//!   file (a repeatable flag given once replaces the file's whole list, and
+//!   a setting that conflicts with a flag given, like the file's grants with
+//!   `--token`, is left out);
 //! - a key that is no such flag is an error naming the keys there are;
 //! - paths (`workspace`, `plugin`, `plugins_dir`, `store`, `key_file`, …)
 //!   are relative to the file's directory; grants (`allow_read`,
@@ -218,11 +220,31 @@ fn flags(
             }
         };
         let id = arg.get_id().as_str();
-        if matches!(
-            deepest.value_source(id),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        ) {
+        let given = |id: &str| {
+            matches!(
+                deepest.value_source(id),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+        };
+        if given(id) {
             continue;
+        }
+        // A setting that conflicts with a flag given (the file's grants
+        // when the command line says `--token`) gives way to it.
+        if let Some(c) = current {
+            let conflicts = |a: &clap::Arg, b: &clap::Arg| {
+                c.get_arg_conflicts_with(a)
+                    .iter()
+                    .any(|x| x.get_id() == b.get_id())
+            };
+            if c.get_arguments().any(|a| a.get_id() == arg.get_id())
+                && c.get_arguments().any(|other| {
+                    given(other.get_id().as_str())
+                        && (conflicts(arg, other) || conflicts(other, arg))
+                })
+            {
+                continue;
+            }
         }
         let bad = |message: String| ConfigError::BadValue {
             path: shown.clone(),

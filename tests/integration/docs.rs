@@ -5,6 +5,8 @@
 //! `toolhost` binary first on `PATH`, a fresh `HOME` (so a fresh root key
 //! and record store), in a fresh temporary copy of the repository's tracked
 //! files (the guides say "run every command from the repository root").
+//! The blocks of one page run in order in the same copy and home, as a
+//! reader follows the page.
 //! Every command must exit 0; a block may also name text its output must
 //! contain. Synopses with placeholders are ` ```text ` blocks, not `sh`.
 //!
@@ -248,6 +250,16 @@ fn doc_env(cmd: &mut Command, home: &Path, cache: &Path) {
         bin_dir_of(home).display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The toolchain stays where it is when HOME moves.
+    let real_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        let dir = std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| real_home.join(default));
+        cmd.env(var, dir);
+    }
     cmd.env("HOME", home)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CONFIG_HOME")
@@ -263,11 +275,34 @@ fn shared_cache() -> PathBuf {
     repo_root().join("target/docs-compile-cache")
 }
 
+/// Where the blocks of one page run: a fresh clone and a fresh home, shared
+/// by the page's blocks in order (a reader follows a page from the top).
+struct Reader {
+    clone: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        let clone = fresh_clone();
+        let home = tempfile::tempdir().unwrap();
+        bin_dir(home.path());
+        let release = clone.path().join("target/release");
+        std::fs::create_dir_all(&release).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_toolhost"), release.join("toolhost"))
+            .unwrap();
+        // `/path/to/project` in a command is the reader's own project.
+        let project = home.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("README.md"), "# A project\n").unwrap();
+        Reader { clone, home }
+    }
+}
+
 /// Runs one `sh` block; panics with its output unless it passes.
-fn run_block(block: &Block) {
-    let clone = fresh_clone();
-    let home = tempfile::tempdir().unwrap();
-    bin_dir(home.path());
+fn run_block(block: &Block, reader: &Reader) {
+    let clone = &reader.clone;
+    let home = &reader.home;
     let mut cache = shared_cache();
     let mut _cache_copy = None;
     for dest in block.all("plugin") {
@@ -296,14 +331,7 @@ fn run_block(block: &Block) {
         cache = copy.path().to_path_buf();
         _cache_copy = Some(copy);
     }
-    let release = clone.path().join("target/release");
-    std::fs::create_dir_all(&release).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_toolhost"), release.join("toolhost")).unwrap();
-
-    // `/path/to/project` in a command is the reader's own project.
     let project = home.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("README.md"), "# A project\n").unwrap();
     let script = format!("{PRELUDE}{}", rewrite(&block.body, free_port(), &project));
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(&script).current_dir(clone.path());
@@ -376,8 +404,9 @@ fn run_file(file: &str) {
         .filter(|b| b.lang == "sh" && b.directive("skip").is_none())
         .collect();
     assert!(!blocks.is_empty(), "{file}: no sh blocks to run");
+    let reader = Reader::new();
     for b in &blocks {
-        run_block(b);
+        run_block(b, &reader);
     }
 }
 
@@ -468,6 +497,11 @@ fn python_guide_commands_run() {
 #[test]
 fn js_guide_commands_run() {
     run_file("docs/js.md");
+}
+
+#[test]
+fn rust_guide_commands_run() {
+    run_file("docs/rust.md");
 }
 
 // ---- MCP client snippets -------------------------------------------------------

@@ -147,6 +147,15 @@ fn the_config_file_next_to_the_workspace_sets_the_flags_and_flags_win() {
     // The file's grant, found in the current directory.
     assert_eq!(read("src/a.txt", &[]), "ok");
     assert_eq!(read("notes/b.txt", &[]), "denied");
+    // A token on the command line: the file's grants give way to it.
+    let token = toolhost(
+        &["cap", "mint", "--tool", "*", "--read", "notes"],
+        ws.dir.path(),
+    );
+    assert!(token.status.success(), "{}", text(&token.stderr));
+    let token = text(&token.stdout).trim().to_string();
+    assert_eq!(read("notes/b.txt", &["--token", &token]), "ok");
+    assert_eq!(read("src/a.txt", &["--token", &token]), "denied");
     // A flag replaces the file's list.
     assert_eq!(read("notes/b.txt", &["--allow-read", "notes"]), "ok");
     assert_eq!(read("src/a.txt", &["--allow-read", "notes"]), "denied");
