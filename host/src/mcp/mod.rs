@@ -31,8 +31,8 @@
 //!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
 //!   a `logLevel` of `info` or lower.
 //! - The plugin directory is watched (OS notifications, or polling every
-//!   `--watch-ms` where there are none; see [`watch`]); a changed set of `*.wasm` files (added, removed, replaced) reloads the
-//!   catalog and sends `notifications/tools/list_changed` to every session
+//!   `--watch-ms` where there are none; see `watch.rs`); a changed set
+//!   of `*.wasm` files (added, removed, replaced) reloads the catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
 //! Bounds: over HTTP, sessions are capped in total (`--max-sessions`) and
