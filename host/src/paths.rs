@@ -1492,7 +1492,9 @@ mod tests {
         assert!(e.message.contains("does not exist"));
         let e = Grants::new(&f.ws, &["README.md"], &[]).unwrap_err();
         assert_eq!(e.kind, PathErrorKind::BadGrant);
-        assert!(e.message.contains("not a directory"));
+        // A file: the message says so and names the directory to grant.
+        assert!(e.message.contains("`README.md` is a file"), "{}", e.message);
+        assert!(e.message.contains("holds it (`.`)"), "{}", e.message);
     }
 
     #[cfg(unix)]
