@@ -335,3 +335,92 @@ fn serve_stdio_that_cannot_start_answers_the_client_with_the_reason() {
     assert!(err.contains("toolhost serve: not started"), "{err}");
     assert!(err.contains("grant `src` does not exist"), "{err}");
 }
+
+// ---- idle cost -------------------------------------------------------------------
+
+/// Voluntary context switches of each named thread of process `pid`.
+fn wakeups(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let n: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map_or(0, |v| v.trim().parse().unwrap_or(0));
+        *out.entry(name.trim().to_string()).or_default() += n;
+    }
+    out
+}
+
+/// An idle `serve` does not wake up: the epoch ticker and the deadline
+/// watchdog sleep while no guest runs, and the plugin directory is watched
+/// by the OS, not polled (its CPU share is in `cargo bench --bench idle`).
+#[test]
+fn an_idle_server_does_not_wake_up() {
+    let ws = project();
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(test_plugin("tp_trivial"), plugins.path().join("t.wasm")).unwrap();
+    let mut child = command(
+        &[
+            "serve",
+            "--stdio",
+            "--allow-read",
+            "src",
+            "--watch-ms",
+            "50",
+        ],
+        ws.dir.path(),
+    )
+    .arg("--plugins-dir")
+    .arg(plugins.path())
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    for msg in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_value","arguments":{"value":1}}}"#,
+    ] {
+        stdin.write_all(msg.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited");
+        if line.contains(r#""id":2"#) {
+            break;
+        }
+    }
+    // Let the call's thread park and its spin end.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = wakeups(child.id());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = wakeups(child.id());
+    for thread in ["toolhost-epoch", "toolhost-watchd", "toolhost-watch"] {
+        let n = after.get(thread).copied().unwrap_or(0) - before.get(thread).copied().unwrap_or(0);
+        // Polling would be 2,000 (epoch, 1 ms), 100 (watchdog) or 40
+        // (the directory at 50 ms) in 2 s; asleep is 0.
+        assert!(n <= 2, "{thread} woke {n} times in 2 s idle: {after:?}");
+    }
+    // The watched directory still works: a new plugin is noticed.
+    let tmp = plugins.path().join(".incoming");
+    std::fs::copy(test_plugin("tp_conformance"), &tmp).unwrap();
+    std::fs::rename(&tmp, plugins.path().join("c.wasm")).unwrap();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited");
+        if line.contains("notifications/tools/list_changed") {
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+}

@@ -48,7 +48,7 @@ enum Wake {
     Notified {
         /// Kept alive: dropping it ends the notifications.
         _watcher: notify::RecommendedWatcher,
-        events: std::sync::mpsc::Receiver<notify::Result<notify::Event>>,
+        events: std::sync::mpsc::Receiver<()>,
     },
     /// Polling every period, when notifications cannot be had (no such
     /// directory yet, or the OS's watch limit reached).
@@ -59,7 +59,15 @@ impl Wake {
     fn new(dir: &Path) -> Wake {
         use notify::Watcher;
         let (tx, rx) = std::sync::mpsc::channel();
-        let watcher = notify::recommended_watcher(tx).and_then(|mut w| {
+        // Opening or reading a file is no change, and the scans and loads
+        // of this very thread open the directory and its files: waking up
+        // for those would make it poll itself.
+        let handler = move |event: notify::Result<notify::Event>| {
+            if !matches!(&event, Ok(e) if matches!(e.kind, notify::EventKind::Access(_))) {
+                let _ = tx.send(());
+            }
+        };
+        let watcher = notify::recommended_watcher(handler).and_then(|mut w| {
             w.watch(dir, notify::RecursiveMode::NonRecursive)?;
             Ok(w)
         });
@@ -104,11 +112,13 @@ pub(super) fn spawn(
     plugins: Plugins,
     state: Arc<State>,
 ) {
+    // Watching starts before this returns, i.e. before the server answers
+    // anything: a change a client makes after that is never missed.
+    let wake = Wake::new(&dir);
+    let mut loaded = scan(&dir);
     let spawned = std::thread::Builder::new()
         .name("toolhost-watch".into())
         .spawn(move || {
-            let wake = Wake::new(&dir);
-            let mut loaded = scan(&dir);
             let mut pending: Option<Listing> = None;
             loop {
                 if !wake.wait(every) {
