@@ -90,18 +90,37 @@ pub enum SetupError {
     Session(#[from] crate::session::SessionError),
 }
 
-/// A session for the command-line grants of `serve --allow-delegate`: a
-/// token minted from them (every tool, the prefixes and origins given, the
-/// rights they need) plus the `delegate` right.
+/// The grants `serve` was started with.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandLineGrants<'a> {
+    pub read: &'a [String],
+    pub write: &'a [String],
+    pub net: &'a [String],
+    /// `--allow-delegate`: the token also carries the `delegate` right.
+    pub delegate: bool,
+}
+
+/// The session of `serve`'s command-line grants, for clients that present
+/// no token: a token minted from them (every tool, the prefixes and origins
+/// given, the rights they need, `delegate` with `--allow-delegate`). The
+/// same grants and key give the same token, so a plan made before a restart
+/// still approves its call after it.
 pub fn command_line_session(
     key: &crate::capability::RootKey,
     workspace: &crate::paths::Workspace,
-    read: &[String],
-    write: &[String],
-    net: &[String],
+    grants: CommandLineGrants<'_>,
 ) -> Result<Session, SetupError> {
+    let CommandLineGrants {
+        read,
+        write,
+        net,
+        delegate,
+    } = grants;
     let mut caveats = vec![Caveat::parse("tool=*")?];
-    let mut rights = vec![Right::Delegate];
+    let mut rights = Vec::new();
+    if delegate {
+        rights.push(Right::Delegate);
+    }
     if !read.is_empty() || !write.is_empty() {
         rights.push(Right::Read);
     }
@@ -117,7 +136,7 @@ pub fn command_line_session(
             caveats.push(Caveat::parse(&format!("{kind}={}", items.join(",")))?);
         }
     }
-    let token = Token::mint(key, &caveats)?;
+    let token = Token::mint_deterministic(key, &caveats)?;
     Ok(Session::open(key, &token.encode(), workspace.clone())?)
 }
 
@@ -289,7 +308,7 @@ pub fn delegate(
     };
     let now = SystemTime::now();
     if let Err(d) = session.grant().check_time(now) {
-        return fail(crate::pipeline::denial_error(&d));
+        return fail(crate::call::denial_error(&d));
     }
     let secs = now
         .duration_since(std::time::UNIX_EPOCH)
@@ -370,7 +389,7 @@ pub fn delegate(
         TOOL_NAME,
         SideEffect::ReadOnly,
         output,
-        crate::pipeline::DEFAULT_TEXT_BYTES,
+        crate::call::DEFAULT_TEXT_BYTES,
     )
 }
 

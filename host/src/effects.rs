@@ -5,7 +5,7 @@
 //! | read-only    | no         | no           | no       |
 //! | idempotent   | yes        | yes          | no       |
 //! | reversible   | yes        | yes          | no       |
-//! | irreversible | yes        | yes          | a plan token from [`Host::plan`] |
+//! | irreversible | yes        | yes          | a plan token from [`Host::plan`](crate::pipeline::Host::plan) |
 //!
 //! A side-effecting call claims its key in the [`Store`] before it runs:
 //!
@@ -53,12 +53,11 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::canonical;
+use crate::call::{CallOptions, Prepared};
 use crate::descriptor::SideEffect;
 use crate::idempotency::{self, Claim, Settlement, Store};
 use crate::observation::{ErrorCode, Observation};
-use crate::pipeline::{CallOptions, Host, Prepared, Scope};
-use crate::sandbox::{CancelToken, ProbeOutcome};
+use crate::sandbox::ProbeOutcome;
 
 /// Extra lease time beyond a call's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(30);
@@ -168,29 +167,31 @@ impl Records {
     }
 }
 
-impl Host {
-    /// The record-store path of a side-effecting call (step 5).
-    pub(crate) fn guarded(
+/// What the guard calls back into the pipeline for: running a call it let
+/// through under its key (steps 6–7), and turning a probe's output into an
+/// observation (step 7).
+pub(crate) struct Runner<'r> {
+    pub run: &'r dyn Fn(&str) -> Observation,
+    pub normalize: &'r dyn Fn(&str) -> Observation,
+}
+
+impl Records {
+    /// The record-store path of a side-effecting call (step 5): the guard
+    /// the pipeline calls; `runner` runs what it lets through.
+    pub(crate) fn guard(
         &self,
-        records: &Records,
         p: &Prepared<'_>,
         opts: &CallOptions,
-        cancel: Option<&CancelToken>,
+        runner: &Runner<'_>,
     ) -> Observation {
+        let records = self;
         let t = p.tool;
         let (name, level) = (t.descriptor.name.as_str(), t.descriptor.side_effect);
         let fail = |code: ErrorCode, msg: String| {
             Observation::failure(&p.call_id, name, level, code.info(msg))
         };
-        let canonical_args = match canonical::canonicalize(&p.value) {
-            Ok(c) => c,
-            Err(e) => {
-                return fail(
-                    ErrorCode::InvalidArguments,
-                    format!("the arguments cannot be canonicalized: {e}"),
-                )
-            }
-        };
+        // The pipeline made `p.args` the canonical text of the arguments.
+        let canonical_args = p.args.as_str();
         let Some(source) = &opts.idempotency else {
             return fail(
                 ErrorCode::IdempotencyKeyRequired,
@@ -219,8 +220,8 @@ impl Host {
                 );
             }
         }
-        let key = records.key_for(p, source, &canonical_args);
-        let digest = idempotency::args_digest(&canonical_args);
+        let key = records.key_for(p, source, canonical_args);
+        let digest = idempotency::args_digest(canonical_args);
         let lease = p.limits.timeout + records.lease_margin;
         for _attempt in 0..2 {
             let claim = match records.store.claim(&key, name, &digest, lease) {
@@ -241,15 +242,14 @@ impl Host {
                     // repeat of a completed call still replays.
                     if level == SideEffect::Irreversible {
                         let token = opts.plan_token.as_deref();
-                        if let Err(obs) =
-                            self.check_plan(records, p, &canonical_args, token, &key)
+                        if let Err(obs) = self.check_plan(p, canonical_args, token, &key)
                         {
                             // Nothing ran: free the key.
                             let _ = records.store.release(&key, fence);
                             return *obs;
                         }
                     }
-                    return self.run_claimed(records, p, &key, fence, cancel);
+                    return self.run_claimed(&key, fence, runner);
                 }
                 Claim::Completed { observation } => return replay(&observation, &p.call_id, name, level, &key),
                 Claim::InFlight { .. } => {
@@ -263,7 +263,7 @@ impl Host {
                     )
                     .with_idempotency_key(&key)
                 }
-                Claim::InDoubt { reason } => match self.settle_by_probe(records, p, &key) {
+                Claim::InDoubt { reason } => match self.settle_by_probe(p, &key, runner) {
                     Some(Settled::Done(obs)) => return *obs,
                     Some(Settled::NotDone) => continue,
                     None => {
@@ -280,15 +280,9 @@ impl Host {
             .with_idempotency_key(&key)
     }
 
-    fn run_claimed(
-        &self,
-        records: &Records,
-        p: &Prepared<'_>,
-        key: &str,
-        fence: u64,
-        cancel: Option<&CancelToken>,
-    ) -> Observation {
-        let obs = self.execute(p, Some(key), cancel);
+    fn run_claimed(&self, key: &str, fence: u64, runner: &Runner<'_>) -> Observation {
+        let records = self;
+        let obs = (runner.run)(key);
         let nothing_started = obs
             .error
             .as_ref()
@@ -322,15 +316,16 @@ impl Host {
         obs
     }
 
-    fn settle_by_probe(&self, records: &Records, p: &Prepared<'_>, key: &str) -> Option<Settled> {
+    fn settle_by_probe(&self, p: &Prepared<'_>, key: &str, runner: &Runner<'_>) -> Option<Settled> {
+        let records = self;
         let t = p.tool;
         if !t.descriptor.supports_probe {
             return None;
         }
-        let outcome = t.plugin.probe(&Host::request(p, Some(key)), key);
+        let outcome = t.plugin.probe(&p.request(Some(key)), key);
         match outcome.result {
             Ok(Ok(ProbeOutcome::Done(out))) => {
-                let obs = self.normalize_output(p, &out).with_idempotency_key(key);
+                let obs = (runner.normalize)(&out).with_idempotency_key(key);
                 if !obs.is_ok() {
                     return None;
                 }
@@ -346,87 +341,30 @@ impl Host {
         }
     }
 
-    /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
-    /// run as for a call, then the plan comes back as the output with a
-    /// `plan_token` that approves exactly this call while its targets stay
-    /// as they are.
-    pub fn plan(
+    /// A plan token for a prepared call whose dry-run succeeded: an HMAC
+    /// under the host key over the tool, a digest of its canonical
+    /// arguments, its targets' digests, an expiry and the capability token
+    /// that planned it.
+    pub(crate) fn issue_plan(
         &self,
-        tool: &str,
-        args: &str,
-        scope: &Scope<'_>,
-        opts: &CallOptions,
-    ) -> Observation {
-        let p = match self.prepare(tool, args, scope, opts) {
-            Ok(p) => p,
-            Err(obs) => return *obs,
-        };
-        let t = p.tool;
-        let level = t.descriptor.side_effect;
-        let fail = |code: ErrorCode, msg: String| {
-            Observation::failure(&p.call_id, tool, level, code.info(msg))
-        };
-        let Some(records) = self.records() else {
-            return fail(
-                ErrorCode::Internal,
-                "plans need the host's record store and key".into(),
-            );
-        };
-        if !t.descriptor.supports_dry_run {
-            return fail(
-                ErrorCode::InvalidArguments,
-                format!("`{tool}` cannot plan (it has no dry-run)"),
-            );
-        }
-        let canonical_args = match canonical::canonicalize(&p.value) {
-            Ok(c) => c,
-            Err(e) => return fail(ErrorCode::InvalidArguments, e.to_string()),
-        };
-        let outcome = t.plugin.dry_run(&Host::request(&p, None));
-        let plan = match outcome.result {
-            Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
-                Ok(v) => v,
-                Err(e) => {
-                    return fail(
-                        ErrorCode::InvalidOutput,
-                        format!("the plan is not JSON: {e}"),
-                    )
-                }
-            },
-            Ok(Err(e)) => {
-                let details =
-                    crate::observation::tool_details(e.details, p.limits.max_output_bytes);
-                let info = crate::observation::ErrorInfo::from_tool(
-                    e.code,
-                    e.message,
-                    e.field,
-                    e.correctable,
-                    details,
-                );
-                return Observation::failure(&p.call_id, tool, SideEffect::ReadOnly, info);
-            }
-            Err(f) => {
-                return fail(
-                    ErrorCode::PluginCrashed,
-                    format!("the dry-run failed: {f:?}"),
-                )
-            }
-        };
-        let targets = match target_digests(&p) {
+        p: &Prepared<'_>,
+        canonical_args: &str,
+    ) -> Result<IssuedPlan, (ErrorCode, String)> {
+        let targets = match target_digests(p) {
             Ok(t) => t,
-            Err(e) => return fail(ErrorCode::InvalidArguments, e),
+            Err(e) => return Err((ErrorCode::InvalidArguments, e)),
         };
         let mut nonce = [0u8; 16];
         if getrandom::fill(&mut nonce).is_err() {
-            return fail(
+            return Err((
                 ErrorCode::Internal,
                 "no randomness for the plan token's nonce".into(),
-            );
+            ));
         }
-        let expires_at_ms = unix_ms(SystemTime::now() + records.plan_ttl);
+        let expires_at_ms = unix_ms(SystemTime::now() + self.plan_ttl);
         let payload = json!({
-            "tool": tool,
-            "args_digest": idempotency::args_digest(&canonical_args),
+            "tool": p.tool.descriptor.name,
+            "args_digest": idempotency::args_digest(canonical_args),
             "targets": targets,
             "expires_at_ms": expires_at_ms,
             "nonce": hex::encode(nonce),
@@ -436,44 +374,25 @@ impl Host {
         let token = format!(
             "{}.{}",
             base64_url(payload_text.as_bytes()),
-            records.sign(payload_text.as_bytes())
+            self.sign(payload_text.as_bytes())
         );
-        // The plan is the plugin's words about the workspace: secrets in it
-        // are hidden like an output's. (Only the plan: the plan token is
-        // the host's own and must stay intact.)
-        let mut plan = plan;
-        let hidden = if p.secrets {
-            Vec::new()
-        } else {
-            crate::redact::redact_json(&mut plan)
-        };
-        let output = json!({
-            "plan": plan,
-            "plan_token": token,
-            "targets": payload["targets"],
-            "expires_at_ms": expires_at_ms,
-        });
-        let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
-        let mut obs = self.with_sources(obs, &p, &outcome.net_requested);
-        obs.redactions
-            .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
-                rule: r.rule.id().to_string(),
-                field: format!("output/plan{}", r.field),
-                count: r.count as u64,
-            }));
-        obs
+        Ok(IssuedPlan {
+            token,
+            targets: payload["targets"].clone(),
+            expires_at_ms,
+        })
     }
 
     /// Whether `token` approves this call, which holds idempotency `key`;
     /// on success the plan's use by `key` is recorded.
     fn check_plan(
         &self,
-        records: &Records,
         p: &Prepared<'_>,
         canonical_args: &str,
         token: Option<&str>,
         key: &str,
     ) -> Result<(), Box<Observation>> {
+        let records = self;
         let name = p.tool.descriptor.name.as_str();
         let level = p.tool.descriptor.side_effect;
         let fail = |code: ErrorCode, msg: &str| {
@@ -565,6 +484,14 @@ impl Host {
             ),
         }
     }
+}
+
+/// A plan token and what it binds, as [`Records::issue_plan`] made it.
+pub(crate) struct IssuedPlan {
+    pub token: String,
+    /// Each target path's digest when planned.
+    pub targets: Value,
+    pub expires_at_ms: u64,
 }
 
 enum Settled {

@@ -13,11 +13,16 @@
 //! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
 //! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
 //!   sub-agents), over
-//! - [`session`]: a caller bound to one verified capability token, and
-//!   [`effects`]: the side-effect policy (keys, records, plans), over
-//! - [`pipeline`]: the call pipeline and [`Host`](pipeline::Host), and
-//!   [`resource`]: resource keys, the locks that keep conflicting calls
-//!   apart, and batches, over
+//! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
+//!   entry point [`Host::run`](pipeline::Host::run): the gates of a call,
+//!   then the steps from name to observation, over
+//! - [`session`]: the caller's policy, a session bound to one verified
+//!   capability token; [`effects`]: the side-effect guard the pipeline
+//!   calls (keys, records, plans); [`resource`]: resource keys, the locks
+//!   that keep conflicting calls apart, and batches, over
+//! - [`call`]: the types of one call ([`Call`](call::Call),
+//!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
+//!   call), over
 //! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
@@ -27,14 +32,18 @@
 //!   `walk`, shared with lint),
 //! - [`idempotency`]: idempotency keys and record stores (SQLite,
 //!   PostgreSQL),
-//! - [`capability`]: capability tokens (chained HMAC, caveats, grants),
+//! - [`capability`]: capability tokens, one concept a file (`error`,
+//!   `rights`, `relpath`, `tools`, `caveat`, `expiry`, `key`, `token`,
+//!   `fold`, `grant`, `ids`),
 //! - [`budget`]: the `max_calls` and `budget_fuel` counts of tokens and
 //!   revoked token ids, host-wide, kept in the record store by [`ledger`],
-//! - [`paths`]: workspace paths and grants, over
+//! - [`paths`]: workspace paths and grants, and the one read/write
+//!   [`Access`](paths::Access), over
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
 //! - [`exec`]: running a native program in a bubblewrap sandbox,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
+//!   and [`provenance`]: where its content came from,
 //! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
 //!   parsing,
 //! - [`origin`]: network origins, one grammar,
@@ -44,6 +53,7 @@
 //! - `text`: small helpers for message text.
 
 pub mod budget;
+pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;

@@ -39,7 +39,7 @@ use toolhost::catalog::{self, Catalog, Source};
 use toolhost::effects::KeySource;
 use toolhost::observation::Status;
 use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
+use toolhost::pipeline::{Call, CallOptions, Host, Mode};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
@@ -1066,11 +1066,14 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         plan_token: a.keys.plan_token.clone(),
         ..CallOptions::default()
     };
-    let obs = if plan {
-        host.plan_in(&session, &a.tool, &args, &opts)
-    } else {
-        host.call_in(&session, &a.tool, &args, &opts)
-    };
+    let mode = if plan { Mode::Plan } else { Mode::Run };
+    let obs = host.run(
+        &session,
+        Call {
+            mode,
+            ..Call::new(&a.tool, &args, &opts)
+        },
+    );
     let format = render::Format::choose(a.json, a.pretty, std::io::stdout().is_terminal());
     emit(render::observation(&serde_json::to_value(&obs)?, format))?;
     Ok(ExitCode::from(match obs.status {

@@ -69,11 +69,16 @@ const MAX_SHOWN_BYTES: usize = 200;
 /// loop (the kernel's own limit).
 const MAX_LINKS: usize = 40;
 
-/// What a call wants to do with a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// What a call does with a path: the one access vocabulary of the host. A
+/// schema's `x-toolhost-path` annotation ([`crate::schema::PathAccess`]), a
+/// token's `read`/`write` prefixes ([`crate::capability::Access`]) and a
+/// workspace grant all say it with this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Access {
+    /// The call reads the path.
     Read,
+    /// The call writes (creates, changes or deletes) the path.
     Write,
 }
 

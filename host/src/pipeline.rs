@@ -29,58 +29,24 @@
 //! plugin started on a side-effecting tool is reported as `unknown`, never as
 //! a plain error: the effect may have happened.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use serde_json::Value;
 
+pub(crate) use crate::call::denial_error;
+pub(crate) use crate::call::{limits_for, Prepared};
+pub use crate::call::{
+    new_call_id, Call, CallOptions, Mode, Scope, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES,
+    MAX_ARGS_BYTES,
+};
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
 use crate::json::{self, JsonError};
 use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
-use crate::paths::{Access, Grants, Workspace, GUEST_ROOT};
-use crate::sandbox::{CallRequest, CancelToken, Failure, Limits, Mount, Sandbox};
-use crate::schema::PathAccess;
+use crate::paths::Access;
+use crate::resource::batch::{BatchItem, BatchOptions, BatchResult};
+use crate::sandbox::{CancelToken, Failure, Limits, Mount, Sandbox};
+use crate::session::Session;
 use crate::text::clip_bytes;
-
-/// Largest argument text accepted, in bytes.
-pub const MAX_ARGS_BYTES: usize = 256 * 1024;
-/// Largest output a caller may allow, in bytes.
-pub const HARD_MAX_OUTPUT_BYTES: usize = 16 << 20;
-/// Default size of the model-facing `text`, in bytes.
-pub const DEFAULT_TEXT_BYTES: usize = 16 * 1024;
-
-/// Per-call overrides of a tool's default limits.
-#[derive(Debug, Clone, Default)]
-pub struct CallOptions {
-    /// Caller-chosen call id; one is generated when absent.
-    pub call_id: Option<String>,
-    pub timeout_ms: Option<u64>,
-    pub fuel: Option<u64>,
-    pub memory_mb: Option<u64>,
-    pub max_output_bytes: Option<usize>,
-    /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
-    pub max_text_bytes: Option<usize>,
-    /// Where a side-effecting call's idempotency key comes from.
-    pub idempotency: Option<crate::effects::KeySource>,
-    /// The approval of an irreversible call: a token from [`Host::plan`].
-    pub plan_token: Option<String>,
-}
-
-/// What the caller may touch: a workspace and grants inside it.
-pub struct Scope<'a> {
-    pub workspace: &'a Workspace,
-    pub grants: &'a Grants,
-    /// Network origins the caller grants (`scheme://host:port`). A call gets
-    /// those its tool declares in `needs.network_hosts` (all of them for
-    /// `any`); see [`crate::sandbox::net_grant`].
-    pub net: Vec<String>,
-    /// The verified capability the caller holds, when the scope comes from a
-    /// token: every path argument is also checked against its caveats (so a
-    /// denial names the caveat), and its fuel ceiling and expiry cap the
-    /// call's limits.
-    pub capability: Option<&'a crate::capability::Grant>,
-}
+use std::sync::Arc;
 
 /// The catalog plus the sandbox that runs it.
 pub struct Host {
@@ -93,33 +59,11 @@ pub struct Host {
     locks: crate::resource::Locks,
 }
 
-/// A call that passed steps 1–4, ready for the sandbox.
-pub(crate) struct Prepared<'t> {
-    pub tool: &'t Tool,
-    pub call_id: String,
-    pub text_bytes: usize,
-    /// The validated arguments, path arguments normalized.
-    pub value: Value,
-    /// `value` as the text the guest receives: its canonical form (JCS).
-    pub args: String,
-    pub mounts: Vec<Mount>,
-    pub net: Vec<String>,
-    pub limits: Limits,
-    /// The workspace root on the host.
-    pub workspace_root: std::path::PathBuf,
-    /// The caller holds the `secrets` right: no redaction, no argument check.
-    pub secrets: bool,
-    /// The files the call may take content from (its provenance).
-    pub inputs: crate::provenance::Inputs,
-    /// The binding of the capability token the call runs under, if any
-    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
-    pub capability: Option<String>,
-}
-
 impl Host {
-    /// A host without idempotency records: side-effecting tools run
-    /// unrecorded. Embedders that let agents cause effects should use
-    /// [`with_records`](Self::with_records); the CLI and the MCP server do.
+    /// A host without idempotency records: it runs read-only tools only,
+    /// and refuses every side-effecting call (`denied`, naming the missing
+    /// store) until [`with_records`](Self::with_records) gives it one; the
+    /// CLI and the MCP server always do.
     pub fn new(sandbox: Sandbox, catalog: Catalog) -> Host {
         Host {
             sandbox,
@@ -212,7 +156,22 @@ impl Host {
         // 5. Side effects.
         let obs = match &self.records {
             Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
-                self.guarded(records, &prepared, opts, cancel)
+                let p = &prepared;
+                let runner = crate::effects::Runner {
+                    run: &|key| self.execute(p, Some(key), cancel),
+                    normalize: &|out| self.normalize_output(p, out),
+                };
+                records.guard(p, opts, &runner)
+            }
+            // Deny by default: a side effect nobody records is refused,
+            // as the sandbox refuses what was not granted.
+            None if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
+                let level = prepared.tool.descriptor.side_effect;
+                let info = ErrorCode::Denied.info(format!(
+                    "`{tool}` is {} and this host has no record store (idempotency records), so it runs only read-only tools; build the host with Host::with_records (the CLI and `serve` always do)",
+                    level.as_str()
+                ));
+                Observation::failure(&prepared.call_id, tool, level, info)
             }
             _ => self.execute(&prepared, None, cancel),
         };
@@ -318,18 +277,11 @@ impl Host {
         let mut has_path_args = false;
         for arg in t.input.path_args(&value) {
             has_path_args = true;
-            let access = match arg.access {
-                PathAccess::Read => Access::Read,
-                PathAccess::Write => Access::Write,
-            };
+            let access = arg.access;
             // What the tool may read is where its output may come from.
             let read = access == Access::Read || t.descriptor.needs.fs_read;
             if let Some(cap) = scope.capability {
-                let cap_access = match access {
-                    Access::Read => crate::capability::Access::Read,
-                    Access::Write => crate::capability::Access::Write,
-                };
-                if let Err(d) = cap.check_path(arg.value, cap_access) {
+                if let Err(d) = cap.check_path(arg.value, access) {
                     return fail(denial_error(&d).with_field(arg.pointer.clone()));
                 }
             }
@@ -412,20 +364,6 @@ impl Host {
         })
     }
 
-    /// The request the sandbox runs for a prepared call.
-    pub(crate) fn request<'p>(p: &'p Prepared<'_>, key: Option<&'p str>) -> CallRequest<'p> {
-        CallRequest {
-            tool: &p.tool.descriptor.name,
-            args_json: &p.args,
-            call_id: &p.call_id,
-            workspace_root: GUEST_ROOT,
-            idempotency_key: key,
-            mounts: &p.mounts,
-            net_origins: &p.net,
-            limits: p.limits,
-        }
-    }
-
     /// Steps 6–7: a fresh instance runs the call; its outcome becomes the
     /// observation.
     pub(crate) fn execute(
@@ -441,7 +379,7 @@ impl Host {
             t.descriptor.side_effect,
             p.limits,
         );
-        let outcome = t.plugin.call_cancellable(&Host::request(p, key), cancel);
+        let outcome = t.plugin.call_cancellable(&p.request(key), cancel);
 
         // 7. Normalize.
         let usage = Usage {
@@ -555,6 +493,240 @@ impl Host {
 }
 
 impl Host {
+    /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
+    /// run as for a call, then the plan comes back as the output with a
+    /// `plan_token` that approves exactly this call while its targets stay
+    /// as they are.
+    pub fn plan(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+    ) -> Observation {
+        let p = match self.prepare(tool, args, scope, opts) {
+            Ok(p) => p,
+            Err(obs) => return *obs,
+        };
+        let t = p.tool;
+        let level = t.descriptor.side_effect;
+        let fail = |code: ErrorCode, msg: String| {
+            Observation::failure(&p.call_id, tool, level, code.info(msg))
+        };
+        let Some(records) = self.records() else {
+            return fail(
+                ErrorCode::Internal,
+                "plans need the host's record store and key".into(),
+            );
+        };
+        if !t.descriptor.supports_dry_run {
+            return fail(
+                ErrorCode::InvalidArguments,
+                format!("`{tool}` cannot plan (it has no dry-run)"),
+            );
+        }
+        // `p.args` is the canonical text (RFC 8785) of the arguments.
+        let canonical_args = p.args.as_str();
+        let outcome = t.plugin.dry_run(&p.request(None));
+        let plan = match outcome.result {
+            Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    return fail(
+                        ErrorCode::InvalidOutput,
+                        format!("the plan is not JSON: {e}"),
+                    )
+                }
+            },
+            Ok(Err(e)) => {
+                let details =
+                    crate::observation::tool_details(e.details, p.limits.max_output_bytes);
+                let info = crate::observation::ErrorInfo::from_tool(
+                    e.code,
+                    e.message,
+                    e.field,
+                    e.correctable,
+                    details,
+                );
+                return Observation::failure(&p.call_id, tool, SideEffect::ReadOnly, info);
+            }
+            Err(f) => {
+                return fail(
+                    ErrorCode::PluginCrashed,
+                    format!("the dry-run failed: {f:?}"),
+                )
+            }
+        };
+        let issued = match records.issue_plan(&p, canonical_args) {
+            Ok(issued) => issued,
+            Err((code, msg)) => return fail(code, msg),
+        };
+        // The plan is the plugin's words about the workspace: secrets in it
+        // are hidden like an output's. (Only the plan: the plan token is
+        // the host's own and must stay intact.)
+        let mut plan = plan;
+        let hidden = if p.secrets {
+            Vec::new()
+        } else {
+            crate::redact::redact_json(&mut plan)
+        };
+        let output = serde_json::json!({
+            "plan": plan,
+            "plan_token": issued.token,
+            "targets": issued.targets,
+            "expires_at_ms": issued.expires_at_ms,
+        });
+        let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
+        let mut obs = self.with_sources(obs, &p, &outcome.net_requested);
+        obs.redactions
+            .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
+                rule: r.rule.id().to_string(),
+                field: format!("output/plan{}", r.field),
+                count: r.count as u64,
+            }));
+        obs
+    }
+}
+
+impl Host {
+    /// The tools this session may see, in name order.
+    pub fn visible_tools<'a>(
+        &'a self,
+        session: &'a Session,
+    ) -> impl Iterator<Item = &'a Arc<Tool>> {
+        self.catalog()
+            .tools()
+            .filter(move |t| session.grant().allows_tool(&t.descriptor.name))
+    }
+
+    /// The one entry point: runs (or plans) `call` for `session`.
+    ///
+    /// Every gate is checked here, before anything of the tool runs: the
+    /// tool is one the session's token allows, the token has not expired
+    /// and no id of its chain is revoked, every `max_calls` and
+    /// `budget_fuel` caveat of its chain has something left (then charged),
+    /// and the call's fuel is capped by the token's ceiling (and by what its
+    /// fuel budgets have left). A refusal is a `denied` (or `unknown_tool`)
+    /// observation naming the caveat. Then the pipeline runs steps 1–7
+    /// ([`Mode::Run`]) or the dry-run ([`Mode::Plan`]); fuel a call did not
+    /// consume is given back to its budgets.
+    pub fn run(&self, session: &Session, call: Call<'_>) -> Observation {
+        let Call {
+            tool,
+            args,
+            options,
+            mode,
+            cancel,
+        } = call;
+        let call_id = options.call_id.clone().unwrap_or_else(new_call_id);
+        let mut opts = CallOptions {
+            call_id: Some(call_id.clone()),
+            ..options.clone()
+        };
+        let admission = match session.admit(
+            self.budgets(),
+            self.catalog(),
+            tool,
+            session.fuel_wanted(&opts),
+        ) {
+            Ok(a) => a,
+            Err(info) => {
+                // A tool outside the token is not in this caller's catalog:
+                // its level is not shown either; a plan is read-only.
+                let level = match (mode, info.host_code()) {
+                    (Mode::Plan, _) | (_, Some(ErrorCode::UnknownTool)) => SideEffect::ReadOnly,
+                    (Mode::Run, _) => self.level_of(tool),
+                };
+                return Observation::failure(&call_id, tool, level, *info);
+            }
+        };
+        if session.fuel_budgeted() {
+            opts.fuel = Some(admission.fuel);
+        }
+        let scope = session.scope();
+        let obs = match mode {
+            Mode::Run => self.call_cancellable(tool, args, &scope, &opts, cancel),
+            Mode::Plan => self.plan(tool, args, &scope, &opts),
+        };
+        session.settle_fuel(self.budgets(), admission, &obs);
+        obs
+    }
+
+    /// [`run`](Self::run) with [`Mode::Run`].
+    pub fn call_in(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Observation {
+        self.run(session, Call::new(tool, args, opts))
+    }
+
+    /// [`run`](Self::run) with [`Mode::Run`], stoppable with a cancel token.
+    pub fn call_in_cancellable(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        self.run(
+            session,
+            Call {
+                cancel,
+                ..Call::new(tool, args, opts)
+            },
+        )
+    }
+
+    /// [`run`](Self::run) with [`Mode::Plan`]: a plan runs the tool's
+    /// dry-run, so it passes the call's gates and counts against
+    /// `max_calls` too.
+    pub fn plan_in(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Observation {
+        self.run(session, Call::new(tool, args, opts).plan())
+    }
+
+    fn level_of(&self, tool: &str) -> SideEffect {
+        self.catalog()
+            .get(tool)
+            .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect)
+    }
+
+    /// Runs a batch in `scope`.
+    pub fn batch(
+        &self,
+        items: &[BatchItem],
+        scope: &Scope<'_>,
+        opts: &BatchOptions,
+    ) -> BatchResult {
+        crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
+            self.call(&item.tool, item.arguments.get(), scope, call)
+        })
+    }
+
+    /// Runs a batch for a session: each item is admitted (and counted) as
+    /// a [`call_in`](Host::call_in).
+    pub fn batch_in(
+        &self,
+        session: &Session,
+        items: &[BatchItem],
+        opts: &BatchOptions,
+    ) -> BatchResult {
+        crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
+            self.run(session, Call::new(&item.tool, item.arguments.get(), call))
+        })
+    }
+}
+
+impl Host {
     /// Attaches the run's provenance: the files the call may have read and
     /// the URLs its guest requested. A URL is the guest's words and a path
     /// the caller's: secrets in either are redacted like an output's
@@ -604,45 +776,6 @@ fn has_string(v: &Value) -> bool {
         Value::Object(o) => o.values().any(has_string),
         _ => false,
     }
-}
-
-fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
-    let d = Limits::default();
-    let tool_timeout = match t.descriptor.default_timeout_ms {
-        0 => d.timeout,
-        ms => Duration::from_millis(ms.into()),
-    };
-    let tool_output = match t.descriptor.max_output_bytes {
-        0 => d.max_output_bytes,
-        n => n as usize,
-    };
-    Limits {
-        fuel: opts.fuel.unwrap_or(d.fuel),
-        timeout: opts
-            .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(tool_timeout),
-        memory_bytes: opts
-            .memory_mb
-            .map(|mb| (mb as usize).saturating_mul(1 << 20))
-            .unwrap_or(d.memory_bytes),
-        max_output_bytes: opts
-            .max_output_bytes
-            .unwrap_or(tool_output)
-            .min(HARD_MAX_OUTPUT_BYTES),
-        max_log_bytes: d.max_log_bytes,
-    }
-}
-
-/// A capability denial as the observation's error: it names the caveat.
-pub(crate) fn denial_error(d: &crate::capability::Denial) -> ErrorInfo {
-    ErrorCode::Denied
-        .info(d.message.clone())
-        .with_details(serde_json::json!({
-            "caveat": d.caveat.as_str(),
-            "allowed": d.allowed,
-            "requested": d.requested,
-        }))
 }
 
 fn json_error(e: &JsonError) -> ErrorInfo {
@@ -705,18 +838,4 @@ fn quote_list(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(" or ")
-}
-
-/// A fresh call id: time-ordered and unique within the process.
-pub fn new_call_id() -> String {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format!(
-        "call-{:x}-{:x}-{}",
-        now.as_millis(),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
 }

@@ -21,6 +21,15 @@
 //! under `--strict-descriptions`). Replacing a locked plugin prints what
 //! changed, old → new, before the new entry is written.
 
+/// A line on stdout. A closed stdout (`toolhost plugin verify | head -c 100`)
+/// is not an error and never a panic, as for every other command's output.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -296,7 +305,7 @@ fn verify(ctx: &Ctx<'_>) -> Result<ExitCode> {
     }
     for p in catalog.plugins() {
         match &p.refused {
-            None => println!(
+            None => out!(
                 "ok       {} ({}; {}{})",
                 p.name,
                 p.lock,
@@ -306,11 +315,11 @@ fn verify(ctx: &Ctx<'_>) -> Result<ExitCode> {
                     .map(|s| format!("; signed by {s}"))
                     .unwrap_or_default()
             ),
-            Some(code) => println!("refused  {} ({code})", p.name),
+            Some(code) => out!("refused  {} ({code})", p.name),
         }
     }
     for problem in catalog.problems() {
-        println!("{problem}");
+        out!("{problem}");
     }
     Ok(if catalog.problems().is_empty() {
         ExitCode::SUCCESS
@@ -327,11 +336,11 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
             "problems": catalog.problems(),
             "warnings": catalog.warnings(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
     for p in catalog.plugins() {
-        println!(
+        out!(
             "{}  {}  {}  signer: {}{}",
             p.name,
             p.lock,
@@ -343,7 +352,7 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
                 .unwrap_or_default()
         );
         for t in &p.tools {
-            println!("    {t}");
+            out!("    {t}");
         }
     }
     for problem in catalog.problems() {
@@ -529,6 +538,6 @@ fn push(file: &Path, target: &str, insecure: bool) -> Result<ExitCode> {
             ""
         }
     );
-    println!("{}", pushed.pinned);
+    out!("{}", pushed.pinned);
     Ok(ExitCode::SUCCESS)
 }

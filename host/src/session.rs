@@ -3,7 +3,7 @@
 //! A [`Session`] is what an agent (or sub-agent) holds: a workspace and a
 //! [`Grant`] folded from a token the host verified. It decides
 //!
-//! - which tools the caller sees ([`Host::visible_tools`]): only those the
+//! - which tools the caller sees ([`Host::visible_tools`](crate::pipeline::Host::visible_tools)): only those the
 //!   token's `tool` caveats allow;
 //! - each call's sandbox: mounts only for the token's `read`/`write`
 //!   prefixes (writable only with the `write` right, and only for a tool that
@@ -25,29 +25,27 @@
 //! fuel budgets have left) and what it did not consume is given back after.
 //!
 //! ```no_run
-//! # use toolhost::{capability::{Caveat, RootKey, Token}, session::Session, paths::Workspace};
+//! # use toolhost::{capability::{Caveat, RootKey, Token}, call::Call, session::Session, paths::Workspace};
 //! # fn demo(host: &toolhost::pipeline::Host, key: &RootKey) -> Result<(), Box<dyn std::error::Error>> {
 //! let token = Token::mint(key, &["tool=file_view".parse::<Caveat>()?, "right=read".parse()?, "read=src".parse()?])?;
 //! let session = Session::open(key, &token.encode(), Workspace::open(".".as_ref())?)?;
-//! let obs = host.call_in(&session, "file_view", r#"{"path":"src/lib.rs","offset":1,"limit":5}"#, &Default::default());
+//! let opts = Default::default();
+//! let obs = host.run(&session, Call::new("file_view", r#"{"path":"src/lib.rs","offset":1,"limit":5}"#, &opts));
 //! # Ok(()) }
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::budget::Admission;
-use crate::budget::BudgetError;
+use crate::budget::{Admission, BudgetError, BudgetLedger};
+use crate::call::{denial_error, CallOptions, Scope};
 use crate::capability::{
     BudgetKind, CallBudget, CapError, Caveat, CaveatKind, Grant, Keyring, RootKey, Token, TokenId,
     WidenError,
 };
-use crate::catalog::Tool;
-use crate::descriptor::SideEffect;
+use crate::catalog::Catalog;
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
 use crate::paths::{Grants, Workspace};
-use crate::pipeline::{denial_error, CallOptions, Host, Scope};
 
 /// Why a session could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -243,11 +241,18 @@ impl Session {
     /// its chain is revoked, and every `max_calls` / `budget_fuel` caveat
     /// of its chain has something left (then charged: one call, and the
     /// fuel `fuel` or less, which the admission says).
-    fn admit(&self, host: &Host, tool: &str, fuel: u64) -> Result<Admission, Box<ErrorInfo>> {
+    pub(crate) fn admit(
+        &self,
+        ledger: &dyn BudgetLedger,
+        catalog: &Catalog,
+        tool: &str,
+        fuel: u64,
+    ) -> Result<Admission, Box<ErrorInfo>> {
         if !self.grant.allows_tool(tool) {
-            let visible: Vec<&str> = host
-                .visible_tools(self)
+            let visible: Vec<&str> = catalog
+                .tools()
                 .map(|t| t.descriptor.name.as_str())
+                .filter(|name| self.grant.allows_tool(name))
                 .collect();
             return Err(Box::new(ErrorCode::UnknownTool.info(format!(
                 "no tool named `{tool}` in this session's catalog. Available tools: {}.",
@@ -271,7 +276,6 @@ impl Session {
         let secs = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let ledger = host.budgets();
         match ledger.revoked(&self.chain, secs) {
             Ok(None) => {}
             Ok(Some(id)) => {
@@ -291,22 +295,27 @@ impl Session {
     }
 
     /// Whether a `budget_fuel` caveat is in the chain.
-    fn fuel_budgeted(&self) -> bool {
+    pub(crate) fn fuel_budgeted(&self) -> bool {
         self.budgets.iter().any(|b| b.kind == BudgetKind::Fuel)
     }
 
     /// The fuel a call asks for: its limit, capped by the token's ceiling.
-    fn fuel_wanted(&self, opts: &CallOptions) -> u64 {
+    pub(crate) fn fuel_wanted(&self, opts: &CallOptions) -> u64 {
         self.grant
             .fuel(opts.fuel.unwrap_or(crate::sandbox::Limits::default().fuel))
     }
 
     /// Gives back the reserved fuel a call did not consume.
-    fn settle_fuel(&self, host: &Host, admission: Admission, obs: &Observation) {
+    pub(crate) fn settle_fuel(
+        &self,
+        ledger: &dyn BudgetLedger,
+        admission: Admission,
+        obs: &Observation,
+    ) {
         if self.fuel_budgeted() {
             let unused = admission.fuel.saturating_sub(obs.usage.fuel_consumed);
             // A failed refund leaves the fuel spent: fail closed.
-            let _ = host.budgets().refund_fuel(&self.budgets, unused);
+            let _ = ledger.refund_fuel(&self.budgets, unused);
         }
     }
 }
@@ -346,106 +355,9 @@ fn budget_denial(e: &BudgetError) -> ErrorInfo {
     ErrorCode::Denied.info(message).with_details(details)
 }
 
-impl Host {
-    /// The tools this session may see, in name order.
-    pub fn visible_tools<'a>(
-        &'a self,
-        session: &'a Session,
-    ) -> impl Iterator<Item = &'a Arc<Tool>> {
-        self.catalog()
-            .tools()
-            .filter(move |t| session.grant.allows_tool(&t.descriptor.name))
-    }
-
-    /// Runs one call for a session: the token decides what the call sees.
-    pub fn call_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.call_in_cancellable(session, tool, args, opts, None)
-    }
-
-    /// [`call_in`](Self::call_in), stoppable with a cancel token.
-    pub fn call_in_cancellable(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-        cancel: Option<&crate::sandbox::CancelToken>,
-    ) -> Observation {
-        let call_id = opts
-            .call_id
-            .clone()
-            .unwrap_or_else(crate::pipeline::new_call_id);
-        let mut opts = CallOptions {
-            call_id: Some(call_id.clone()),
-            ..opts.clone()
-        };
-        let admission = match session.admit(self, tool, session.fuel_wanted(&opts)) {
-            Ok(a) => a,
-            Err(info) => {
-                // A tool outside the token is not in this caller's catalog:
-                // its level is not shown either.
-                let level = match info.host_code() {
-                    Some(ErrorCode::UnknownTool) => SideEffect::ReadOnly,
-                    _ => self.level_of(tool),
-                };
-                return Observation::failure(&call_id, tool, level, *info);
-            }
-        };
-        if session.fuel_budgeted() {
-            opts.fuel = Some(admission.fuel);
-        }
-        let obs = self.call_cancellable(tool, args, &session.scope(), &opts, cancel);
-        session.settle_fuel(self, admission, &obs);
-        obs
-    }
-
-    /// Plans a call for a session ([`Host::plan`]); the token decides what
-    /// the dry-run may read, as for a call. The gates are the call's: a plan
-    /// runs the tool's dry-run, so it counts against `max_calls` too.
-    pub fn plan_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        let call_id = opts
-            .call_id
-            .clone()
-            .unwrap_or_else(crate::pipeline::new_call_id);
-        let admission = match session.admit(self, tool, session.fuel_wanted(opts)) {
-            Ok(a) => a,
-            Err(info) => return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info),
-        };
-        let mut opts = CallOptions {
-            call_id: Some(call_id),
-            ..opts.clone()
-        };
-        if session.fuel_budgeted() {
-            opts.fuel = Some(admission.fuel);
-        }
-        let obs = self.plan(tool, args, &session.scope(), &opts);
-        session.settle_fuel(self, admission, &obs);
-        obs
-    }
-}
-
-impl Host {
-    fn level_of(&self, tool: &str) -> SideEffect {
-        self.catalog()
-            .get(tool)
-            .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect)
-    }
-}
-
 impl Session {
-    fn scope(&self) -> Scope<'_> {
+    /// The workspace, grants and capability a call of this session runs in.
+    pub(crate) fn scope(&self) -> Scope<'_> {
         Scope {
             workspace: &self.workspace,
             grants: &self.grants,

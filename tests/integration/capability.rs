@@ -26,7 +26,8 @@ fn session(ws: &Ws, token: &Token) -> Session {
 }
 
 fn call_in(host: &Host, s: &Session, tool: &str, args: &str) -> Value {
-    let obs = serde_json::to_value(host.call_in(s, tool, args, &CallOptions::default())).unwrap();
+    let obs =
+        serde_json::to_value(host.call_in(s, tool, args, &keyed(&CallOptions::default()))).unwrap();
     assert_valid_observation(&obs);
     obs
 }

@@ -81,7 +81,7 @@ fn call_opts(
         net: Vec::new(),
         capability: None,
     };
-    let obs = serde_json::to_value(host.call(tool, args, &scope, opts)).unwrap();
+    let obs = serde_json::to_value(host.call(tool, args, &scope, &keyed(opts))).unwrap();
     assert_valid_observation(&obs);
     obs
 }

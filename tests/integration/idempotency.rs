@@ -48,7 +48,7 @@ fn side_effecting_calls_need_a_key_and_repeats_replay() {
     std::fs::create_dir_all(ws.path("data")).unwrap();
     let args = r#"{"path":"data/log.txt","line":"hello","hold_ms":0}"#;
 
-    let obs = call(&h, &ws, "append_line", args, &WRITE_ALL);
+    let obs = call_unkeyed(&h, &ws, "append_line", args, &WRITE_ALL);
     expect_error(&obs, "error", "idempotency_key_required");
     assert_eq!(obs["usage"]["fuel_consumed"], 0);
     assert_eq!(lines(&ws, "data/log.txt"), 0);
@@ -451,4 +451,40 @@ fn a_host_killed_mid_call_leaves_an_in_doubt_record_the_probe_settles() {
     // And after a restart the replay is byte-identical.
     let again = run(60_000).output().unwrap();
     assert_eq!(again.stdout, out.stdout);
+}
+
+/// Deny by default: a host built without a record store runs read-only
+/// tools but refuses a side-effecting one (`denied`, naming the missing
+/// store), key or no key, and nothing reaches the plugin.
+#[test]
+fn a_host_without_a_record_store_refuses_side_effecting_tools() {
+    let catalog = toolhost::catalog::Catalog::load(
+        sandbox(),
+        &[Source::File(test_plugin("tp_effects")), Source::reference()],
+        &|_, _| {},
+    );
+    let bare = Host::new(sandbox().clone(), catalog);
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path("data")).unwrap();
+    ws.write("data/a.txt", "one\n");
+    let args = r#"{"path":"data/log.txt","line":"hello","hold_ms":0}"#;
+    for opts in [CallOptions::default(), derived("c1")] {
+        let obs = call_with(&bare, &ws, "append_line", args, &WRITE_ALL, &opts);
+        let err = expect_error(&obs, "denied", "denied");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains("no record store"), "{message}");
+        assert!(message.contains("append_line"), "{message}");
+        assert_eq!(obs["usage"]["fuel_consumed"], 0, "{obs:#}");
+        assert!(!ws.path("data/log.txt").exists(), "the plugin ran");
+    }
+    // A read-only tool still runs.
+    let obs = call_with(
+        &bare,
+        &ws,
+        "file_view",
+        r#"{"path":"data/a.txt"}"#,
+        &WRITE_ALL,
+        &CallOptions::default(),
+    );
+    expect_ok(&obs);
 }

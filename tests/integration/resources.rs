@@ -54,7 +54,7 @@ fn scope_call(host: &Host, root: &Path, tool: &str, args: &str, opts: &CallOptio
             net: Vec::new(),
             capability: None,
         },
-        opts,
+        &keyed(opts),
     );
     let v = serde_json::to_value(&obs).unwrap();
     assert_valid_observation(&v);
@@ -561,7 +561,15 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
         &scope,
         &BatchOptions {
             max_parallel: 4,
-            ..BatchOptions::default()
+            // Each item's key: derived from its own call id.
+            call: CallOptions {
+                idempotency: Some(toolhost::effects::KeySource::Derived {
+                    trajectory_id: "batch-test".into(),
+                    turn: 0,
+                    call_id: String::new(),
+                }),
+                ..CallOptions::default()
+            },
         },
     );
     assert_eq!(result.status, BatchStatus::Ok, "{:#?}", result.items);

@@ -90,10 +90,37 @@ pub fn hostile_host() -> &'static Host {
     H.get_or_init(|| host_with(&[Source::File(test_plugin("tp_hostile"))]))
 }
 
-/// A host over the given sources.
+/// A host over the given sources. A host without a record store refuses
+/// side-effecting tools, so each gets its own SQLite store (in a directory
+/// kept for the run) and, like a host without one, counts budgets
+/// process-wide.
 pub fn host_with(sources: &[Source]) -> Host {
     let catalog = Catalog::load(sandbox(), sources, &|_, _| {});
+    let dir = tempfile::tempdir().unwrap().keep();
+    let store = toolhost::idempotency::sqlite::SqliteStore::open(
+        dir.join("records.sqlite"),
+        Duration::from_secs(3600),
+    )
+    .unwrap();
+    let records = toolhost::effects::Records::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
+        .with_records(records)
+        .with_budgets(toolhost::budget::process_ledger())
+}
+
+/// `opts` with an idempotency key of its own when it has none, so a
+/// side-effecting call runs through the record store once.
+pub fn keyed(opts: &CallOptions) -> CallOptions {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut opts = opts.clone();
+    if opts.idempotency.is_none() {
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        opts.idempotency = Some(toolhost::effects::KeySource::Explicit(format!(
+            "support-{}-{n}",
+            std::process::id()
+        )));
+    }
+    opts
 }
 
 /// A temporary workspace with helpers to make files.
@@ -195,9 +222,26 @@ pub fn call_with(
             net: Vec::new(),
             capability: None,
         },
-        opts,
+        &keyed(opts),
     );
     let value = serde_json::to_value(&obs).unwrap();
+    assert_valid_observation(&value);
+    value
+}
+
+/// [`call_with`] as it is: no idempotency key is added (for the checks
+/// that a side-effecting call without one is refused).
+pub fn call_unkeyed(host: &Host, ws: &Ws, tool: &str, args: &str, grant: &Grant<'_>) -> Value {
+    let workspace = Workspace::open(ws.dir.path()).unwrap();
+    let grants = Grants::new(&workspace, grant.read, grant.write).unwrap();
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &grants,
+        net: Vec::new(),
+        capability: None,
+    };
+    let value =
+        serde_json::to_value(host.call(tool, args, &scope, &CallOptions::default())).unwrap();
     assert_valid_observation(&value);
     value
 }

@@ -74,9 +74,10 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
 /// Who owns the sessions a request opens: its minted token (shared by the
 /// token's attenuations), or one owner for every client without a token.
 fn owner_of(scope: &SessionScope) -> Arc<str> {
-    match &scope.session {
-        Some(session) => Arc::from(session.token().id_hex()),
-        None => Arc::from(ANONYMOUS),
+    if scope.anonymous {
+        Arc::from(ANONYMOUS)
+    } else {
+        Arc::from(scope.session.token().id_hex())
     }
 }
 

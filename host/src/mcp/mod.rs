@@ -12,7 +12,7 @@
 //!   from the declared side-effect level; all four hints are always emitted.
 //!   `outputSchema` is the observation schema, because `structuredContent`
 //!   is the observation.
-//! - `tools/call`: [`Host::call_cancellable`] off the runtime thread (on a
+//! - `tools/call`: [`Host::run`] off the runtime thread (on a
 //!   stdio session first a call thread kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
 //!   duplicate key (`raw_args`). Any
@@ -71,7 +71,7 @@ mod sessions;
 mod warm;
 mod watch;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -216,20 +216,15 @@ impl Plugins {
     }
 }
 
-/// What one client session may see and touch.
+/// What one client session may see and touch: a session on a verified
+/// capability token, the one the client presented or the one minted from
+/// the command-line grants for clients without a token.
 #[derive(Clone)]
 pub struct SessionScope {
-    pub workspace: Workspace,
-    pub grants: Grants,
-    /// Network origins granted (`scheme://host:port`).
-    pub net: Vec<String>,
-    /// Tools the session may list and call; `None` means all of them.
-    pub tools: Option<BTreeSet<String>>,
-    /// The verified capability token the client presented: when set, the
-    /// token decides the visible tools, the grants and the limits of every
-    /// call ([`Host::call_in`](crate::pipeline::Host::call_in)), and
-    /// `workspace`/`grants`/`net` above are not used.
-    pub session: Option<Arc<Session>>,
+    pub session: Arc<Session>,
+    /// The session is the command-line grants' (a client that presented
+    /// no token): such clients count as one owner for the session limits.
+    pub anonymous: bool,
 }
 
 impl SessionScope {
@@ -238,19 +233,19 @@ impl SessionScope {
         if tool == crate::delegation::TOOL_NAME && self.may_delegate() {
             return true;
         }
-        self.tools.as_ref().is_none_or(|t| t.contains(tool))
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| s.grant().allows_tool(tool))
+        self.session.grant().allows_tool(tool)
     }
-}
 
-impl SessionScope {
+    /// Whether the session may call every tool (its token says `tool=*`).
+    pub fn allows_every_tool(&self) -> bool {
+        crate::capability::ToolPattern::parse("*")
+            .is_ok_and(|all| self.session.grant().tools().covers(&all))
+    }
+
     /// Whether the session gets the host's `delegate` tool (its token holds
     /// the `delegate` right; see [`crate::delegation`]).
     pub fn may_delegate(&self) -> bool {
-        crate::delegation::may_delegate(self.session.as_deref())
+        crate::delegation::may_delegate(Some(&self.session))
     }
 }
 
@@ -264,16 +259,6 @@ pub struct Unauthorized(pub String);
 /// derive the grants and the visible tools from its caveats.
 pub trait SessionPolicy: Send + Sync + 'static {
     fn scope_for(&self, bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized>;
-}
-
-/// The same scope for every client, token or not (what the command-line
-/// grants give until capability tokens are wired in).
-pub struct FixedScope(pub Arc<SessionScope>);
-
-impl SessionPolicy for FixedScope {
-    fn scope_for(&self, _bearer: Option<&str>) -> Result<Arc<SessionScope>, Unauthorized> {
-        Ok(self.0.clone())
-    }
 }
 
 /// Capability tokens: a client presenting a bearer token gets a session
@@ -363,12 +348,8 @@ impl SessionPolicy for TokenPolicy {
         let session = Session::open(self.verifier.as_ref(), token, workspace)
             .map_err(|e| Unauthorized(e.to_string()))?;
         let scope = Arc::new(SessionScope {
-            workspace: session.workspace().clone(),
-            grants: Grants::new(session.workspace(), &[], &[])
-                .map_err(|e| Unauthorized(e.to_string()))?,
-            net: Vec::new(),
-            tools: None,
-            session: Some(Arc::new(session)),
+            session: Arc::new(session),
+            anonymous: false,
         });
         cache.insert(token, scope.clone());
         Ok(scope)
@@ -516,11 +497,11 @@ fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Gene
 }
 
 /// Runs `toolhost serve` until stdin closes (stdio) or the process is
-/// stopped (HTTP). With a root key, clients may present capability tokens
-/// ([`TokenPolicy`]); without one, every client gets the command-line grants.
-/// With `records`, side-effecting calls follow the side-effect policy
-/// (idempotency keys, records, approved plans; see [`call_meta`]); without,
-/// they run unrecorded.
+/// stopped (HTTP). Every client runs under a verified token ([`TokenPolicy`]):
+/// the one it presents (with a root key), else the one minted from the
+/// command-line grants. With `records`, side-effecting calls follow the
+/// side-effect policy (idempotency keys, records, approved plans; see
+/// [`call_meta`]); without, they are refused (`denied`).
 pub fn run(
     sandbox: Sandbox,
     plugins: Plugins,
@@ -532,41 +513,42 @@ pub fn run(
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
     let read: Vec<&str> = args.allow_read.iter().map(String::as_str).collect();
     let write: Vec<&str> = args.allow_write.iter().map(String::as_str).collect();
-    let grants =
-        Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
-    // With --allow-delegate the command-line grants become a token with the
-    // `delegate` right, so those clients can hand out narrower ones.
-    let session = match (&root_key, args.allow_delegate) {
-        (Some(key), true) => Some(Arc::new(crate::delegation::command_line_session(
-            key,
-            &workspace,
-            &args.allow_read,
-            &args.allow_write,
-            &args.allow_net,
-        )?)),
-        (None, true) => {
-            bail!("--allow-delegate needs the root key (--key-file or TOOLHOST_ROOT_KEY)")
-        }
-        _ => None,
+    Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
+    if args.allow_delegate && root_key.is_none() {
+        bail!("--allow-delegate needs the root key (--key-file or TOOLHOST_ROOT_KEY)")
+    }
+    if root_key.is_none() && (args.require_token || args.token.is_some()) {
+        bail!("capability tokens need the root key (--key-file or TOOLHOST_ROOT_KEY)")
+    }
+    // Every call runs under a verified token: clients without one get a
+    // token minted from the command-line grants (with the `delegate` right
+    // under --allow-delegate, so they can hand out narrower ones). Without
+    // a root key the token is minted with a key of this process only, and
+    // no client token can verify.
+    let key = match root_key {
+        Some(key) => key,
+        None => RootKey::generate().context("a key for the command-line grants")?,
     };
+    let session = crate::delegation::command_line_session(
+        &key,
+        &workspace,
+        crate::delegation::CommandLineGrants {
+            read: &args.allow_read,
+            write: &args.allow_write,
+            net: &args.allow_net,
+            delegate: args.allow_delegate,
+        },
+    )
+    .context("the command-line grants")?;
     let scope = Arc::new(SessionScope {
-        workspace,
-        grants,
-        net: args.allow_net.clone(),
-        tools: None,
-        session,
+        session: Arc::new(session),
+        anonymous: true,
     });
-    let policy: Arc<dyn SessionPolicy> = match root_key {
-        Some(key) => Arc::new(TokenPolicy::new(
-            Box::new(key),
-            args.workspace.clone(),
-            (!args.require_token).then_some(scope),
-        )),
-        None if args.require_token || args.token.is_some() => {
-            bail!("capability tokens need the root key (--key-file or TOOLHOST_ROOT_KEY)")
-        }
-        None => Arc::new(FixedScope(scope)),
-    };
+    let policy: Arc<dyn SessionPolicy> = Arc::new(TokenPolicy::new(
+        Box::new(key),
+        args.workspace.clone(),
+        (!args.require_token).then_some(scope),
+    ));
     serve(sandbox, plugins, args, policy, records)
 }
 

@@ -9,7 +9,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, InitializeResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter, Tool,
+    ProgressToken, ProtocolVersion, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -20,10 +21,10 @@ use tokio::sync::broadcast::error::RecvError;
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
-use super::{call_meta, listing, SessionScope, State, LIST_TTL_MS};
+use super::{call_meta, listing, Generation, SessionScope, State, LIST_TTL_MS};
 use crate::effects::KeySource;
 use crate::observation::{Observation, Status};
-use crate::pipeline::{new_call_id, Scope};
+use crate::pipeline::{new_call_id, Call, CallOptions, Mode};
 use crate::sandbox::{CancelToken, Limits};
 
 /// Most stderr lines forwarded as log messages per call.
@@ -160,12 +161,9 @@ impl McpServer {
             }
         }
         if config.workspace.is_none() {
-            config.workspace = Some(scope.workspace.root().display().to_string());
+            config.workspace = Some(scope.session.workspace().root().display().to_string());
         }
-        let session = scope
-            .session
-            .as_deref()
-            .expect("may_delegate needs a session");
+        let session = &scope.session;
         let call_id = call_meta::parse(&cx.meta)
             .ok()
             .and_then(|m| m.call_id)
@@ -208,6 +206,250 @@ fn rank(level: LoggingLevel) -> u8 {
 
 fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
     serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// A `tools/call` request, read: what the executor needs besides the
+/// tool's name and arguments.
+struct ParsedCall {
+    opts: CallOptions,
+    mode: Mode,
+    /// The progress token, when the client wants progress notifications.
+    progress: Option<ProgressToken>,
+    /// The call's wall-clock budget, for the progress share.
+    budget: Duration,
+}
+
+impl McpServer {
+    /// Parse: the tool must be one this session may see (else JSON-RPC
+    /// `-32602`), and `_meta` must be usable; then the call's options (its
+    /// id, idempotency key, plan token) and mode.
+    fn parse_call(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        generation: &Generation,
+        scope: &SessionScope,
+        name: &str,
+    ) -> Result<ParsedCall, ErrorData> {
+        let Some(tool) = generation
+            .host
+            .catalog()
+            .get(name)
+            .filter(|_| scope.allows(name))
+        else {
+            if let Some(p) = generation.host.catalog().refusal(name) {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{name}` was refused at load: {p}"),
+                    Some(json!({ "tool": name, "code": p.code })),
+                ));
+            }
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`"),
+                Some(json!({ "tool": name })),
+            ));
+        };
+        let budget = self
+            .state
+            .defaults
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(match tool.descriptor.default_timeout_ms {
+                0 => Limits::default().timeout,
+                ms => Duration::from_millis(ms.into()),
+            });
+        let meta = call_meta::parse(&cx.meta).map_err(|e| {
+            ErrorData::invalid_params(
+                e.to_string(),
+                Some(json!({"field": format!("_meta.{}", e.key), "expected": e.expected, "actual": e.actual})),
+            )
+        })?;
+        let mut opts = self.state.defaults.clone();
+        let call_id = meta.call_id.unwrap_or_else(new_call_id);
+        // Without the client's ids, a key unique to this request: the call
+        // is still recorded, and its key is in the observation for a retry.
+        opts.idempotency = Some(meta.idempotency.unwrap_or_else(|| KeySource::Derived {
+            trajectory_id: "mcp".into(),
+            turn: 0,
+            call_id: call_id.clone(),
+        }));
+        opts.call_id = Some(call_id);
+        opts.plan_token = meta.plan_token;
+        Ok(ParsedCall {
+            opts,
+            mode: if meta.dry_run { Mode::Plan } else { Mode::Run },
+            progress: cx.meta.get_progress_token(),
+            budget,
+        })
+    }
+
+    /// The one executor: [`Host::run`](crate::pipeline::Host::run) off the
+    /// runtime's async work, stoppable by the client's cancellation. Where
+    /// it runs depends only on the transport and on progress: a stdio call
+    /// without progress on the warm call thread (else the blocking pool),
+    /// an HTTP call without progress on this worker, and a call with
+    /// progress on the blocking pool while this task sends heartbeats.
+    async fn execute(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        generation: Arc<Generation>,
+        scope: Arc<SessionScope>,
+        name: String,
+        arguments: String,
+        parsed: ParsedCall,
+    ) -> Result<Observation, ErrorData> {
+        let ParsedCall {
+            opts,
+            mode,
+            progress,
+            budget,
+        } = parsed;
+        let cancel = CancelToken::default();
+        let started = Instant::now();
+        let run_call = {
+            let cancel = cancel.clone();
+            let name = name.clone();
+            move || {
+                let call = Call {
+                    mode,
+                    ..Call::new(&name, &arguments, &opts).cancellable(&cancel)
+                };
+                generation.host.run(&scope.session, call)
+            }
+        };
+        let multi_thread = matches!(
+            tokio::runtime::Handle::current().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::MultiThread
+        );
+        match progress {
+            None if !multi_thread => self.on_call_thread(cx, run_call, cancel).await,
+            None => Ok(on_this_worker(cx, run_call, cancel)),
+            Some(token) => {
+                let heartbeat = Heartbeat {
+                    token,
+                    name: &name,
+                    started,
+                    budget,
+                };
+                with_progress(cx, run_call, cancel, heartbeat).await
+            }
+        }
+    }
+
+    /// stdio (a single-threaded runtime), no progress to report: the warm
+    /// call thread when it is free (see `warm`), else the blocking pool.
+    async fn on_call_thread(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        run_call: impl FnOnce() -> Observation + Send + 'static,
+        cancel: CancelToken,
+    ) -> Result<Observation, ErrorData> {
+        let handed = match &self.warm {
+            Some(warm) => warm.try_run(run_call),
+            None => Err(run_call),
+        };
+        let rx = match handed {
+            Ok(rx) => rx,
+            Err(run_call) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(run_call());
+                });
+                rx
+            }
+        };
+        match warm::take_result(rx) {
+            Ok(obs) => Ok(obs),
+            Err(mut rx) => tokio::select! {
+                done = &mut rx => done,
+                _ = cx.ct.cancelled() => {
+                    cancel.cancel();
+                    rx.await
+                }
+            },
+        }
+        .map_err(|_| ErrorData::internal_error("the call thread failed", None))
+    }
+}
+
+/// No progress to report: run on this worker (cheaper than a hop to the
+/// blocking pool) and let a small task relay a cancellation.
+fn on_this_worker(
+    cx: &RequestContext<RoleServer>,
+    run_call: impl FnOnce() -> Observation,
+    cancel: CancelToken,
+) -> Observation {
+    let relay = {
+        let ct = cx.ct.clone();
+        tokio::spawn(async move {
+            ct.cancelled().await;
+            cancel.cancel();
+        })
+    };
+    let obs = tokio::task::block_in_place(run_call);
+    relay.abort();
+    obs
+}
+
+/// What the progress notifications of one call say.
+struct Heartbeat<'a> {
+    token: ProgressToken,
+    name: &'a str,
+    started: Instant,
+    budget: Duration,
+}
+
+/// The call on the blocking pool while this task sends
+/// `notifications/progress`: 0 at the start, the share of the budget used
+/// so far, 100 at the end.
+async fn with_progress(
+    cx: &RequestContext<RoleServer>,
+    run_call: impl FnOnce() -> Observation + Send + 'static,
+    cancel: CancelToken,
+    beat: Heartbeat<'_>,
+) -> Result<Observation, ErrorData> {
+    let Heartbeat {
+        token,
+        name,
+        started,
+        budget,
+    } = beat;
+    let mut run = tokio::task::spawn_blocking(run_call);
+    let notify = |progress: f64, message: String| {
+        let peer = cx.peer.clone();
+        let param = ProgressNotificationParam::new(token.clone(), progress)
+            .with_total(100.0)
+            .with_message(message);
+        async move {
+            let _ = peer.notify_progress(param).await;
+        }
+    };
+    notify(0.0, format!("{name}: started")).await;
+    let mut interval = next_heartbeat(Duration::ZERO);
+    let mut due = started + interval;
+    let mut cancelled = false;
+    let obs: Observation = loop {
+        tokio::select! {
+            done = &mut run => {
+                break done.map_err(|e| ErrorData::internal_error(format!("the call thread failed: {e}"), None))?;
+            }
+            _ = cx.ct.cancelled(), if !cancelled => {
+                cancel.cancel();
+                cancelled = true;
+            }
+            _ = tokio::time::sleep_until(due.into()) => {
+                let elapsed = started.elapsed();
+                let share = (elapsed.as_secs_f64() / budget.as_secs_f64() * 100.0).min(99.0);
+                notify(share, format!(
+                    "{name}: running, {:.2} s of a {:.1} s budget",
+                    elapsed.as_secs_f64(),
+                    budget.as_secs_f64()
+                )).await;
+                interval = next_heartbeat(interval);
+                due += interval;
+            }
+        }
+    };
+    notify(100.0, format!("{name}: {}", obs.status)).await;
+    Ok(obs)
 }
 
 /// When the next progress heartbeat is due: 50 ms, then doubling up to 1 s.
@@ -266,7 +508,7 @@ impl ServerHandler for McpServer {
         // plugin whose tools are unknown only when it may call anything.
         let refused = listing::refused(generation.host.catalog(), &|tool| match tool {
             Some(t) => scope.allows(t),
-            None => scope.tools.is_none() && scope.session.is_none(),
+            None => scope.allows_every_tool(),
         });
         if !refused.is_empty() {
             result["_meta"] = json!({ listing::META_REFUSED: refused });
@@ -293,175 +535,15 @@ impl ServerHandler for McpServer {
         let scope = self.scope(&cx)?;
         let generation = self.state.current();
         let name = request.name.to_string();
+        // Dispatch: the host's own `delegate` tool, or a catalog tool.
         if name == crate::delegation::TOOL_NAME && scope.may_delegate() {
             let obs = self.delegate(&cx, &scope, &generation.host, &arguments);
             return self.finish(&cx, &name, obs).await;
         }
-        let Some(tool) = generation
-            .host
-            .catalog()
-            .get(&name)
-            .filter(|_| scope.allows(&name))
-        else {
-            if let Some(p) = generation.host.catalog().refusal(&name) {
-                return Err(ErrorData::invalid_params(
-                    format!("tool `{name}` was refused at load: {p}"),
-                    Some(json!({ "tool": name, "code": p.code })),
-                ));
-            }
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
-                Some(json!({ "tool": name })),
-            ));
-        };
-        let budget = self
-            .state
-            .defaults
-            .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(match tool.descriptor.default_timeout_ms {
-                0 => Limits::default().timeout,
-                ms => Duration::from_millis(ms.into()),
-            });
-        let meta = call_meta::parse(&cx.meta).map_err(|e| {
-            ErrorData::invalid_params(
-                e.to_string(),
-                Some(json!({"field": format!("_meta.{}", e.key), "expected": e.expected, "actual": e.actual})),
-            )
-        })?;
-        let progress = cx.meta.get_progress_token();
-        let cancel = CancelToken::default();
-        let mut opts = self.state.defaults.clone();
-        let call_id = meta.call_id.unwrap_or_else(new_call_id);
-        // Without the client's ids, a key unique to this request: the call
-        // is still recorded, and its key is in the observation for a retry.
-        opts.idempotency = Some(meta.idempotency.unwrap_or_else(|| KeySource::Derived {
-            trajectory_id: "mcp".into(),
-            turn: 0,
-            call_id: call_id.clone(),
-        }));
-        opts.call_id = Some(call_id);
-        opts.plan_token = meta.plan_token;
-        let dry_run = meta.dry_run;
-
-        let started = Instant::now();
-        let run_call = {
-            let cancel = cancel.clone();
-            let generation = generation.clone();
-            let name = name.clone();
-            move || {
-                let host = &generation.host;
-                if let Some(session) = &scope.session {
-                    return if dry_run {
-                        host.plan_in(session, &name, &arguments, &opts)
-                    } else {
-                        host.call_in_cancellable(session, &name, &arguments, &opts, Some(&cancel))
-                    };
-                }
-                let scope = Scope {
-                    workspace: &scope.workspace,
-                    grants: &scope.grants,
-                    net: scope.net.clone(),
-                    capability: None,
-                };
-                if dry_run {
-                    host.plan(&name, &arguments, &scope, &opts)
-                } else {
-                    host.call_cancellable(&name, &arguments, &scope, &opts, Some(&cancel))
-                }
-            }
-        };
-        let multi_thread = matches!(
-            tokio::runtime::Handle::current().runtime_flavor(),
-            tokio::runtime::RuntimeFlavor::MultiThread
-        );
-        let progress = match progress {
-            // stdio (a single-threaded runtime), no progress to report: the
-            // warm call thread when it is free (see `warm`), else the
-            // blocking pool.
-            None if !multi_thread => {
-                let handed = match &self.warm {
-                    Some(warm) => warm.try_run(run_call),
-                    None => Err(run_call),
-                };
-                let rx = match handed {
-                    Ok(rx) => rx,
-                    Err(run_call) => {
-                        let (tx, rx) = tokio::sync::oneshot::channel();
-                        tokio::task::spawn_blocking(move || {
-                            let _ = tx.send(run_call());
-                        });
-                        rx
-                    }
-                };
-                let obs = match warm::take_result(rx) {
-                    Ok(obs) => Ok(obs),
-                    Err(mut rx) => tokio::select! {
-                        done = &mut rx => done,
-                        _ = cx.ct.cancelled() => {
-                            cancel.cancel();
-                            rx.await
-                        }
-                    },
-                }
-                .map_err(|_| ErrorData::internal_error("the call thread failed", None))?;
-                return self.finish(&cx, &name, obs).await;
-            }
-            p => p,
-        };
-        let Some(token) = progress else {
-            // No progress to report: run on this worker (cheaper than a
-            // hop to the blocking pool) and let a small task relay a
-            // cancellation.
-            let relay = {
-                let ct = cx.ct.clone();
-                let cancel = cancel.clone();
-                tokio::spawn(async move {
-                    ct.cancelled().await;
-                    cancel.cancel();
-                })
-            };
-            let obs = tokio::task::block_in_place(run_call);
-            relay.abort();
-            return self.finish(&cx, &name, obs).await;
-        };
-        let mut run = tokio::task::spawn_blocking(run_call);
-        let notify = |progress: f64, message: String| {
-            let peer = cx.peer.clone();
-            let param = ProgressNotificationParam::new(token.clone(), progress)
-                .with_total(100.0)
-                .with_message(message);
-            async move {
-                let _ = peer.notify_progress(param).await;
-            }
-        };
-        notify(0.0, format!("{name}: started")).await;
-        let mut interval = next_heartbeat(Duration::ZERO);
-        let mut due = started + interval;
-        let mut cancelled = false;
-        let obs: Observation = loop {
-            tokio::select! {
-                done = &mut run => {
-                    break done.map_err(|e| ErrorData::internal_error(format!("the call thread failed: {e}"), None))?;
-                }
-                _ = cx.ct.cancelled(), if !cancelled => {
-                    cancel.cancel();
-                    cancelled = true;
-                }
-                _ = tokio::time::sleep_until(due.into()) => {
-                    let elapsed = started.elapsed();
-                    let share = (elapsed.as_secs_f64() / budget.as_secs_f64() * 100.0).min(99.0);
-                    notify(share, format!(
-                        "{name}: running, {:.2} s of a {:.1} s budget",
-                        elapsed.as_secs_f64(),
-                        budget.as_secs_f64()
-                    )).await;
-                    interval = next_heartbeat(interval);
-                    due += interval;
-                }
-            }
-        };
-        notify(100.0, format!("{name}: {}", obs.status)).await;
+        let parsed = self.parse_call(&cx, &generation, &scope, &name)?;
+        let obs = self
+            .execute(&cx, generation, scope, name.clone(), arguments, parsed)
+            .await?;
         self.finish(&cx, &name, obs).await
     }
 

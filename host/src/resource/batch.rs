@@ -32,11 +32,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{conflict, declared_keys, Key};
+use crate::call::CallOptions;
+use crate::catalog::Catalog;
 use crate::descriptor::SideEffect;
 use crate::effects::KeySource;
 use crate::observation::{ErrorCode, Observation, Status};
-use crate::pipeline::{CallOptions, Host, Scope};
-use crate::session::Session;
 
 /// Version of the batch result shape.
 pub const BATCH_SCHEMA_VERSION: u32 = 1;
@@ -140,126 +140,100 @@ pub struct BatchResult {
     pub summary: Summary,
 }
 
-impl Host {
-    /// Runs a batch in `scope`.
-    pub fn batch(
-        &self,
-        items: &[BatchItem],
-        scope: &Scope<'_>,
-        opts: &BatchOptions,
-    ) -> BatchResult {
-        self.run_batch(items, opts, |item, call| {
-            self.call(&item.tool, item.arguments.get(), scope, call)
+/// Runs `items` with `run`, each after the earlier items it conflicts
+/// with (see the module overview), on at most `opts.max_parallel` threads.
+pub(crate) fn run_batch(
+    catalog: &Catalog,
+    items: &[BatchItem],
+    opts: &BatchOptions,
+    run: impl Fn(&BatchItem, &CallOptions) -> Observation + Sync,
+) -> BatchResult {
+    let start = Instant::now();
+    let keys: Vec<Vec<Key>> = items
+        .iter()
+        .map(|item| {
+            catalog
+                .get(&item.tool)
+                .map(|t| declared_keys(t, item.arguments.get()))
+                .unwrap_or_default()
         })
+        .collect();
+    let after: Vec<Vec<usize>> = (0..items.len())
+        .map(|j| (0..j).filter(|&i| conflict(&keys[i], &keys[j])).collect())
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = match opts.max_parallel {
+        0 => cores,
+        n => n.min(cores),
     }
+    .clamp(1, items.len().max(1));
 
-    /// Runs a batch for a session: each item is admitted (and counted) as
-    /// a [`call_in`](Host::call_in).
-    pub fn batch_in(
-        &self,
-        session: &Session,
-        items: &[BatchItem],
-        opts: &BatchOptions,
-    ) -> BatchResult {
-        self.run_batch(items, opts, |item, call| {
-            self.call_in(session, &item.tool, item.arguments.get(), call)
-        })
-    }
-
-    fn run_batch(
-        &self,
-        items: &[BatchItem],
-        opts: &BatchOptions,
-        run: impl Fn(&BatchItem, &CallOptions) -> Observation + Sync,
-    ) -> BatchResult {
-        let start = Instant::now();
-        let keys: Vec<Vec<Key>> = items
-            .iter()
-            .map(|item| {
-                self.catalog()
+    let sched = Sched {
+        state: Mutex::new(State {
+            started: vec![false; items.len()],
+            done: vec![false; items.len()],
+            results: vec![None; items.len()],
+        }),
+        wake: Condvar::new(),
+    };
+    let one = |i: usize| {
+        let item = &items[i];
+        let call = item_options(&opts.call, item);
+        let t = Instant::now();
+        // A host fault on one item is that item's error, not a hung
+        // batch.
+        let obs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(item, &call)))
+            .unwrap_or_else(|_| {
+                let level = catalog
                     .get(&item.tool)
-                    .map(|t| declared_keys(t, item.arguments.get()))
-                    .unwrap_or_default()
-            })
-            .collect();
-        let after: Vec<Vec<usize>> = (0..items.len())
-            .map(|j| (0..j).filter(|&i| conflict(&keys[i], &keys[j])).collect())
-            .collect();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = match opts.max_parallel {
-            0 => cores,
-            n => n.min(cores),
+                    .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect);
+                Observation::failure(
+                    &item.call_id,
+                    &item.tool,
+                    level,
+                    ErrorCode::Internal.info("the host failed while running this item"),
+                )
+                .effect_unknown()
+            });
+        let own = (t.elapsed().as_micros() as u64).saturating_sub(obs.usage.wait_us);
+        (obs, own)
+    };
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| sched.work(&after, &one));
         }
-        .clamp(1, items.len().max(1));
-
-        let sched = Sched {
-            state: Mutex::new(State {
-                started: vec![false; items.len()],
-                done: vec![false; items.len()],
-                results: vec![None; items.len()],
-            }),
-            wake: Condvar::new(),
-        };
-        let one = |i: usize| {
-            let item = &items[i];
-            let call = item_options(&opts.call, item);
-            let t = Instant::now();
-            // A host fault on one item is that item's error, not a hung
-            // batch.
-            let obs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(item, &call)))
-                .unwrap_or_else(|_| {
-                    let level = self
-                        .catalog()
-                        .get(&item.tool)
-                        .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect);
-                    Observation::failure(
-                        &item.call_id,
-                        &item.tool,
-                        level,
-                        ErrorCode::Internal.info("the host failed while running this item"),
-                    )
-                    .effect_unknown()
-                });
-            let own = (t.elapsed().as_micros() as u64).saturating_sub(obs.usage.wait_us);
-            (obs, own)
-        };
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| sched.work(&after, &one));
-            }
-        });
-        let results = sched
-            .state
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .results;
-        let mut out = Vec::with_capacity(items.len());
-        let mut sum = 0u64;
-        for r in results {
-            let (obs, own) = r.expect("every item ran");
-            sum += own;
-            out.push(obs);
-        }
-        let completed = out.iter().filter(|o| o.status == Status::Ok).count();
-        let failed = out.len() - completed;
-        let status = if failed == 0 {
-            BatchStatus::Ok
-        } else if completed == 0 {
-            BatchStatus::Error
-        } else {
-            BatchStatus::Partial
-        };
-        BatchResult {
-            schema_version: BATCH_SCHEMA_VERSION,
-            status,
-            items: out,
-            summary: Summary {
-                completed,
-                failed,
-                wall_time_us: start.elapsed().as_micros() as u64,
-                sum_time_us: sum,
-            },
-        }
+    });
+    let results = sched
+        .state
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .results;
+    let mut out = Vec::with_capacity(items.len());
+    let mut sum = 0u64;
+    for r in results {
+        let (obs, own) = r.expect("every item ran");
+        sum += own;
+        out.push(obs);
+    }
+    let completed = out.iter().filter(|o| o.status == Status::Ok).count();
+    let failed = out.len() - completed;
+    let status = if failed == 0 {
+        BatchStatus::Ok
+    } else if completed == 0 {
+        BatchStatus::Error
+    } else {
+        BatchStatus::Partial
+    };
+    BatchResult {
+        schema_version: BATCH_SCHEMA_VERSION,
+        status,
+        items: out,
+        summary: Summary {
+            completed,
+            failed,
+            wall_time_us: start.elapsed().as_micros() as u64,
+            sum_time_us: sum,
+        },
     }
 }
 

@@ -426,7 +426,7 @@ impl WaitError {
 /// waits, or that is cancelled, ends `timeout` with nothing run.
 pub(crate) fn hold(
     locks: &Locks,
-    p: &mut crate::pipeline::Prepared<'_>,
+    p: &mut crate::call::Prepared<'_>,
     cancel: Option<&CancelToken>,
 ) -> Result<Held, Box<crate::observation::Observation>> {
     use crate::observation::{ErrorCode, Observation};
@@ -485,7 +485,7 @@ impl Held {
 /// The keys of a prepared call: its path arguments (already resolved and
 /// normalised by the pipeline) and, for a side-effecting tool, its granted
 /// origins.
-pub(crate) fn keys_of(p: &crate::pipeline::Prepared<'_>) -> Vec<Key> {
+pub(crate) fn keys_of(p: &crate::call::Prepared<'_>) -> Vec<Key> {
     let t = p.tool;
     let mut keys: Vec<Key> = t
         .input

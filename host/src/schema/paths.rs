@@ -34,24 +34,8 @@ pub const PATH_ANNOTATION: &str = "x-toolhost-path";
 /// The annotation naming arguments that are plugin-declared resources.
 pub const RESOURCE_ANNOTATION: &str = "x-toolhost-resource";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathAccess {
-    /// The tool reads the path.
-    Read,
-    /// The tool writes (creates, changes or deletes) the path.
-    Write,
-}
-
-impl PathAccess {
-    /// `read` or `write`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PathAccess::Read => "read",
-            PathAccess::Write => "write",
-        }
-    }
-}
+/// What a tool does with an annotated path: the host's one access type.
+pub use crate::paths::Access as PathAccess;
 
 /// A workspace path named by one argument of one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

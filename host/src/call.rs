@@ -1,0 +1,204 @@
+//! The types of one call, below everything that runs it: the caller's
+//! [`CallOptions`], the [`Scope`] a call may touch, a `Prepared` call
+//! (steps 1–4 passed, ready for the sandbox), its limits and its id.
+//!
+//! The pipeline ([`crate::pipeline`]) makes them, the side-effect guard
+//! ([`crate::effects`]) and the resource locks ([`crate::resource`]) read
+//! them; none of those import one another for these.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::catalog::Tool;
+use crate::observation::{ErrorCode, ErrorInfo};
+use crate::paths::{Grants, Workspace, GUEST_ROOT};
+use crate::sandbox::{CallRequest, CancelToken, Limits, Mount};
+
+/// Largest argument text accepted, in bytes.
+pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// Largest output a caller may allow, in bytes.
+pub const HARD_MAX_OUTPUT_BYTES: usize = 16 << 20;
+/// Default size of the model-facing `text`, in bytes.
+pub const DEFAULT_TEXT_BYTES: usize = 16 * 1024;
+
+/// Per-call overrides of a tool's default limits.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Caller-chosen call id; one is generated when absent.
+    pub call_id: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub fuel: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub max_output_bytes: Option<usize>,
+    /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
+    pub max_text_bytes: Option<usize>,
+    /// Where a side-effecting call's idempotency key comes from.
+    pub idempotency: Option<crate::effects::KeySource>,
+    /// The approval of an irreversible call: a token from [`Host::plan`](crate::pipeline::Host::plan).
+    pub plan_token: Option<String>,
+}
+
+/// Whether a call runs or is only planned (the tool's dry-run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Run,
+    /// A dry-run whose output is a plan and a plan token that approves
+    /// exactly this call ([`Host::plan`](crate::pipeline::Host::plan)).
+    Plan,
+}
+
+/// One proposed call, as every caller (CLI, MCP, library, batch) hands it
+/// to [`Host::run`](crate::pipeline::Host::run).
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The arguments, JSON text as the caller sent it.
+    pub args: &'a str,
+    pub options: &'a CallOptions,
+    pub mode: Mode,
+    /// Cancelling it stops the running instance at its next epoch tick.
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl<'a> Call<'a> {
+    /// A call to run, not cancellable.
+    pub fn new(tool: &'a str, args: &'a str, options: &'a CallOptions) -> Call<'a> {
+        Call {
+            tool,
+            args,
+            options,
+            mode: Mode::Run,
+            cancel: None,
+        }
+    }
+
+    /// The same call, planned instead of run.
+    pub fn plan(self) -> Call<'a> {
+        Call {
+            mode: Mode::Plan,
+            ..self
+        }
+    }
+
+    /// The same call, stoppable with `cancel`.
+    pub fn cancellable(self, cancel: &'a CancelToken) -> Call<'a> {
+        Call {
+            cancel: Some(cancel),
+            ..self
+        }
+    }
+}
+
+/// What the caller may touch: a workspace and grants inside it.
+pub struct Scope<'a> {
+    pub workspace: &'a Workspace,
+    pub grants: &'a Grants,
+    /// Network origins the caller grants (`scheme://host:port`). A call gets
+    /// those its tool declares in `needs.network_hosts` (all of them for
+    /// `any`); see [`crate::sandbox::net_grant`].
+    pub net: Vec<String>,
+    /// The verified capability the caller holds, when the scope comes from a
+    /// token: every path argument is also checked against its caveats (so a
+    /// denial names the caveat), and its fuel ceiling and expiry cap the
+    /// call's limits.
+    pub capability: Option<&'a crate::capability::Grant>,
+}
+
+/// A call that passed steps 1–4, ready for the sandbox.
+pub(crate) struct Prepared<'t> {
+    pub tool: &'t Tool,
+    pub call_id: String,
+    pub text_bytes: usize,
+    /// The validated arguments, path arguments normalized.
+    pub value: Value,
+    /// `value` as the text the guest receives: its canonical form (JCS).
+    pub args: String,
+    pub mounts: Vec<Mount>,
+    pub net: Vec<String>,
+    pub limits: Limits,
+    /// The workspace root on the host.
+    pub workspace_root: std::path::PathBuf,
+    /// The caller holds the `secrets` right: no redaction, no argument check.
+    pub secrets: bool,
+    /// The files the call may take content from (its provenance).
+    pub inputs: crate::provenance::Inputs,
+    /// The binding of the capability token the call runs under, if any
+    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
+    pub capability: Option<String>,
+}
+
+impl Prepared<'_> {
+    /// The request the sandbox runs for a prepared call.
+    pub(crate) fn request<'p>(&'p self, key: Option<&'p str>) -> CallRequest<'p> {
+        let p = self;
+        CallRequest {
+            tool: &p.tool.descriptor.name,
+            args_json: &p.args,
+            call_id: &p.call_id,
+            workspace_root: GUEST_ROOT,
+            idempotency_key: key,
+            mounts: &p.mounts,
+            net_origins: &p.net,
+            limits: p.limits,
+        }
+    }
+}
+
+/// The limits of a call: the caller's overrides over the tool's defaults
+/// over the host's.
+pub(crate) fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
+    let d = Limits::default();
+    let tool_timeout = match t.descriptor.default_timeout_ms {
+        0 => d.timeout,
+        ms => Duration::from_millis(ms.into()),
+    };
+    let tool_output = match t.descriptor.max_output_bytes {
+        0 => d.max_output_bytes,
+        n => n as usize,
+    };
+    Limits {
+        fuel: opts.fuel.unwrap_or(d.fuel),
+        timeout: opts
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(tool_timeout),
+        memory_bytes: opts
+            .memory_mb
+            .map(|mb| (mb as usize).saturating_mul(1 << 20))
+            .unwrap_or(d.memory_bytes),
+        max_output_bytes: opts
+            .max_output_bytes
+            .unwrap_or(tool_output)
+            .min(HARD_MAX_OUTPUT_BYTES),
+        max_log_bytes: d.max_log_bytes,
+    }
+}
+
+/// A capability denial as the observation's error: it names the caveat.
+pub(crate) fn denial_error(d: &crate::capability::Denial) -> ErrorInfo {
+    ErrorCode::Denied
+        .info(d.message.clone())
+        .with_details(serde_json::json!({
+            "caveat": d.caveat.as_str(),
+            "allowed": d.allowed,
+            "requested": d.requested,
+        }))
+}
+
+/// A fresh call id: time-ordered and unique within the process.
+pub fn new_call_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "call-{:x}-{:x}-{}",
+        now.as_millis(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}

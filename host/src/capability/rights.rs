@@ -1,0 +1,124 @@
+//! The rights a token can grant (`read`, `write`, `net`, `secrets`,
+//! `delegate`) and sets of them.
+
+use super::*;
+
+/// One right a token can grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Right {
+    Read,
+    Write,
+    Net,
+    /// Hand narrower tokens to sub-agents through the MCP `delegate` tool
+    /// (granted only when minting asks for it).
+    Delegate,
+    /// See secrets: the call's output, logs and errors are not redacted, and
+    /// a network tool's arguments may carry a secret.
+    Secrets,
+}
+
+impl Right {
+    /// Every right, in canonical order.
+    pub const ALL: [Right; 5] = [
+        Right::Read,
+        Right::Write,
+        Right::Net,
+        Right::Delegate,
+        Right::Secrets,
+    ];
+
+    /// The caveat keyword: `read`, `write`, `net`, `delegate` or `secrets`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Right::Read => "read",
+            Right::Write => "write",
+            Right::Net => "net",
+            Right::Delegate => "delegate",
+            Right::Secrets => "secrets",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Right::Read => 1,
+            Right::Write => 2,
+            Right::Net => 4,
+            Right::Delegate => 8,
+            Right::Secrets => 16,
+        }
+    }
+}
+
+impl FromStr for Right {
+    type Err = CapError;
+    fn from_str(s: &str) -> Result<Right, CapError> {
+        match s {
+            "read" => Ok(Right::Read),
+            "write" => Ok(Right::Write),
+            "net" => Ok(Right::Net),
+            "delegate" => Ok(Right::Delegate),
+            "secrets" => Ok(Right::Secrets),
+            _ => Err(malformed(format!(
+                "`{s}` is not a right (use read, write, net, delegate or secrets)"
+            ))),
+        }
+    }
+}
+
+/// A set of [`Right`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Rights(pub(super) u8);
+
+impl Rights {
+    /// No rights.
+    pub const NONE: Rights = Rights(0);
+    /// `read`, `write`, `net`, `delegate` and `secrets`.
+    pub const ALL: Rights = Rights(31);
+
+    /// The set holding exactly these rights.
+    pub fn of(rights: &[Right]) -> Rights {
+        Rights(rights.iter().fold(0, |acc, r| acc | r.bit()))
+    }
+    pub fn contains(self, right: Right) -> bool {
+        self.0 & right.bit() != 0
+    }
+    /// Whether every right of `other` is in `self`.
+    pub fn contains_all(self, other: Rights) -> bool {
+        other.0 & !self.0 == 0
+    }
+    pub fn intersection(self, other: Rights) -> Rights {
+        Rights(self.0 & other.0)
+    }
+    pub fn union(self, other: Rights) -> Rights {
+        Rights(self.0 | other.0)
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The rights in canonical order (read, write, net, secrets).
+    pub fn iter(self) -> impl Iterator<Item = Right> {
+        Right::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+}
+
+impl fmt::Display for Rights {
+    /// `read,write`, or `none` for the empty set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, r) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(r.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Rights {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter().map(Right::as_str))
+    }
+}
