@@ -33,9 +33,9 @@
 //!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
 //!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
 //!   a `logLevel` of `info` or lower.
-//! - The plugin directory is polled (every `--watch-ms`, default 1 s); a
-//!   changed set of `*.wasm` files (added, removed, replaced) reloads the
-//!   catalog and sends `notifications/tools/list_changed` to every session
+//! - The plugin directory is watched (OS notifications, or polling every
+//!   `--watch-ms` where there are none; see `watch.rs`); a changed set
+//!   of `*.wasm` files (added, removed, replaced) reloads the catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
 //! Bounds: over HTTP, sessions are capped in total (`--max-sessions`) and
@@ -166,7 +166,9 @@ pub struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
-    /// How often the plugin directory is polled, in milliseconds.
+    /// How long the plugin directory must stay quiet after a change before
+    /// the catalog is reloaded (and the polling period where the OS gives
+    /// no change notifications), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
@@ -564,6 +566,14 @@ pub fn run(
     serve(sandbox, plugins, args, policy, records, recorder)
 }
 
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`serve`] got past its start (the catalog loaded, the runtime
+/// running): an error after that is not a failure to start.
+pub fn started() -> bool {
+    SERVING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`run`] with a custom [`SessionPolicy`].
 pub fn serve(
     sandbox: Sandbox,
@@ -634,6 +644,7 @@ pub fn serve(
     .thread_name("toolhost-mcp")
     .build()
     .context("starting the async runtime")?;
+    SERVING.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {
