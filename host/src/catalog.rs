@@ -478,9 +478,7 @@ fn inspect_loaded(
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
     let plugin = match source {
-        Source::Embedded { precompiled, .. } => {
-            sandbox.load_embedded(bytes, *precompiled, progress)
-        }
+        Source::Embedded { precompiled, .. } => sandbox.load_embedded(bytes, precompiled, progress),
         Source::File(_) => sandbox.load(bytes, progress),
     };
     describe(plugin.map_err(|e: SandboxError| e.to_string())?)
