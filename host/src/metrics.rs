@@ -12,6 +12,7 @@
 //! | `toolhost_output_bytes_total` | counter | `tool` |
 //! | `toolhost_records` | gauge | `state` (idempotency records) |
 //! | `toolhost_compile_cache_hits_total`, `_misses_total` | counter | |
+//! | `toolhost_precompiled_loads_total` | counter | |
 //! | `toolhost_journal_entries_total` | counter | |
 //!
 //! The first-try counters are fed by the journal writer, which alone knows
@@ -39,12 +40,15 @@ type Labels = Vec<(&'static str, String)>;
 
 static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
+static PRECOMPILED: AtomicU64 = AtomicU64::new(0);
 
-/// Counts a plugin load's compile-cache outcome (process-wide).
+/// Counts a plugin load's compile-cache outcome, or a load of code
+/// precompiled into the binary (process-wide).
 pub fn note_load(event: &LoadEvent) {
     match event {
         LoadEvent::CacheHit => CACHE_HITS.fetch_add(1, Ordering::Relaxed),
         LoadEvent::Compiling { .. } => CACHE_MISSES.fetch_add(1, Ordering::Relaxed),
+        LoadEvent::Precompiled => PRECOMPILED.fetch_add(1, Ordering::Relaxed),
         _ => 0,
     };
 }
@@ -66,6 +70,7 @@ pub struct Metrics {
     records: Family<Labels, Gauge>,
     cache_hits: Counter,
     cache_misses: Counter,
+    precompiled: Counter,
     journal_entries: Counter,
 }
 
@@ -94,6 +99,7 @@ impl Metrics {
             records: Family::default(),
             cache_hits: Counter::default(),
             cache_misses: Counter::default(),
+            precompiled: Counter::default(),
             journal_entries: Counter::default(),
         };
         {
@@ -142,6 +148,11 @@ impl Metrics {
                 "toolhost_compile_cache_misses",
                 "Plugin loads that compiled the component",
                 m.cache_misses.clone(),
+            );
+            r.register(
+                "toolhost_precompiled_loads",
+                "Plugin loads of code compiled into the binary at build time (no compile, no cache)",
+                m.precompiled.clone(),
             );
             r.register(
                 "toolhost_journal_entries",
@@ -210,6 +221,9 @@ impl Metrics {
         let misses = CACHE_MISSES.load(Ordering::Relaxed);
         self.cache_misses
             .inc_by(misses.saturating_sub(self.cache_misses.get()));
+        let precompiled = PRECOMPILED.load(Ordering::Relaxed);
+        self.precompiled
+            .inc_by(precompiled.saturating_sub(self.precompiled.get()));
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         // Writing to a String cannot fail.

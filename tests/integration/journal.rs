@@ -618,7 +618,11 @@ fn metrics_endpoint_counts_the_calls_made() {
     );
     let hits = sample(&s, "toolhost_compile_cache_hits_total", &[]).unwrap();
     let misses = sample(&s, "toolhost_compile_cache_misses_total", &[]).unwrap();
-    assert!(hits + misses >= 1.0, "the reference plugin was loaded once");
+    let precompiled = sample(&s, "toolhost_precompiled_loads_total", &[]).unwrap();
+    assert!(
+        hits + misses + precompiled >= 1.0,
+        "the reference plugin was loaded once"
+    );
     let histogram = s
         .samples
         .iter()
