@@ -174,6 +174,7 @@ pub(crate) fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
             .max_output_bytes
             .unwrap_or(tool_output)
             .min(HARD_MAX_OUTPUT_BYTES),
+        spill_output_bytes: 0,
         max_log_bytes: d.max_log_bytes,
     }
 }

@@ -51,8 +51,12 @@
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
 //! - [`descriptor`]: tool descriptors as plain Rust,
-//! - `text`: small helpers for message text.
+//! - `text`: small helpers for message text,
+//! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
+//! - [`artifact`]: results too large to return, kept for the token that
+//!   made them, and the host's `artifact_view` tool that reads them back.
 
+pub mod artifact;
 pub mod budget;
 pub mod call;
 pub mod canonical;
@@ -61,6 +65,7 @@ pub mod catalog;
 pub mod cost;
 pub mod delegation;
 pub mod descriptor;
+pub mod discovery;
 pub mod effects;
 pub mod exec;
 pub mod idempotency;

@@ -94,6 +94,14 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    /// Where results over their output limit are kept for the token that
+    /// made them, read back with `artifact_view` (default: `artifacts`
+    /// beside the root key file, ~/.local/share/toolhost/artifacts).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_ARTIFACT_DIR", global = true)]
+    artifact_dir: Option<PathBuf>,
+    /// How long a spilled result is kept: `30m`, `2h`, … (default 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1h", global = true, value_parser = humantime::parse_duration)]
+    artifact_retention: std::time::Duration,
     /// Where calls take the resource locks that keep conflicting calls of
     /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
     #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
@@ -610,11 +618,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_artifacts(artifacts(&cli.plugins)?);
             call(&host, &cli.plugins, args, false)
         }
         Command::Batch(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_artifacts(artifacts(&cli.plugins)?);
             batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
@@ -692,6 +704,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 trust: Some(policy),
             };
             let records = records(&cli.plugins)?;
+            args.artifacts = Some(artifacts(&cli.plugins)?);
             toolhost::mcp::run(
                 sandbox,
                 plugins,
@@ -964,6 +977,24 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )
+}
+
+/// The artifact store: `--artifact-dir`, by default `artifacts` beside the
+/// root key, keeping results for `--artifact-retention`.
+fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifacts>> {
+    let beside_key = p
+        .key_file
+        .as_deref()
+        .and_then(|k| k.parent())
+        .filter(|d| !d.as_os_str().is_empty());
+    let dir = match (&p.artifact_dir, beside_key) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d.join("artifacts"),
+        (None, None) => default_state_dir()?.join("artifacts"),
+    };
+    let store = toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
+        .with_context(|| format!("opening the artifact store {}", dir.display()))?;
+    Ok(std::sync::Arc::new(store))
 }
 
 /// Where calls take their resource locks: the lock directory (without one,

@@ -57,6 +57,9 @@ pub struct Host {
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
+    /// Where outputs over their limit are spilled ([`crate::artifact`]);
+    /// without it such an output is `output_too_large`.
+    artifacts: Option<Arc<crate::artifact::Artifacts>>,
 }
 
 impl Host {
@@ -71,7 +74,21 @@ impl Host {
             records: None,
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
+            artifacts: None,
         }
+    }
+
+    /// Spills outputs over their call's limit to `artifacts` instead of
+    /// failing them: the call is `ok` with a head and tail and a follow-up
+    /// `artifact_view` call ([`crate::artifact`]).
+    pub fn with_artifacts(mut self, artifacts: Arc<crate::artifact::Artifacts>) -> Host {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
+    /// The artifact store, when outputs spill.
+    pub fn artifacts(&self) -> Option<&crate::artifact::Artifacts> {
+        self.artifacts.as_deref()
     }
 
     /// Takes resource locks with `locks` instead of the process default
@@ -337,6 +354,9 @@ impl Host {
             }
         }
         let mut limits = limits_for(t, opts);
+        if self.artifacts.is_some() {
+            limits.spill_output_bytes = HARD_MAX_OUTPUT_BYTES;
+        }
         if let Some(cap) = scope.capability {
             limits.fuel = cap.fuel(limits.fuel);
             limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
@@ -410,7 +430,12 @@ impl Host {
                 hidden.extend(found.into_iter().map(|r| note(r, "")));
             }
         }
+        let mut over_limit = None;
         let obs = match outcome.result {
+            Ok(Ok(out)) if out.json.len() > limits.max_output_bytes => {
+                over_limit = Some(out.json.len());
+                self.normalize_output(p, &out.json, None)
+            }
             Ok(Ok(out)) => self.normalize_output(p, &out.json, out.text.as_deref()),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
@@ -448,9 +473,45 @@ impl Host {
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
         let obs = self.with_sources(obs, p, &outcome.net_requested);
+        let obs = match over_limit {
+            Some(bytes) => self.spill(p, obs, bytes),
+            None => obs,
+        };
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
+        }
+    }
+
+    /// An `ok` observation whose output was over the call's limit, spilled
+    /// to an artifact owned by the call's token; `output_too_large` when
+    /// the host keeps no artifacts or the store fails.
+    fn spill(&self, p: &Prepared<'_>, obs: Observation, bytes: usize) -> Observation {
+        if !obs.is_ok() {
+            return obs;
+        }
+        let (tool, level) = (&p.tool.descriptor.name, p.tool.descriptor.side_effect);
+        let too_large = |why: String| {
+            let info = failure_error(&Failure::OutputTooLarge { bytes }, &p.limits);
+            let info = ErrorInfo {
+                message: format!("{} ({why})", info.message),
+                ..info
+            };
+            Observation::failure(&p.call_id, tool, level, info)
+                .with_usage(obs.usage)
+                .with_logs(obs.logs.clone())
+        };
+        let Some(store) = &self.artifacts else {
+            return too_large("this host keeps no artifacts".into());
+        };
+        let content = match obs.output.as_ref().map(serde_json::to_string) {
+            Some(Ok(c)) => c,
+            _ => return too_large("the output could not be serialized".into()),
+        };
+        let owner = p.capability.as_deref().unwrap_or(crate::artifact::NO_TOKEN);
+        match store.put(owner, tool, content.as_bytes(), &obs.provenance) {
+            Ok(id) => obs.spilled(&content, &id, crate::artifact::TOOL_NAME, p.text_bytes),
+            Err(e) => too_large(e.to_string()),
         }
     }
 
@@ -635,6 +696,36 @@ impl Host {
             cancel,
         } = call;
         let call_id = options.call_id.clone().unwrap_or_else(new_call_id);
+        // The host's own `find_tools` over what this session may see (a
+        // plugin's tool of that name shadows it).
+        if tool == crate::discovery::TOOL_NAME && self.catalog().get(tool).is_none() {
+            if let Err(info) = session.check_live(self.budgets()) {
+                return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
+            }
+            let index =
+                crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
+            let text_bytes = options.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+            return crate::discovery::find_tools(&index, args, &call_id, text_bytes);
+        }
+        // The host's own `artifact_view` (a plugin's tool of that name
+        // shadows it): no plugin runs, so no budget is charged, but the
+        // token must be live and own the artifact.
+        if let (true, Some(store)) = (
+            tool == crate::artifact::TOOL_NAME && self.catalog().get(tool).is_none(),
+            &self.artifacts,
+        ) {
+            if let Err(info) = session.check_live(self.budgets()) {
+                return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
+            }
+            let text_bytes = options.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+            return crate::artifact::view(
+                store,
+                &session.grant().binding_hex(),
+                args,
+                &call_id,
+                text_bytes,
+            );
+        }
         let mut opts = CallOptions {
             call_id: Some(call_id.clone()),
             ..options.clone()

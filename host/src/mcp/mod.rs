@@ -102,6 +102,11 @@ pub const LIST_TTL_MS: u64 = 10_000;
 /// `toolhost serve` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
+    /// Where results over their output limit are kept
+    /// ([`crate::artifact`]); the binary always gives one. Without it such
+    /// a result is `output_too_large`.
+    #[arg(skip)]
+    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC).
     #[arg(long, conflicts_with = "http", required_unless_present = "http")]
     pub stdio: bool,
@@ -158,6 +163,11 @@ pub struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
+    /// Lazy discovery: a session's tools/list starts with `find_tools`
+    /// alone; the tools it finds join that session's list, announced with
+    /// notifications/tools/list_changed.
+    #[arg(long)]
+    pub lazy_tools: bool,
     /// How often the plugin directory is polled, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
@@ -411,8 +421,12 @@ pub(crate) struct State {
     pub changed: broadcast::Sender<()>,
     pub defaults: CallOptions,
     pub page_size: usize,
+    /// `--lazy-tools`: sessions list `find_tools` and what it found.
+    pub lazy: bool,
     /// The idempotency record store every generation's host uses.
     pub records: Option<Records>,
+    /// The artifact store every generation's host spills to.
+    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// What `delegate` results say about reaching this host.
     pub client: crate::delegation::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
@@ -455,7 +469,12 @@ impl State {
     }
 }
 
-fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Generation {
+fn load(
+    sandbox: &Sandbox,
+    plugins: &Plugins,
+    records: Option<&Records>,
+    artifacts: Option<&Arc<crate::artifact::Artifacts>>,
+) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
         None => None,
@@ -484,7 +503,10 @@ fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Gene
             None => log!("toolhost: warning: {problem}"),
         }
     }
-    let host = Host::new(sandbox.clone(), catalog);
+    let mut host = Host::new(sandbox.clone(), catalog);
+    if let Some(a) = artifacts {
+        host = host.with_artifacts(a.clone());
+    }
     Generation::new(match records {
         Some(r) => host.with_records(r.clone()),
         None => host,
@@ -560,7 +582,12 @@ pub fn serve(
             bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
         }
     }
-    let first = load(&sandbox, &plugins, records.as_ref());
+    let first = load(
+        &sandbox,
+        &plugins,
+        records.as_ref(),
+        args.artifacts.as_ref(),
+    );
     // A plugin named on the command line that does not load stops the
     // server at start (on a later reload it is only logged).
     let named: Vec<String> = plugins
@@ -580,6 +607,7 @@ pub fn serve(
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
         records,
+        artifacts: args.artifacts.clone(),
         client: args.client.clone(),
         http_url: std::sync::OnceLock::new(),
         changed: broadcast::channel(16).0,
@@ -592,6 +620,7 @@ pub fn serve(
             ..CallOptions::default()
         },
         page_size: args.page_size.max(1),
+        lazy: args.lazy_tools,
         running: tokio::sync::Semaphore::new(call_slots()),
     });
     if let Some(dir) = plugins.dir.clone() {

@@ -61,7 +61,12 @@ pub(super) fn spawn(
                     continue;
                 }
                 log!("toolhost: {} changed; reloading the plugins", dir.display());
-                let next = load(&sandbox, &plugins, state.records.as_ref());
+                let next = load(
+                    &sandbox,
+                    &plugins,
+                    state.records.as_ref(),
+                    state.artifacts.as_ref(),
+                );
                 let count = next.tools.len();
                 if state.install(next) {
                     log!("toolhost: {count} tools now; notifying clients");
