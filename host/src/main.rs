@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use toolhost::capability::{Caveat, RootKey, Token, TokenId};
 use toolhost::catalog::{self, Catalog, Source};
@@ -44,7 +44,11 @@ use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
+mod config;
+mod log_cmd;
 mod plugin_cmd;
+mod render;
+mod serve_failure;
 
 #[derive(Parser)]
 #[command(
@@ -61,6 +65,10 @@ struct Cli {
 
 #[derive(Args)]
 struct PluginArgs {
+    /// Settings file (default: toolhost.toml in the workspace, when it
+    /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
+    config: Option<PathBuf>,
     /// Load this component (repeatable).
     #[arg(long = "plugin", value_name = "FILE", global = true)]
     plugins: Vec<PathBuf>,
@@ -108,6 +116,8 @@ struct PluginArgs {
     lock_dir: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
+    #[command(flatten)]
+    journal: log_cmd::JournalArgs,
 }
 
 /// The trust policy for third-party plugins.
@@ -362,7 +372,8 @@ enum Command {
         #[arg(long, env = "TOOLHOST_TOKEN")]
         token: Option<String>,
     },
-    /// Call a tool and print the observation as JSON.
+    /// Call a tool and print the observation: its status and model-facing
+    /// text on a terminal, JSON when piped or with --json.
     Call(CallArgs),
     /// Run a batch of calls (a JSON array of {"call_id", "tool",
     /// "arguments", "idempotency_key"?}) and print one result envelope.
@@ -394,6 +405,16 @@ enum Command {
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
+    /// The call journal: one entry per call, newest last.
+    Log(log_cmd::LogArgs),
+    /// Per-tool figures from the journal: first-try validity, malformed
+    /// rate, errors, latency, and constrained decoding's break-even.
+    Stats(log_cmd::StatsArgs),
+    /// Delete journal entries past the retention.
+    Prune(log_cmd::PruneArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell): e.g. `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
+    Completions { shell: clap_complete::Shell },
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -448,7 +469,11 @@ struct CallArgs {
     call_id: Option<String>,
     #[command(flatten)]
     keys: KeyArgs,
-    /// Pretty-print the observation.
+    /// Print the observation as JSON (the default when stdout is not a
+    /// terminal; a terminal gets the status and the model-facing text).
+    #[arg(long)]
+    json: bool,
+    /// Print the observation as indented JSON.
     #[arg(long)]
     pretty: bool,
 }
@@ -513,8 +538,23 @@ struct BatchArgs {
     pretty: bool,
 }
 
+/// The host's own logs (the server's, the journal writer's) go to stderr
+/// through `tracing`, filtered by `RUST_LOG` (default: toolhost's own at
+/// `info`, its dependencies' at `warn`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolhost=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    init_logging();
+    match run(config::parse::<Cli>()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("toolhost: {e:#}");
@@ -547,13 +587,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         ..SandboxConfig::default()
     };
-    if let Command::Cap(cmd) = &cli.command {
-        return cap(cmd, &cli.plugins);
+    let p = &cli.plugins;
+    match cli.command {
+        Command::Cap(cmd) => return cap(&cmd, p),
+        Command::Log(a) => return log_cmd::log(open_store(p)?, a),
+        Command::Stats(a) => return log_cmd::stats(open_store(p)?, a),
+        Command::Prune(a) => return log_cmd::prune(open_store(p)?, &p.journal, a),
+        _ => {}
+    }
+    if let Command::Completions { shell } = cli.command {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "toolhost", &mut out);
+        emit(String::from_utf8_lossy(&out).trim_end())?;
+        return Ok(ExitCode::SUCCESS);
     }
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
-        Command::Cap(_) => unreachable!("handled above"),
+        Command::Cap(_)
+        | Command::Log(_)
+        | Command::Stats(_)
+        | Command::Prune(_)
+        | Command::Completions { .. } => unreachable!("handled above"),
         Command::Plugin(cmd) => plugin_cmd::run(
             cmd,
             &plugin_cmd::Ctx {
@@ -620,17 +675,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => {
             let host = load(sandbox, &cli.plugins)?
                 .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?)
                 .with_artifacts(artifacts(&cli.plugins)?);
             call(&host, &cli.plugins, args, false)
         }
         Command::Batch(args) => {
             let host = load(sandbox, &cli.plugins)?
                 .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?)
                 .with_artifacts(artifacts(&cli.plugins)?);
             batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             call(&host, &cli.plugins, args, true)
         }
         Command::Settle {
@@ -690,31 +749,52 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(mut args) => {
-            args.client = client_config(&cli.plugins, &args.workspace);
-            let policy = cli.plugins.trust_policy();
-            // A lock or signers file that cannot be read stops the server
-            // before it starts (a later reload that fails refuses the
-            // third-party plugins instead).
-            policy.prepare().context("trust policy")?;
-            let plugins = toolhost::mcp::Plugins {
-                builtin: !cli.plugins.no_builtin,
-                dir: cli.plugins.plugins_dir.clone(),
-                files: cli.plugins.plugins.clone(),
-                trust: Some(policy),
-            };
-            let records = records(&cli.plugins)?;
-            args.artifacts = Some(artifacts(&cli.plugins)?);
-            toolhost::mcp::run(
-                sandbox,
-                plugins,
-                args,
-                root_key(&cli.plugins).ok(),
-                Some(records),
-            )?;
-            Ok(ExitCode::SUCCESS)
+        Command::Serve(args) => {
+            let stdio = args.http.is_none();
+            match serve(sandbox, &cli.plugins, args) {
+                Err(e) if !toolhost::mcp::started() => {
+                    let reason = format!("{e:#}");
+                    eprintln!("toolhost serve: not started: {reason}");
+                    if stdio {
+                        serve_failure::tell_stdio_client(&reason);
+                    }
+                    Ok(ExitCode::from(2))
+                }
+                other => other,
+            }
         }
     }
+}
+
+/// `toolhost serve`.
+fn serve(sandbox: Sandbox, p: &PluginArgs, mut args: toolhost::mcp::ServeArgs) -> Result<ExitCode> {
+    args.client = client_config(p, &args.workspace);
+    let policy = p.trust_policy();
+    // A lock or signers file that cannot be read stops the server before it
+    // starts (a later reload that fails refuses the third-party plugins
+    // instead).
+    policy.prepare().context("trust policy")?;
+    let plugins = toolhost::mcp::Plugins {
+        builtin: !p.no_builtin,
+        dir: p.plugins_dir.clone(),
+        files: p.plugins.clone(),
+        trust: Some(policy),
+    };
+    let records = records(p)?;
+    args.artifacts = Some(artifacts(p)?);
+    let metrics = args
+        .http
+        .is_some()
+        .then(|| std::sync::Arc::new(toolhost::metrics::Metrics::new()));
+    toolhost::mcp::run(
+        sandbox,
+        plugins,
+        args,
+        root_key(p).ok(),
+        Some(records),
+        recorder(p, metrics)?,
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
@@ -733,12 +813,12 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
     let trust = p.trust_policy().prepare().context("trust policy")?;
     let catalog = Catalog::load_trusted(&sandbox, &sources(p)?, Some(&trust), &show_progress);
     for problem in catalog.warnings() {
-        eprintln!("toolhost: warning: {problem}");
+        tracing::warn!("{problem}");
     }
     for problem in catalog.problems() {
         match &problem.code {
-            Some(_) => eprintln!("toolhost: refused: {problem}"),
-            None => eprintln!("toolhost: warning: {problem}"),
+            Some(_) => tracing::warn!("refused: {problem}"),
+            None => tracing::warn!("{problem}"),
         }
     }
     // A plugin named on the command line that did not load is an error,
@@ -756,18 +836,15 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
 
 fn show_progress(plugin: &str, event: LoadEvent) {
     match event {
-        LoadEvent::Compiling { bytes } => eprintln!(
-            "toolhost: compiling {plugin} ({:.1} MB); the result is cached for the next start",
+        LoadEvent::Compiling { bytes } => tracing::info!(
+            "compiling {plugin} ({:.1} MB); the result is cached for the next start",
             bytes as f64 / 1e6
         ),
         LoadEvent::Compiled { elapsed } => {
-            eprintln!(
-                "toolhost: compiled {plugin} in {:.2} s",
-                elapsed.as_secs_f64()
-            )
+            tracing::info!("compiled {plugin} in {:.2} s", elapsed.as_secs_f64())
         }
         LoadEvent::CacheCorrupt => {
-            eprintln!("toolhost: discarded a damaged cache entry for {plugin}; recompiling")
+            tracing::warn!("discarded a damaged cache entry for {plugin}; recompiling")
         }
         LoadEvent::CacheHit => {}
     }
@@ -968,6 +1045,15 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
     Ok(store)
 }
 
+/// The journal (on a connection of its own to the record store), the
+/// circuit breaker and, for a server, its metrics.
+fn recorder(
+    p: &PluginArgs,
+    metrics: Option<std::sync::Arc<toolhost::metrics::Metrics>>,
+) -> Result<toolhost::record::Recorder> {
+    log_cmd::recorder(&p.journal, || open_store(p), metrics)
+}
+
 /// The record store and the key that derives idempotency keys.
 fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
     let key = root_key(p)?;
@@ -1119,12 +1205,8 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
             ..Call::new(&a.tool, &args, &opts)
         },
     );
-    let text = if a.pretty || std::io::stdout().is_terminal() {
-        serde_json::to_string_pretty(&obs)?
-    } else {
-        serde_json::to_string(&obs)?
-    };
-    emit(text)?;
+    let format = render::Format::choose(a.json, a.pretty, std::io::stdout().is_terminal());
+    emit(render::observation(&serde_json::to_value(&obs)?, format))?;
     Ok(ExitCode::from(match obs.status {
         Status::Ok => 0,
         Status::Error => 1,

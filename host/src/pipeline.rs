@@ -60,6 +60,8 @@ pub struct Host {
     /// Where outputs over their limit are spilled ([`crate::artifact`]);
     /// without it such an output is `output_too_large`.
     artifacts: Option<Arc<crate::artifact::Artifacts>>,
+    /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
+    recorder: crate::record::Recorder,
 }
 
 impl Host {
@@ -75,6 +77,7 @@ impl Host {
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
             artifacts: None,
+            recorder: crate::record::Recorder::default(),
         }
     }
 
@@ -89,6 +92,17 @@ impl Host {
     /// The artifact store, when outputs spill.
     pub fn artifacts(&self) -> Option<&crate::artifact::Artifacts> {
         self.artifacts.as_deref()
+    }
+
+    /// Journals, breaks and counts calls with `recorder` ([`crate::record`]).
+    pub fn with_recorder(mut self, recorder: crate::record::Recorder) -> Host {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The journal, breaker and metrics of this host.
+    pub fn recorder(&self) -> &crate::record::Recorder {
+        &self.recorder
     }
 
     /// Takes resource locks with `locks` instead of the process default
@@ -153,6 +167,26 @@ impl Host {
     /// running instance at its next epoch tick. A side-effecting call
     /// stopped that way is reported `unknown` (it may have acted).
     pub fn call_cancellable(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts,
+            chain: &[],
+        };
+        self.recorded(&caller, || {
+            self.call_unrecorded(tool, args, scope, opts, cancel)
+        })
+    }
+
+    /// Steps 1–7 of one call, without step 8 ([`crate::record`]).
+    pub(crate) fn call_unrecorded(
         &self,
         tool: &str,
         args: &str,
@@ -696,40 +730,83 @@ impl Host {
             cancel,
         } = call;
         let call_id = options.call_id.clone().unwrap_or_else(new_call_id);
-        // The host's own `find_tools` over what this session may see (a
-        // plugin's tool of that name shadows it).
-        if tool == crate::discovery::TOOL_NAME && self.catalog().get(tool).is_none() {
-            if let Err(info) = session.check_live(self.budgets()) {
-                return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
-            }
-            let index =
-                crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
-            let text_bytes = options.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
-            return crate::discovery::find_tools(&index, args, &call_id, text_bytes);
+        let opts = CallOptions {
+            call_id: Some(call_id.clone()),
+            ..options.clone()
+        };
+        // Step 8 around every call that runs (a plan is not journaled).
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts: &opts,
+            chain: session.chain_ids(),
+        };
+        match mode {
+            Mode::Run => self.recorded(&caller, || {
+                self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel)
+            }),
+            Mode::Plan => self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel),
         }
-        // The host's own `artifact_view` (a plugin's tool of that name
-        // shadows it): no plugin runs, so no budget is charged, but the
-        // token must be live and own the artifact.
-        if let (true, Some(store)) = (
-            tool == crate::artifact::TOOL_NAME && self.catalog().get(tool).is_none(),
-            &self.artifacts,
-        ) {
-            if let Err(info) = session.check_live(self.budgets()) {
-                return Observation::failure(&call_id, tool, SideEffect::ReadOnly, *info);
-            }
-            let text_bytes = options.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
-            return crate::artifact::view(
+    }
+
+    /// The host's own tools, when `tool` names one and no plugin tool of
+    /// that name shadows it: `find_tools` over what this session may see
+    /// ([`crate::discovery`]) and `artifact_view` of this token's spilled
+    /// results ([`crate::artifact`]). No plugin runs, so no budget is
+    /// charged, but the token must be live. `None`: a catalog tool.
+    fn host_tool(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Option<Observation> {
+        let call_id = opts.call_id.clone().unwrap_or_default();
+        let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+        let artifacts = match tool {
+            _ if self.catalog().get(tool).is_some() => return None,
+            crate::discovery::TOOL_NAME => None,
+            crate::artifact::TOOL_NAME => Some(self.artifacts.as_deref()?),
+            _ => return None,
+        };
+        if let Err(info) = session.check_live(self.budgets()) {
+            return Some(Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                *info,
+            ));
+        }
+        Some(match artifacts {
+            Some(store) => crate::artifact::view(
                 store,
                 &session.grant().binding_hex(),
                 args,
                 &call_id,
                 text_bytes,
-            );
+            ),
+            None => {
+                let index =
+                    crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
+                crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+            }
+        })
+    }
+
+    /// [`run`](Self::run) without step 8: the gates, then steps 1–7.
+    fn run_unrecorded(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        mut opts: CallOptions,
+        mode: Mode,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let call_id = opts.call_id.clone().unwrap_or_default();
+        if let Some(obs) = self.host_tool(session, tool, args, &opts) {
+            return obs;
         }
-        let mut opts = CallOptions {
-            call_id: Some(call_id.clone()),
-            ..options.clone()
-        };
         let admission = match session.admit(
             self.budgets(),
             self.catalog(),
@@ -752,7 +829,7 @@ impl Host {
         }
         let scope = session.scope();
         let obs = match mode {
-            Mode::Run => self.call_cancellable(tool, args, &scope, &opts, cancel),
+            Mode::Run => self.call_unrecorded(tool, args, &scope, &opts, cancel),
             Mode::Plan => self.plan(tool, args, &scope, &opts),
         };
         session.settle_fuel(self.budgets(), admission, &obs);

@@ -33,9 +33,9 @@
 //!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
 //!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
 //!   a `logLevel` of `info` or lower.
-//! - The plugin directory is polled (every `--watch-ms`, default 1 s); a
-//!   changed set of `*.wasm` files (added, removed, replaced) reloads the
-//!   catalog and sends `notifications/tools/list_changed` to every session
+//! - The plugin directory is watched (OS notifications, or polling every
+//!   `--watch-ms` where there are none; see `watch.rs`); a changed set
+//!   of `*.wasm` files (added, removed, replaced) reloads the catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
 //! Bounds: over HTTP, sessions are capped in total (`--max-sessions`) and
@@ -57,10 +57,18 @@
 //! (or 401 with `--require-token`).
 
 /// A line on stderr; a closed stderr is ignored rather than fatal.
+/// The server's own log lines go through `tracing` (filtered by
+/// `RUST_LOG`; the binary installs the subscriber): `log!` at info,
+/// `warn!` for problems.
 macro_rules! log {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        tracing::info!($($arg)*);
+    }};
+}
+
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        tracing::warn!($($arg)*);
     }};
 }
 
@@ -168,7 +176,9 @@ pub struct ServeArgs {
     /// notifications/tools/list_changed.
     #[arg(long)]
     pub lazy_tools: bool,
-    /// How often the plugin directory is polled, in milliseconds.
+    /// How long the plugin directory must stay quiet after a change before
+    /// the catalog is reloaded (and the polling period where the OS gives
+    /// no change notifications), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
@@ -427,6 +437,8 @@ pub(crate) struct State {
     pub records: Option<Records>,
     /// The artifact store every generation's host spills to.
     pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
+    /// The journal, breaker and metrics every generation's host shares.
+    pub recorder: crate::record::Recorder,
     /// What `delegate` results say about reaching this host.
     pub client: crate::delegation::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
@@ -473,6 +485,7 @@ fn load(
     sandbox: &Sandbox,
     plugins: &Plugins,
     records: Option<&Records>,
+    recorder: &crate::record::Recorder,
     artifacts: Option<&Arc<crate::artifact::Artifacts>>,
 ) -> Generation {
     let mut sources = plugins.sources();
@@ -481,12 +494,13 @@ fn load(
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             // Nothing third-party is trusted without a readable policy.
-            log!("toolhost: trust policy: {e}; loading the built-in tools only");
+            warn!("toolhost: trust policy: {e}; loading the built-in tools only");
             sources.retain(|s| matches!(s, Source::Embedded { .. }));
             None
         }
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
+        crate::metrics::note_load(&event);
         if let LoadEvent::Compiling { bytes } = event {
             log!(
                 "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
@@ -495,15 +509,15 @@ fn load(
         }
     });
     for problem in catalog.warnings() {
-        log!("toolhost: warning: {problem}");
+        warn!("toolhost: warning: {problem}");
     }
     for problem in catalog.problems() {
         match &problem.code {
-            Some(_) => log!("toolhost: refused: {problem}"),
-            None => log!("toolhost: warning: {problem}"),
+            Some(_) => warn!("toolhost: refused: {problem}"),
+            None => warn!("toolhost: warning: {problem}"),
         }
     }
-    let mut host = Host::new(sandbox.clone(), catalog);
+    let mut host = Host::new(sandbox.clone(), catalog).with_recorder(recorder.clone());
     if let Some(a) = artifacts {
         host = host.with_artifacts(a.clone());
     }
@@ -525,6 +539,7 @@ pub fn run(
     args: ServeArgs,
     root_key: Option<RootKey>,
     records: Option<Records>,
+    recorder: crate::record::Recorder,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
@@ -566,7 +581,15 @@ pub fn run(
         args.workspace.clone(),
         (!args.require_token).then_some(scope),
     ));
-    serve(sandbox, plugins, args, policy, records)
+    serve(sandbox, plugins, args, policy, records, recorder)
+}
+
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`serve`] got past its start (the catalog loaded, the runtime
+/// running): an error after that is not a failure to start.
+pub fn started() -> bool {
+    SERVING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// [`run`] with a custom [`SessionPolicy`].
@@ -576,6 +599,7 @@ pub fn serve(
     args: ServeArgs,
     policy: Arc<dyn SessionPolicy>,
     records: Option<Records>,
+    recorder: crate::record::Recorder,
 ) -> Result<()> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && !args.allow_remote {
@@ -586,6 +610,7 @@ pub fn serve(
         &sandbox,
         &plugins,
         records.as_ref(),
+        &recorder,
         args.artifacts.as_ref(),
     );
     // A plugin named on the command line that does not load stops the
@@ -608,6 +633,7 @@ pub fn serve(
         current: RwLock::new(Arc::new(first)),
         records,
         artifacts: args.artifacts.clone(),
+        recorder,
         client: args.client.clone(),
         http_url: std::sync::OnceLock::new(),
         changed: broadcast::channel(16).0,
@@ -644,6 +670,7 @@ pub fn serve(
     .thread_name("toolhost-mcp")
     .build()
     .context("starting the async runtime")?;
+    SERVING.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {

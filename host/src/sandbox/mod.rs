@@ -345,6 +345,8 @@ struct State {
     stderr: Capture,
     deadline: Instant,
     cancel: Option<CancelToken>,
+    /// Keeps the epoch ticking while this store exists.
+    _ticking: Ticking,
 }
 
 impl WasiHttpView for State {
@@ -525,11 +527,42 @@ impl Sandbox {
     }
 }
 
+/// Stores alive in this process. The epoch only matters while a guest
+/// runs (deadlines are set relative to the epoch when a store is made), so
+/// the ticker sleeps on [`STORES_CHANGED`] while there are none: an idle
+/// host (a `serve` waiting for requests) takes no CPU time for it.
+static STORES: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static STORES_CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// One live store, counted in [`STORES`].
+struct Ticking;
+
+impl Ticking {
+    fn start() -> Ticking {
+        *STORES.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        STORES_CHANGED.notify_all();
+        Ticking
+    }
+}
+
+impl Drop for Ticking {
+    fn drop(&mut self) {
+        let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+    }
+}
+
 fn start_epoch_ticker(engine: &Engine) {
     let weak = engine.weak();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || loop {
+            {
+                let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
+                while *n == 0 {
+                    n = STORES_CHANGED.wait(n).unwrap_or_else(|e| e.into_inner());
+                }
+            }
             std::thread::sleep(EPOCH_TICK);
             match weak.upgrade() {
                 Some(engine) => engine.increment_epoch(),
@@ -655,6 +688,7 @@ impl Plugin {
             stderr,
             deadline,
             cancel: cancel.cloned(),
+            _ticking: Ticking::start(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -953,6 +987,7 @@ impl Plugin {
             stderr: Capture::new(0),
             deadline: Instant::now() + Duration::from_secs(3600),
             cancel: None,
+            _ticking: Ticking::start(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

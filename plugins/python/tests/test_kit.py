@@ -107,6 +107,8 @@ class SchemaTest(unittest.TestCase):
             ["bad", "invalid_arguments", "internal_error", "invalid_path", "not_found", "permission_denied", "io_error"],
         )
         self.assertEqual(s.output_schema["properties"], {"n": {"type": "integer"}})
+        # A TypedDict output is closed, as docs/python.md says.
+        self.assertIs(s.output_schema["additionalProperties"], False)
 
     def test_a_dataclass_argument(self):
         @dataclasses.dataclass
