@@ -140,7 +140,9 @@ impl Prepared<'_> {
     pub(crate) fn request<'p>(&'p self, key: Option<&'p str>) -> CallRequest<'p> {
         let p = self;
         CallRequest {
-            tool: &p.tool.descriptor.name,
+            // The plugin is called with the name it declared, not the
+            // namespaced one ([`crate::toolname`]).
+            tool: &p.tool.guest_name,
             args_json: &p.args,
             call_id: &p.call_id,
             workspace_root: GUEST_ROOT,

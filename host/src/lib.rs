@@ -57,7 +57,9 @@
 //! - `text`: small helpers for message text,
 //! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
 //! - [`artifact`]: results too large to return, kept for the token that
-//!   made them, and the host's `artifact_view` tool that reads them back.
+//!   made them, and the host's `artifact_view` tool that reads them back,
+//! - [`toolname`]: the one grammar of tool names, namespaces (`fs.read`)
+//!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
 pub mod artifact;
 pub mod breaker;
@@ -92,4 +94,5 @@ pub mod sandbox;
 pub mod schema;
 pub mod session;
 pub(crate) mod text;
+pub mod toolname;
 pub mod trust;

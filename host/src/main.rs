@@ -69,9 +69,10 @@ struct PluginArgs {
     /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
     config: Option<PathBuf>,
-    /// Load this component (repeatable).
-    #[arg(long = "plugin", value_name = "FILE", global = true)]
-    plugins: Vec<PathBuf>,
+    /// Load this component (repeatable); `NS=FILE` loads its tools under
+    /// the namespace NS, named `NS.tool`.
+    #[arg(long = "plugin", value_name = "[NS=]FILE", global = true)]
+    plugins: Vec<toolhost::toolname::PluginSpec>,
     /// Load every *.wasm in this directory.
     #[arg(long, value_name = "DIR", env = "TOOLHOST_PLUGINS_DIR", global = true)]
     plugins_dir: Option<PathBuf>,
@@ -805,7 +806,7 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
     if let Some(dir) = &p.plugins_dir {
         sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);
     }
-    sources.extend(p.plugins.iter().cloned().map(Source::File));
+    sources.extend(p.plugins.iter().cloned().map(Source::from));
     Ok(sources)
 }
 
@@ -823,7 +824,11 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
     }
     // A plugin named on the command line that did not load is an error,
     // not a warning followed by `unknown_tool` later.
-    let named: Vec<String> = p.plugins.iter().map(|f| f.display().to_string()).collect();
+    let named: Vec<String> = p
+        .plugins
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
     if let Some(problem) = catalog
         .problems()
         .iter()
@@ -917,7 +922,11 @@ fn client_config(
     let mut args: Vec<String> = Vec::new();
     let mut notes: Vec<&str> = Vec::new();
     for plugin in &p.plugins {
-        args.extend(["--plugin".into(), abs(plugin)]);
+        let spec = toolhost::toolname::PluginSpec {
+            namespace: plugin.namespace.clone(),
+            path: abs(&plugin.path).into(),
+        };
+        args.extend(["--plugin".into(), spec.to_string()]);
     }
     if let Some(dir) = &p.plugins_dir {
         args.extend(["--plugins-dir".into(), abs(dir)]);

@@ -28,6 +28,7 @@ mod lint;
 mod mcp;
 mod mcp_limits;
 mod model_text;
+mod namespaces;
 mod network;
 mod plans;
 mod provenance;

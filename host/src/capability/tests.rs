@@ -993,6 +993,19 @@ fn tool_patterns() {
     assert!(p("file_*").covers(&p("file_view")));
     assert!(!p("file_view").covers(&p("file_*")));
     assert!(!p("file_*").covers(&p("*")));
+    // Namespaces (crate::toolname): the namespace is part of the name.
+    assert!(p("fs.*").matches("fs.file_view"));
+    assert!(!p("fs.*").matches("file_view"));
+    assert!(!p("file_*").matches("fs.file_view"));
+    assert!(p("fs.file_*").matches("fs.file_view"));
+    assert!(!p("fs.file_*").matches("fs.grep_search"));
+    assert!(p("fs.file_view").matches("fs.file_view"));
+    assert!(!p("fs.file_view").matches("file_view"));
+    assert!(p("fs.*").covers(&p("fs.file_*")));
+    assert!(p("fs.*").covers(&p("fs.file_view")));
+    assert!(!p("fs.*").covers(&p("fsx.*")));
+    assert!(!p("fs.*").covers(&p("*")));
+    assert!(!p("file_*").covers(&p("fs.file_*")));
     for bad in [
         "fs*",
         "file*view",
@@ -1002,6 +1015,17 @@ fn tool_patterns() {
         "",
         "a b",
         "file_**",
+        // Outside the one tool-name grammar.
+        "fs.a.b",
+        "fs.a.*",
+        "fs..*",
+        "fs._*",
+        ".*",
+        "_*",
+        "fs-x.*",
+        "file-view",
+        "fs.View",
+        "Fs.*",
     ] {
         assert!(ToolPattern::parse(bad).is_err(), "{bad}");
     }
@@ -1015,6 +1039,42 @@ fn tool_patterns() {
         d.message,
         "tool `shell_run` is not allowed by the token (tools: file_view, git_*)"
     );
+}
+
+/// A token for one namespace: `tool=ns.*` allows `ns.a` and refuses
+/// `other.a` and the plain `a`; a holder cannot attenuate it into anything
+/// wider, and can narrow it to one tool of the namespace.
+#[test]
+fn namespace_caveats_allow_their_namespace_and_attenuation_cannot_widen() {
+    let k = key(1);
+    let g = grant(&k, &["tool=ns.*"]);
+    assert!(g.allows_tool("ns.a") && g.check_tool("ns.b_c").is_ok());
+    for other in ["other.a", "a", "nsx.a", "ns_a"] {
+        let d = g.check_tool(other).unwrap_err();
+        assert_eq!(d.caveat, CaveatKind::Tool, "{other}");
+        assert!(d.message.contains("(tools: ns.*)"), "{}", d.message);
+    }
+    let parent = mint(&k, &["tool=ns.*"]);
+    for wider in [
+        "tool=*",
+        "tool=other.*",
+        "tool=other.a",
+        "tool=a",
+        "tool=ns.a,x.a",
+    ] {
+        let err = parent.attenuate(&cavs(&[wider])).unwrap_err();
+        assert_eq!(err.component(), Some(CaveatKind::Tool), "{wider}: {err}");
+        assert!(err.to_string().contains("parent token"), "{wider}: {err}");
+    }
+    let child = parent.attenuate(&cavs(&["tool=ns.a"])).unwrap();
+    let g = k.verify(&child, at(T0)).unwrap();
+    assert!(g.allows_tool("ns.a") && !g.allows_tool("ns.b"));
+    // Appended by hand, past attenuate's checks, a wider caveat only
+    // intersects: the folded grant is still `ns.*` at most.
+    let sneaky = raw_append(&parent, &["tool=*", "tool=other.a,ns.a"]);
+    let g = k.verify(&sneaky, at(T0)).unwrap();
+    assert!(g.allows_tool("ns.a"));
+    assert!(!g.allows_tool("other.a") && !g.allows_tool("ns.b"));
 }
 
 #[test]

@@ -213,8 +213,9 @@ pub struct Plugins {
     pub builtin: bool,
     /// Every `*.wasm` here (watched).
     pub dir: Option<PathBuf>,
-    /// Single component files.
-    pub files: Vec<PathBuf>,
+    /// Single component files, each maybe under a namespace
+    /// ([`crate::toolname`]).
+    pub files: Vec<crate::toolname::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
     pub trust: Option<crate::trust::policy::TrustPolicy>,
@@ -232,7 +233,7 @@ impl Plugins {
                 Err(e) => log!("toolhost: cannot read {}: {e}", dir.display()),
             }
         }
-        sources.extend(self.files.iter().cloned().map(Source::File));
+        sources.extend(self.files.iter().cloned().map(Source::from));
         sources
     }
 }
@@ -618,7 +619,7 @@ pub fn serve(
     let named: Vec<String> = plugins
         .files
         .iter()
-        .map(|f| f.display().to_string())
+        .map(|f| f.path.display().to_string())
         .collect();
     if let Some(p) = first
         .host
