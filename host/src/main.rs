@@ -202,7 +202,8 @@ struct KeyArgs {
 /// Caveats, as flags (each repeatable).
 #[derive(Args, Default)]
 struct CaveatArgs {
-    /// Tools the token may call: a name, `ns_*`, or `*`.
+    /// Tools the token may call: a name (`file_view`, `ns.view`), a prefix
+    /// ending in `_` or `.` then `*` (`file_*`, `ns.*`), or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
     /// Rights: read, write, net, secrets (implied by --read/--write/--net/--secrets
