@@ -257,3 +257,54 @@ fn stdio_lazy_session_finds_lists_and_calls_a_namespaced_tool() {
     assert_eq!(obs["tool"], "calc.echo_value", "{obs}");
     assert_eq!(obs["output"]["value"], 9, "{obs}");
 }
+
+/// A namespace changes names, not trust: a plugin the policy refuses is
+/// refused under its namespace too, and a call of `ns.tool` is answered
+/// with the refusal (not `unknown_tool`). The same name twice under one
+/// namespace is a load problem, not a shadowed tool.
+#[test]
+fn a_namespace_does_not_change_what_the_trust_policy_or_duplicates_refuse() {
+    use toolhost::catalog::Catalog;
+    use toolhost::trust::policy::TrustPolicy;
+    let policy = TrustPolicy {
+        require_lock: true,
+        ..TrustPolicy::default()
+    };
+    let trust = policy.prepare().unwrap();
+    let catalog = Catalog::load_trusted(
+        sandbox(),
+        &[Source::reference(), in_ns("calc", "tp_trivial")],
+        Some(&trust),
+        &|_, _| {},
+    );
+    assert!(catalog.get("file_view").is_some(), "built-ins are trusted");
+    assert!(catalog.get("calc.echo_value").is_none());
+    assert_eq!(
+        catalog
+            .refusal("calc.echo_value")
+            .and_then(|p| p.code.as_deref()),
+        Some("plugin_not_locked")
+    );
+    assert!(catalog.refusal("echo_value").is_none());
+
+    let catalog = Catalog::load(
+        sandbox(),
+        &[in_ns("calc", "tp_trivial"), in_ns("calc", "tp_trivial")],
+        &|_, _| {},
+    );
+    assert_eq!(catalog.tools().count(), 2, "the first load keeps its tools");
+    let dup: Vec<String> = catalog
+        .problems()
+        .iter()
+        .filter_map(|p| p.tool.clone())
+        .collect();
+    assert_eq!(dup, ["calc.echo_value", "calc.echo_value_idempotent"]);
+    assert!(
+        catalog
+            .problems()
+            .iter()
+            .all(|p| p.reason.contains("already loaded")),
+        "{:?}",
+        catalog.problems()
+    );
+}
