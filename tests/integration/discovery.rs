@@ -140,3 +140,73 @@ fn stdio_lazy_session_lists_find_tools_then_what_it_found() {
     assert_eq!(bad["error"]["code"], "invalid_arguments", "{bad}");
     assert_eq!(bad["error"]["field"], "/query", "{bad}");
 }
+
+/// `serve --lazy-tools` over HTTP: a 2025-11-25 session (`Mcp-Session-Id`)
+/// keeps what `find_tools` revealed, like a stdio session; a stateless
+/// 2026-07-28 request has no session to keep it in and lists `find_tools`
+/// alone (docs/mcp.md, "Lazy discovery"), while the token still decides
+/// what it may call.
+#[test]
+fn http_lazy_session_keeps_what_find_tools_found() {
+    use crate::mcp::{observation_of, stateless_as, HttpServer, Setup};
+    use serde_json::json;
+    let setup = Setup::new(&[]);
+    let server = HttpServer::start(&setup, &["--lazy-tools"]);
+    let names = |list: &Value| -> Vec<String> {
+        list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let init = server.post_json(
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    assert_eq!(init.status, 200, "{}", init.body);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = server.post_json(
+        &headers,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!(r.status == 202 || r.status == 200, "{}", r.body);
+    let request = |id: i64, method: &str, params: Value| {
+        let r = server.post_json(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.reply()
+    };
+    assert_eq!(names(&request(2, "tools/list", json!({}))), ["find_tools"]);
+    let found = observation_of(&request(
+        3,
+        "tools/call",
+        json!({"name": "find_tools", "arguments": {"query": "search the files for a regular expression"}}),
+    ));
+    let hits: Vec<&str> = found["output"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(hits.contains(&"grep_search"), "{found}");
+    let listed = names(&request(4, "tools/list", json!({})));
+    assert!(listed.iter().any(|n| n == "grep_search"), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "find_tools"), "{listed:?}");
+
+    // Stateless: no session, so nothing was revealed to this request.
+    let r = stateless_as(&server, None, 5, "tools/list", json!({}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(names(&r.reply()), ["find_tools"]);
+}
