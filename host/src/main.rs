@@ -1097,34 +1097,29 @@ fn grants_session(
     [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
     allow_secrets: bool,
 ) -> Result<Session> {
-    let token = match token {
-        Some(t) => t.to_string(),
-        None => {
-            let ws = Workspace::open(workspace)
-                .with_context(|| format!("opening workspace {}", workspace.display()))?;
-            let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
-            let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
-            toolhost::paths::Grants::new(&ws, &read, &write)
-                .context("checking --allow-read/--allow-write")?;
-            let net = allow_net
-                .iter()
-                .map(|o| toolhost::sandbox::normalize_origin(o))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
-            let flags = CaveatArgs {
-                tools: vec!["*".into()],
-                read: allow_read.clone(),
-                write: allow_write.clone(),
-                net,
-                secrets: allow_secrets,
-                ..CaveatArgs::default()
-            };
-            // The same flags give the same token: a plan and the call it
-            // approves (plans are bound to the token) can be two commands.
-            Token::mint_deterministic(&root_key(p)?, &flags.caveats(true)?)?.encode()
-        }
+    if let Some(token) = token {
+        return open_session(p, token, workspace.to_path_buf());
+    }
+    let ws = Workspace::open(workspace)
+        .with_context(|| format!("opening workspace {}", workspace.display()))?;
+    let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
+    let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
+    let net = allow_net
+        .iter()
+        .map(|o| toolhost::sandbox::normalize_origin(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
+    let net: Vec<&str> = net.iter().map(String::as_str).collect();
+    let allow = toolhost::session::Allow {
+        read: &read,
+        write: &write,
+        net: &net,
+        secrets: allow_secrets,
     };
-    open_session(p, &token, workspace.to_path_buf())
+    // Minted deterministically: a plan and the call it approves
+    // (plans are bound to the token) can be two commands.
+    Session::allowing(&root_key(p)?, ws, &allow)
+        .context("checking --allow-read/--allow-write/--allow-net")
 }
 
 fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
@@ -1351,7 +1346,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
             ..CallOptions::default()
         },
     };
-    let result = host.batch_in(&session, &items, &opts);
+    let result = host.batch(&session, &items, &opts);
     let text = if a.pretty || std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(&result)?
     } else {
