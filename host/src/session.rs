@@ -241,11 +241,7 @@ impl Session {
             }
             prefixes
                 .iter()
-                // The capability module spells the root "", paths spells it ".".
-                .map(|p| match p.as_str() {
-                    "" => ".".to_string(),
-                    s => s.to_string(),
-                })
+                .map(|p| p.as_str().to_string())
                 .filter(|p| workspace.root().join(p).is_dir())
                 .collect()
         };
@@ -262,8 +258,9 @@ impl Session {
         .flat_map(|(prefixes, _, kept)| {
             prefixes
                 .iter()
+                .filter(|p| !p.is_root())
                 .map(|p| p.as_str().to_string())
-                .filter(move |p| !p.is_empty() && !kept.contains(p))
+                .filter(move |p| !kept.contains(p))
         })
         .collect();
         // Write implies read only with the read right too.
