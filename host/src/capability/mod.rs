@@ -124,7 +124,6 @@
 //! # }
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
