@@ -54,9 +54,9 @@ pub const MAX_WINDOW_BYTES: usize = 12 * 1024;
 /// Default retention of an artifact.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
 
-/// The owner of artifacts of calls made without a capability token (a
-/// library [`Scope`](crate::call::Scope) without one): no session's token
-/// binding is ever this, so only the library can read them.
+/// The owner recorded for a prepared call that carries no token binding
+/// (every call runs under a token, so this is only a safe default): no
+/// session's token binding is ever this, so no caller can read them.
 pub const NO_TOKEN: &str = "-";
 
 /// URI scheme and authority of artifacts offered as MCP resources.
