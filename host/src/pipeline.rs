@@ -32,10 +32,10 @@
 use serde_json::Value;
 
 pub(crate) use crate::call::denial_error;
+pub(crate) use crate::call::Scope;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
-    new_call_id, Call, CallOptions, Mode, Scope, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES,
-    MAX_ARGS_BYTES,
+    new_call_id, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
 };
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
@@ -57,6 +57,9 @@ pub struct Host {
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
+    /// Where outputs over their limit are spilled ([`crate::artifact`]);
+    /// without it such an output is `output_too_large`.
+    artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
     recorder: crate::record::Recorder,
 }
@@ -73,8 +76,22 @@ impl Host {
             records: None,
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
+            artifacts: None,
             recorder: crate::record::Recorder::default(),
         }
+    }
+
+    /// Spills outputs over their call's limit to `artifacts` instead of
+    /// failing them: the call is `ok` with a head and tail and a follow-up
+    /// `artifact_view` call ([`crate::artifact`]).
+    pub fn with_artifacts(mut self, artifacts: Arc<crate::artifact::Artifacts>) -> Host {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
+    /// The artifact store, when outputs spill.
+    pub fn artifacts(&self) -> Option<&crate::artifact::Artifacts> {
+        self.artifacts.as_deref()
     }
 
     /// Journals, breaks and counts calls with `recorder` ([`crate::record`]).
@@ -133,39 +150,6 @@ impl Host {
 
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
-    }
-
-    /// Runs one call through the whole pipeline.
-    pub fn call(
-        &self,
-        tool: &str,
-        args: &str,
-        scope: &Scope<'_>,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.call_cancellable(tool, args, scope, opts, None)
-    }
-
-    /// [`call`](Self::call), stoppable: cancelling `cancel` stops the
-    /// running instance at its next epoch tick. A side-effecting call
-    /// stopped that way is reported `unknown` (it may have acted).
-    pub fn call_cancellable(
-        &self,
-        tool: &str,
-        args: &str,
-        scope: &Scope<'_>,
-        opts: &CallOptions,
-        cancel: Option<&CancelToken>,
-    ) -> Observation {
-        let caller = crate::record::Caller {
-            tool,
-            args,
-            opts,
-            chain: &[],
-        };
-        self.recorded(&caller, || {
-            self.call_unrecorded(tool, args, scope, opts, cancel)
-        })
     }
 
     /// Steps 1–7 of one call, without step 8 ([`crate::record`]).
@@ -290,7 +274,7 @@ impl Host {
         }
         // The exfiltration half of redaction: a tool that can reach the
         // network gets no argument that carries a secret.
-        let secrets = scope.capability.is_some_and(|c| c.sees_secrets());
+        let secrets = scope.capability.sees_secrets();
         if !secrets && !t.descriptor.needs.network_hosts.is_empty() {
             if let Some(found) = crate::redact::contains_secret(&value).first() {
                 let info = ErrorCode::SecretInArguments
@@ -314,10 +298,14 @@ impl Host {
             let access = arg.access;
             // What the tool may read is where its output may come from.
             let read = access == Access::Read || t.descriptor.needs.fs_read;
-            if let Some(cap) = scope.capability {
-                if let Err(d) = cap.check_path(arg.value, access) {
-                    return fail(denial_error(&d).with_field(arg.pointer.clone()));
-                }
+            // A path that is no workspace path at all (absolute, leaving
+            // the root, malformed) is a correctable argument, whatever the
+            // token grants: say so before any permission matter.
+            if let Err(e) = crate::paths::RelPath::parse(arg.value) {
+                return fail(e.to_error_info(Some(&arg.pointer)));
+            }
+            if let Err(d) = scope.capability.check_path(arg.value, access) {
+                return fail(denial_error(&d).with_field(arg.pointer.clone()));
             }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
@@ -371,10 +359,13 @@ impl Host {
             }
         }
         let mut limits = limits_for(t, opts);
-        if let Some(cap) = scope.capability {
-            limits.fuel = cap.fuel(limits.fuel);
-            limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
+        if self.artifacts.is_some() {
+            limits.spill_output_bytes = HARD_MAX_OUTPUT_BYTES;
         }
+        limits.fuel = scope.capability.fuel(limits.fuel);
+        limits.timeout = scope
+            .capability
+            .deadline(limits.timeout, std::time::SystemTime::now());
         if !inputs.files.is_empty() {
             inputs.root = Some(scope.workspace.dir().clone());
         }
@@ -394,7 +385,7 @@ impl Host {
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
             inputs,
-            capability: scope.capability.map(|g| g.binding_hex()),
+            capability: Some(scope.capability.binding_hex()),
         })
     }
 
@@ -444,7 +435,12 @@ impl Host {
                 hidden.extend(found.into_iter().map(|r| note(r, "")));
             }
         }
+        let mut over_limit = None;
         let obs = match outcome.result {
+            Ok(Ok(out)) if out.json.len() > limits.max_output_bytes => {
+                over_limit = Some(out.json.len());
+                self.normalize_output(p, &out.json, None)
+            }
             Ok(Ok(out)) => self.normalize_output(p, &out.json, out.text.as_deref()),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
@@ -482,9 +478,45 @@ impl Host {
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
         let obs = self.with_sources(obs, p, &outcome.net_requested);
+        let obs = match over_limit {
+            Some(bytes) => self.spill(p, obs, bytes),
+            None => obs,
+        };
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
+        }
+    }
+
+    /// An `ok` observation whose output was over the call's limit, spilled
+    /// to an artifact owned by the call's token; `output_too_large` when
+    /// the host keeps no artifacts or the store fails.
+    fn spill(&self, p: &Prepared<'_>, obs: Observation, bytes: usize) -> Observation {
+        if !obs.is_ok() {
+            return obs;
+        }
+        let (tool, level) = (&p.tool.descriptor.name, p.tool.descriptor.side_effect);
+        let too_large = |why: String| {
+            let info = failure_error(&Failure::OutputTooLarge { bytes }, &p.limits);
+            let info = ErrorInfo {
+                message: format!("{} ({why})", info.message),
+                ..info
+            };
+            Observation::failure(&p.call_id, tool, level, info)
+                .with_usage(obs.usage)
+                .with_logs(obs.logs.clone())
+        };
+        let Some(store) = &self.artifacts else {
+            return too_large("this host keeps no artifacts".into());
+        };
+        let content = match obs.output.as_ref().map(serde_json::to_string) {
+            Some(Ok(c)) => c,
+            _ => return too_large("the output could not be serialized".into()),
+        };
+        let owner = p.capability.as_deref().unwrap_or(crate::artifact::NO_TOKEN);
+        match store.put(owner, tool, content.as_bytes(), &obs.provenance) {
+            Ok(id) => obs.spilled(&content, &id, crate::artifact::TOOL_NAME, p.text_bytes),
+            Err(e) => too_large(e.to_string()),
         }
     }
 
@@ -549,8 +581,8 @@ impl Host {
     /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
     /// run as for a call, then the plan comes back as the output with a
     /// `plan_token` that approves exactly this call while its targets stay
-    /// as they are.
-    pub fn plan(
+    /// as they are ([`Mode::Plan`] of [`Host::run`]).
+    fn plan_unrecorded(
         &self,
         tool: &str,
         args: &str,
@@ -684,11 +716,55 @@ impl Host {
             chain: session.chain_ids(),
         };
         match mode {
-            Mode::Run => self.recorded(&caller, || {
+            Mode::Run => self.recorder.around(&self.catalog, &caller, || {
                 self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel)
             }),
             Mode::Plan => self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel),
         }
+    }
+
+    /// The host's own tools, when `tool` names one and no plugin tool of
+    /// that name shadows it: `find_tools` over what this session may see
+    /// ([`crate::discovery`]) and `artifact_view` of this token's spilled
+    /// results ([`crate::artifact`]). No plugin runs, so no budget is
+    /// charged, but the token must be live. `None`: a catalog tool.
+    fn host_tool(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Option<Observation> {
+        let call_id = opts.call_id.clone().unwrap_or_default();
+        let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+        let artifacts = match tool {
+            _ if self.catalog().get(tool).is_some() => return None,
+            crate::discovery::TOOL_NAME => None,
+            crate::artifact::TOOL_NAME => Some(self.artifacts.as_deref()?),
+            _ => return None,
+        };
+        if let Err(info) = session.check_live(self.budgets()) {
+            return Some(Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                *info,
+            ));
+        }
+        Some(match artifacts {
+            Some(store) => crate::artifact::view(
+                store,
+                &session.grant().binding_hex(),
+                args,
+                &call_id,
+                text_bytes,
+            ),
+            None => {
+                let index =
+                    crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
+                crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+            }
+        })
     }
 
     /// [`run`](Self::run) without step 8: the gates, then steps 1–7.
@@ -702,6 +778,9 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let call_id = opts.call_id.clone().unwrap_or_default();
+        if let Some(obs) = self.host_tool(session, tool, args, &opts) {
+            return obs;
+        }
         let admission = match session.admit(
             self.budgets(),
             self.catalog(),
@@ -725,52 +804,10 @@ impl Host {
         let scope = session.scope();
         let obs = match mode {
             Mode::Run => self.call_unrecorded(tool, args, &scope, &opts, cancel),
-            Mode::Plan => self.plan(tool, args, &scope, &opts),
+            Mode::Plan => self.plan_unrecorded(tool, args, &scope, &opts),
         };
         session.settle_fuel(self.budgets(), admission, &obs);
         obs
-    }
-
-    /// [`run`](Self::run) with [`Mode::Run`].
-    pub fn call_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.run(session, Call::new(tool, args, opts))
-    }
-
-    /// [`run`](Self::run) with [`Mode::Run`], stoppable with a cancel token.
-    pub fn call_in_cancellable(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-        cancel: Option<&CancelToken>,
-    ) -> Observation {
-        self.run(
-            session,
-            Call {
-                cancel,
-                ..Call::new(tool, args, opts)
-            },
-        )
-    }
-
-    /// [`run`](Self::run) with [`Mode::Plan`]: a plan runs the tool's
-    /// dry-run, so it passes the call's gates and counts against
-    /// `max_calls` too.
-    pub fn plan_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.run(session, Call::new(tool, args, opts).plan())
     }
 
     fn level_of(&self, tool: &str) -> SideEffect {
@@ -779,21 +816,9 @@ impl Host {
             .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect)
     }
 
-    /// Runs a batch in `scope`.
-    pub fn batch(
-        &self,
-        items: &[BatchItem],
-        scope: &Scope<'_>,
-        opts: &BatchOptions,
-    ) -> BatchResult {
-        crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
-            self.call(&item.tool, item.arguments.get(), scope, call)
-        })
-    }
-
     /// Runs a batch for a session: each item is admitted (and counted) as
-    /// a [`call_in`](Host::call_in).
-    pub fn batch_in(
+    /// one [`run`](Host::run).
+    pub fn batch(
         &self,
         session: &Session,
         items: &[BatchItem],
