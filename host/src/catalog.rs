@@ -529,7 +529,7 @@ fn inspect_loaded(
 ) -> Result<Inspected, String> {
     let plugin = match source {
         Source::Embedded { precompiled, .. } => sandbox.load_embedded(bytes, precompiled, progress),
-        Source::File(_) => sandbox.load(bytes, progress),
+        Source::File(_) | Source::Namespaced { .. } => sandbox.load(bytes, progress),
     };
     describe(plugin.map_err(|e: SandboxError| e.to_string())?)
 }
