@@ -55,6 +55,7 @@ fn main() {
         workspace: &workspace,
         grants: &none,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let b = measure(|| {
@@ -66,6 +67,7 @@ fn main() {
         workspace: &workspace,
         grants: &read,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let c = measure(|| {
@@ -94,6 +96,7 @@ fn main() {
         workspace: &workspace,
         grants: &none,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let mut n = 0u64;

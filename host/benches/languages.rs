@@ -121,6 +121,7 @@ fn measure(language: &'static str, wasm: &Path, tool: &str) -> Row {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let opts = CallOptions::default();

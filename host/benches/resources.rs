@@ -41,6 +41,7 @@ fn main() {
         workspace: &workspace,
         grants: &none,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let lock_dir = tempfile::tempdir().unwrap();
@@ -88,6 +89,7 @@ fn main() {
         workspace: &tree_ws,
         grants: &read,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let host = host_with(&[Source::reference()]).with_locks(Locks::with_dir(lock_dir.path()));

@@ -101,6 +101,10 @@ pub struct Scope<'a> {
     /// those its tool declares in `needs.network_hosts` (all of them for
     /// `any`); see [`crate::sandbox::net_grant`].
     pub net: Vec<String>,
+    /// Native programs the caller grants (names or absolute paths). A call
+    /// may run those its tool also declares in `needs.exec` (all of them
+    /// for `any`); see [`crate::exec_call`].
+    pub exec: Vec<String>,
     /// The verified capability the caller holds, when the scope comes from a
     /// token: every path argument is also checked against its caveats (so a
     /// denial names the caveat), and its fuel ceiling and expiry cap the

@@ -186,8 +186,8 @@ struct CaveatArgs {
     /// Tools the token may call: a name, `ns_*`, or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
-    /// Rights: read, write, net, secrets (implied by --read/--write/--net/--secrets
-    /// when minting).
+    /// Rights: read, write, net, exec, delegate, secrets (implied by
+    /// --read/--write/--net/--exec/--secrets when minting).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
     /// Mint with the `secrets` right: outputs are not redacted and a network
@@ -203,6 +203,10 @@ struct CaveatArgs {
     /// A network origin, scheme://host:port.
     #[arg(long = "net", value_name = "ORIGIN")]
     net: Vec<String>,
+    /// A native program the token may run: a name looked up on the host's
+    /// PATH, or an absolute path.
+    #[arg(long = "exec", value_name = "PROGRAM")]
+    exec: Vec<String>,
     /// Fuel ceiling per call.
     #[arg(long, value_name = "N")]
     fuel: Option<u64>,
@@ -232,6 +236,7 @@ impl CaveatArgs {
             ("--read", &self.read),
             ("--write", &self.write),
             ("--net", &self.net),
+            ("--exec", &self.exec),
         ] {
             if let Some(v) = values.iter().find(|v| v.contains(',')) {
                 bail!(
@@ -254,6 +259,9 @@ impl CaveatArgs {
             if !self.net.is_empty() {
                 rights.push("net".into());
             }
+            if !self.exec.is_empty() {
+                rights.push("exec".into());
+            }
             if self.secrets {
                 rights.push("secrets".into());
             }
@@ -272,6 +280,9 @@ impl CaveatArgs {
         }
         if !self.net.is_empty() {
             texts.push(format!("net={}", self.net.join(",")));
+        }
+        if !self.exec.is_empty() {
+            texts.push(format!("exec={}", self.exec.join(",")));
         }
         if let Some(f) = self.fuel {
             texts.push(format!("fuel={f}"));
@@ -394,7 +405,7 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_secrets"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets"])]
     token: Option<String>,
     /// Let this call see secrets: its output, logs and errors are not
     /// redacted and a network tool's arguments may carry a secret (the
@@ -405,6 +416,11 @@ struct CallArgs {
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
+    /// Grant a native program, by name (looked up on PATH) or absolute path
+    /// (repeatable): the tool may run it if it declares it (or `any`) in
+    /// needs.exec, in an OS sandbox (bubblewrap).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    allow_exec: Vec<String>,
     /// Wall-clock limit in milliseconds, 1 to 86400000 (default: the tool's own).
     #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
@@ -458,11 +474,14 @@ struct BatchArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec"])]
     token: Option<String>,
     /// Grant a network origin, scheme://host[:port] (repeatable).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
+    /// Grant a native program, by name or absolute path (repeatable).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    allow_exec: Vec<String>,
     /// Most items running at once (default and ceiling: the cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     max_parallel: usize,
@@ -955,13 +974,13 @@ fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Sessi
 }
 
 /// The session of a `call` or `batch`: under `token`, or under one minted
-/// for this command from the `--allow-read`, `--allow-write` and
-/// `--allow-net` flags.
+/// for this command from the `--allow-read`, `--allow-write`,
+/// `--allow-net` and `--allow-exec` flags.
 fn grants_session(
     p: &PluginArgs,
     token: Option<&str>,
     workspace: &std::path::Path,
-    [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
+    [allow_read, allow_write, allow_net, allow_exec]: [&Vec<String>; 4],
     allow_secrets: bool,
 ) -> Result<Session> {
     let token = match token {
@@ -983,6 +1002,7 @@ fn grants_session(
                 read: allow_read.clone(),
                 write: allow_write.clone(),
                 net,
+                exec: allow_exec.clone(),
                 secrets: allow_secrets,
                 ..CaveatArgs::default()
             };
@@ -1008,7 +1028,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         p,
         a.token.as_deref(),
         &a.workspace,
-        [&a.allow_read, &a.allow_write, &a.allow_net],
+        [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
         a.allow_secrets,
     )?;
     let opts = CallOptions {
@@ -1202,7 +1222,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
         p,
         a.token.as_deref(),
         &a.workspace,
-        [&a.allow_read, &a.allow_write, &a.allow_net],
+        [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
         false,
     )?;
     let opts = BatchOptions {

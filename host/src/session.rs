@@ -8,7 +8,8 @@
 //! - each call's sandbox: mounts only for the token's `read`/`write`
 //!   prefixes (writable only with the `write` right, and only for a tool that
 //!   declares writes and is not read-only), network only to the token's
-//!   origins that the tool also declares, fuel = min(tool, token ceiling),
+//!   origins that the tool also declares, programs only those the token
+//!   grants that the tool also declares (`needs.exec`), fuel = min(tool, token ceiling),
 //!   deadline = min(tool timeout, time left before expiry);
 //! - and whether the call may happen at all: an expired token, a revoked
 //!   one (or one whose ancestor was revoked), or a token with a `max_calls`
@@ -77,6 +78,8 @@ pub struct Session {
     grant: Grant,
     grants: Grants,
     net: Vec<String>,
+    /// Programs the token grants (names or absolute paths).
+    exec: Vec<String>,
     /// The `max_calls` and `budget_fuel` caveats of the token's chain.
     budgets: Vec<CallBudget>,
     /// The ids of the token's chain, oldest first (for revocation).
@@ -170,6 +173,11 @@ impl Session {
         } else {
             Vec::new()
         };
+        let exec = grant
+            .exec_programs()
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         let chain = token.chain_ids();
         Ok(Session {
             workspace,
@@ -178,6 +186,7 @@ impl Session {
             grant,
             grants,
             net,
+            exec,
             budgets,
             calls: AtomicU64::new(0),
         })
@@ -362,6 +371,7 @@ impl Session {
             workspace: &self.workspace,
             grants: &self.grants,
             net: self.net.clone(),
+            exec: self.exec.clone(),
             capability: Some(&self.grant),
         }
     }

@@ -79,6 +79,7 @@ fn call_opts(
         workspace: ws,
         grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let obs = serde_json::to_value(host.call(tool, args, &scope, &keyed(opts))).unwrap();
@@ -384,6 +385,7 @@ fn a_sleeping_call_is_cancelled_promptly() {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let obs = hostile_host().call_cancellable(
@@ -536,6 +538,7 @@ fn a_plan_cannot_write_even_with_a_write_grant() {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let args = r#"{"path":"data/log.txt","line":"second"}"#;
@@ -572,6 +575,7 @@ fn a_plan_cannot_reach_the_network_even_with_a_granted_origin() {
         workspace: &workspace,
         grants: &grants,
         net: vec![server.origin()],
+        exec: Vec::new(),
         capability: None,
     };
     let args = serde_json::json!({

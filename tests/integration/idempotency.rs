@@ -230,6 +230,7 @@ fn irreversible_calls_need_an_approved_current_plan() {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let plan =

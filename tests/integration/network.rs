@@ -176,6 +176,7 @@ fn fetch_with(args: Value, net: &[&str], opts: &CallOptions) -> Value {
             workspace: &workspace,
             grants: &grants,
             net: net.iter().map(|s| s.to_string()).collect(),
+            exec: Vec::new(),
             capability: None,
         },
         opts,

@@ -30,6 +30,7 @@ fn plan(h: &Host, ws: &Ws, tool: &str, args: &str) -> Value {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let obs = serde_json::to_value(h.plan(tool, args, &scope, &CallOptions::default())).unwrap();

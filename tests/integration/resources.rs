@@ -52,6 +52,7 @@ fn scope_call(host: &Host, root: &Path, tool: &str, args: &str, opts: &CallOptio
             workspace: &workspace,
             grants: &grants,
             net: Vec::new(),
+            exec: Vec::new(),
             capability: None,
         },
         &keyed(opts),
@@ -495,6 +496,7 @@ fn a_batch_of_independent_reads_runs_in_parallel() {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let list = items(Value::Array(
@@ -540,6 +542,7 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     // Six appends to one file and six to others, the first with a hold so

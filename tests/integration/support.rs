@@ -220,6 +220,7 @@ pub fn call_with(
             workspace: &workspace,
             grants: &grants,
             net: Vec::new(),
+            exec: Vec::new(),
             capability: None,
         },
         &keyed(opts),
@@ -238,6 +239,7 @@ pub fn call_unkeyed(host: &Host, ws: &Ws, tool: &str, args: &str, grant: &Grant<
         workspace: &workspace,
         grants: &grants,
         net: Vec::new(),
+        exec: Vec::new(),
         capability: None,
     };
     let value =
