@@ -153,9 +153,10 @@ impl Host {
             Ok(held) => held,
             Err(obs) => return *obs,
         };
-        // 5. Side effects.
+        // 5. Side effects, at the call's effective level: a call whose
+        // sandbox can change nothing runs as read-only.
         let obs = match &self.records {
-            Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
+            Some(records) if prepared.level != SideEffect::ReadOnly => {
                 let p = &prepared;
                 let runner = crate::effects::Runner {
                     run: &|key| self.execute(p, Some(key), cancel),
@@ -165,8 +166,8 @@ impl Host {
             }
             // Deny by default: a side effect nobody records is refused,
             // as the sandbox refuses what was not granted.
-            None if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
-                let level = prepared.tool.descriptor.side_effect;
+            None if prepared.level != SideEffect::ReadOnly => {
+                let level = prepared.level;
                 let info = ErrorCode::Denied.info(format!(
                     "`{tool}` is {} and this host has no record store (idempotency records), so it runs only read-only tools; build the host with Host::with_records (the CLI and `serve` always do)",
                     level.as_str()
@@ -348,8 +349,10 @@ impl Host {
             Ok(net) => net,
             Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
         };
+        let writable = mounts.iter().any(|m| m.writable);
         Ok(Prepared {
             tool: t,
+            level: crate::call::effective_level(level, writable, !net.is_empty()),
             call_id,
             text_bytes,
             value,
@@ -373,12 +376,8 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let t = p.tool;
-        let (call_id, tool, level, limits) = (
-            &p.call_id,
-            t.descriptor.name.as_str(),
-            t.descriptor.side_effect,
-            p.limits,
-        );
+        let (call_id, tool, level, limits) =
+            (&p.call_id, t.descriptor.name.as_str(), p.level, p.limits);
         let outcome = t.plugin.call_cancellable(&p.request(key), cancel);
 
         // 7. Normalize.
@@ -459,7 +458,7 @@ impl Host {
     /// unless the caller may see them.
     pub(crate) fn normalize_output(&self, p: &Prepared<'_>, out: &str) -> Observation {
         let (t, call_id, text_bytes) = (p.tool, p.call_id.as_str(), p.text_bytes);
-        let level = t.descriptor.side_effect;
+        let level = p.level;
         let mut value: Value = match serde_json::from_str(out) {
             Ok(v) => v,
             Err(e) => {
