@@ -61,6 +61,7 @@ pub mod delegation;
 pub mod descriptor;
 pub mod effects;
 pub mod exec;
+pub mod exec_call;
 pub mod idempotency;
 pub mod json;
 pub mod ledger;
