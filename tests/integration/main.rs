@@ -17,6 +17,7 @@ mod effects;
 mod error_details;
 mod escapes;
 mod exec;
+mod exec_call;
 mod hostile;
 mod idempotency;
 mod languages;
