@@ -151,14 +151,14 @@ inspect tools-list 0 \
     "{t['name'] for t in r['result']['tools']} >= {'file_view','test_simple_text'} and all(set(t['annotations']) >= {'readOnlyHint','destructiveHint','idempotentHint','openWorldHint'} for t in r['result']['tools'])" \
     --method tools/list
 inspect call-ok 0 \
-    "r['result']['structuredContent']['status'] == 'ok' and r['result']['structuredContent']['output']['lines'][0]['text'] == 'hello'" \
+    "r['result']['_meta']['dev.toolhost/observation']['status'] == 'ok' and r['result']['structuredContent']['lines'][0]['text'] == 'hello' and r['result']['content'][-1]['text'].find('pub/a.txt lines 1-2 of 2') >= 0" \
     --method tools/call --tool-name file_view --tool-arg path=pub/a.txt
 # Exit code 5: the result has isError.
 inspect call-invalid-arguments 5 \
-    "r['result']['isError'] and r['result']['structuredContent']['error']['code'] == 'invalid_arguments'" \
+    "r['result']['isError'] and r['result']['_meta']['dev.toolhost/observation']['error']['code'] == 'invalid_arguments'" \
     --method tools/call --tool-name file_view --tool-arg path=pub/a.txt --tool-arg limit=100000
 inspect call-denied 5 \
-    "r['result']['isError'] and r['result']['structuredContent']['status'] == 'denied'" \
+    "r['result']['isError'] and r['result']['_meta']['dev.toolhost/observation']['status'] == 'denied'" \
     --method tools/call --tool-name file_view --tool-arg path=secret/b.txt
 
 echo "mcp-conformance: $passed passed, $failed failed"

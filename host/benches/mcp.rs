@@ -55,7 +55,7 @@ fn serve(plugins: &std::path::Path, extra: &[&str]) -> Child {
 fn check_ok(line: &str) {
     let v: Value = serde_json::from_str(line).expect("a JSON-RPC message");
     assert_eq!(
-        v["result"]["structuredContent"]["status"], "ok",
+        v["result"]["_meta"]["dev.toolhost/observation"]["status"], "ok",
         "unexpected response: {line}"
     );
 }

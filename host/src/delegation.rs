@@ -160,9 +160,8 @@ pub fn may_delegate(session: Option<&Session>) -> bool {
     session.is_some_and(|s| s.grant().rights().contains(Right::Delegate))
 }
 
-/// The MCP `Tool` object of `delegate`; `output_schema` is the observation
-/// schema every tool result carries.
-pub fn tool_definition(output_schema: &Value) -> Value {
+/// The MCP `Tool` object of `delegate`, with the schema of its own output.
+pub fn tool_definition() -> Value {
     let list = |what: &str| json!({"type": "array", "items": {"type": "string", "minLength": 1}, "description": what});
     json!({
         "name": TOOL_NAME,
@@ -195,7 +194,19 @@ pub fn tool_definition(output_schema: &Value) -> Value {
             "required": ["tools"],
             "additionalProperties": false
         },
-        "outputSchema": output_schema,
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "token": {"type": "string", "description": "The child's capability token."},
+                "id": {"type": "string"},
+                "parent": {"type": "string"},
+                "caveats": {"type": "array", "items": {"type": "string"}},
+                "grant": {"type": "object"},
+                "listed": {"type": "boolean", "description": "Whether the ledger recorded the token."},
+                "client_config": {"type": "object", "description": "MCP client entries for stdio and HTTP."}
+            },
+            "required": ["token", "id", "parent", "caveats", "grant", "listed", "client_config"]
+        },
         "annotations": {
             "title": "Delegate to a sub-agent",
             "readOnlyHint": true,

@@ -39,6 +39,63 @@ pub struct Needs {
     pub fs_read: bool,
     pub fs_write: bool,
     pub network_hosts: Vec<String>,
+    /// Native programs the tool may run through the `exec` import: names
+    /// looked up on `PATH`, absolute paths, or [`ANY_PROGRAM`]. Checked by
+    /// [`check_program`] (the lint refuses anything else). Left out of the
+    /// JSON form when empty, so descriptors of tools that run nothing read
+    /// as they did before the field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec: Vec<String>,
+}
+
+/// The `needs.exec` entry meaning "whatever programs the caller grants".
+pub const ANY_PROGRAM: &str = "any";
+
+/// Longest `needs.exec` entry, in bytes.
+pub const MAX_PROGRAM_BYTES: usize = 4096;
+
+/// Whether `program` is a valid `needs.exec` entry: [`ANY_PROGRAM`], a bare
+/// program name (no `/`, not `.` or `..`), or an absolute path without `.`
+/// or `..` components; no control characters, no NUL, at most
+/// [`MAX_PROGRAM_BYTES`]. The error says what is wrong.
+pub fn check_program(program: &str) -> Result<(), String> {
+    if program == ANY_PROGRAM {
+        return Ok(());
+    }
+    if program.is_empty() {
+        return Err("is empty".into());
+    }
+    if program.len() > MAX_PROGRAM_BYTES {
+        return Err(format!("is longer than {MAX_PROGRAM_BYTES} bytes"));
+    }
+    if program.chars().any(char::is_control) {
+        return Err("contains a control character".into());
+    }
+    if program.chars().any(char::is_whitespace) && !program.starts_with('/') {
+        return Err(format!(
+            "{program:?} contains whitespace: name one program, not a command line"
+        ));
+    }
+    if let Some(rest) = program.strip_prefix('/') {
+        if rest
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return Err(format!(
+                "{program:?} is not a normalized absolute path (no empty, `.` or `..` components)"
+            ));
+        }
+        return Ok(());
+    }
+    if program.contains('/') {
+        return Err(format!(
+            "{program:?} is a relative path; name a program on PATH (`cargo`) or an absolute path"
+        ));
+    }
+    if program == "." || program == ".." {
+        return Err(format!("{program:?} is not a program name"));
+    }
+    Ok(())
 }
 
 /// One tool, as its plugin describes it.
@@ -64,4 +121,56 @@ pub struct ToolDescriptor {
     /// (`prober.probe`).
     #[serde(default)]
     pub supports_probe: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_exec_takes_names_absolute_paths_or_any() {
+        for ok in [
+            "any",
+            "cargo",
+            "python3",
+            "/usr/bin/make",
+            "/opt/my tools/run",
+        ] {
+            assert!(check_program(ok).is_ok(), "{ok}");
+        }
+        for (bad, says) in [
+            ("", "empty"),
+            ("sh -c", "command line"),
+            ("bin/cargo", "relative path"),
+            ("./run", "relative path"),
+            ("..", "not a program name"),
+            ("/usr/../bin/sh", "normalized"),
+            ("/usr//bin/sh", "normalized"),
+            ("/", "normalized"),
+            ("ca\u{7}rgo", "control character"),
+        ] {
+            let e = check_program(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        assert!(check_program(&"x".repeat(MAX_PROGRAM_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn needs_without_exec_read_and_write_as_before() {
+        let needs: Needs =
+            serde_json::from_str(r#"{"fs_read":true,"fs_write":false,"network_hosts":[]}"#)
+                .unwrap();
+        assert!(needs.exec.is_empty());
+        assert_eq!(
+            serde_json::to_string(&needs).unwrap(),
+            r#"{"fs_read":true,"fs_write":false,"network_hosts":[]}"#
+        );
+        let needs = Needs {
+            exec: vec!["cargo".into()],
+            ..needs
+        };
+        assert!(serde_json::to_string(&needs)
+            .unwrap()
+            .ends_with(r#""exec":["cargo"]}"#));
+    }
 }

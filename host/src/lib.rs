@@ -23,7 +23,8 @@
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
 //!   call), over
-//! - [`catalog`]: loaded plugins and their tools, over
+//! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
+//!   definitions cost a model in tokens), over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
 //! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
@@ -57,6 +58,7 @@ pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod cost;
 pub mod delegation;
 pub mod descriptor;
 pub mod effects;

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use toolhost::capability::{Caveat, RootKey, Token, TokenId};
 use toolhost::catalog::{self, Catalog, Source};
@@ -44,7 +44,10 @@ use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
+mod config;
 mod plugin_cmd;
+mod render;
+mod serve_failure;
 
 #[derive(Parser)]
 #[command(
@@ -61,6 +64,10 @@ struct Cli {
 
 #[derive(Args)]
 struct PluginArgs {
+    /// Settings file (default: toolhost.toml in the workspace, when it
+    /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
+    config: Option<PathBuf>,
     /// Load this component (repeatable).
     #[arg(long = "plugin", value_name = "FILE", global = true)]
     plugins: Vec<PathBuf>,
@@ -348,7 +355,25 @@ enum Command {
     },
     /// Print one tool's descriptor as JSON.
     Describe { tool: String },
-    /// Call a tool and print the observation as JSON.
+    /// What the catalog costs a model: with --cost, the tokens of each
+    /// tool's definition (name, description, input schema; o200k_base),
+    /// per turn and over --turns turns (T = N·K·S).
+    Catalog {
+        /// Count tokens (the only report for now).
+        #[arg(long)]
+        cost: bool,
+        /// N, the number of turns the catalog is sent for.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        turns: u64,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Count only the tools this token allows.
+        #[arg(long, env = "TOOLHOST_TOKEN")]
+        token: Option<String>,
+    },
+    /// Call a tool and print the observation: its status and model-facing
+    /// text on a terminal, JSON when piped or with --json.
     Call(CallArgs),
     /// Run a batch of calls (a JSON array of {"call_id", "tool",
     /// "arguments", "idempotency_key"?}) and print one result envelope.
@@ -380,6 +405,9 @@ enum Command {
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell): e.g. `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
+    Completions { shell: clap_complete::Shell },
     /// Lint a plugin's descriptors and report provider compatibility.
     Lint {
         plugin: PathBuf,
@@ -439,7 +467,11 @@ struct CallArgs {
     call_id: Option<String>,
     #[command(flatten)]
     keys: KeyArgs,
-    /// Pretty-print the observation.
+    /// Print the observation as JSON (the default when stdout is not a
+    /// terminal; a terminal gets the status and the model-facing text).
+    #[arg(long)]
+    json: bool,
+    /// Print the observation as indented JSON.
     #[arg(long)]
     pretty: bool,
 }
@@ -508,7 +540,7 @@ struct BatchArgs {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    match run(config::parse::<Cli>()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("toolhost: {e:#}");
@@ -544,10 +576,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::Cap(cmd) = &cli.command {
         return cap(cmd, &cli.plugins);
     }
+    if let Command::Completions { shell } = cli.command {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "toolhost", &mut out);
+        emit(String::from_utf8_lossy(&out).trim_end())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
-        Command::Cap(_) => unreachable!("handled above"),
+        Command::Cap(_) | Command::Completions { .. } => unreachable!("handled above"),
         Command::Plugin(cmd) => plugin_cmd::run(
             cmd,
             &plugin_cmd::Ctx {
@@ -571,6 +609,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => None,
             };
             list(&host, session.as_ref(), json)
+        }
+        Command::Catalog {
+            cost,
+            turns,
+            json,
+            token,
+        } => {
+            if !cost {
+                bail!(
+                    "toolhost catalog: say what to report: --cost (tokens per tool and per turn)"
+                );
+            }
+            let host = load(sandbox, &cli.plugins)?;
+            let session = match token {
+                Some(t) => Some(open_session(&cli.plugins, &t, PathBuf::from("."))?),
+                None => None,
+            };
+            let tools: Vec<_> = match &session {
+                Some(s) => host.visible_tools(s).collect(),
+                None => host.catalog().tools().collect(),
+            };
+            let cost = toolhost::cost::catalog_cost(tools.iter().map(|t| &t.descriptor), turns)?;
+            if json {
+                emit(serde_json::to_string_pretty(&cost)?)?;
+            } else {
+                emit(cost.render())?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Describe { tool } => {
             let host = load(sandbox, &cli.plugins)?;
@@ -652,30 +718,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(serde_json::to_string_pretty(&list)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve(mut args) => {
-            args.client = client_config(&cli.plugins, &args.workspace);
-            let policy = cli.plugins.trust_policy();
-            // A lock or signers file that cannot be read stops the server
-            // before it starts (a later reload that fails refuses the
-            // third-party plugins instead).
-            policy.prepare().context("trust policy")?;
-            let plugins = toolhost::mcp::Plugins {
-                builtin: !cli.plugins.no_builtin,
-                dir: cli.plugins.plugins_dir.clone(),
-                files: cli.plugins.plugins.clone(),
-                trust: Some(policy),
-            };
-            let records = records(&cli.plugins)?;
-            toolhost::mcp::run(
-                sandbox,
-                plugins,
-                args,
-                root_key(&cli.plugins).ok(),
-                Some(records),
-            )?;
-            Ok(ExitCode::SUCCESS)
+        Command::Serve(args) => {
+            let stdio = args.http.is_none();
+            match serve(sandbox, &cli.plugins, args) {
+                Err(e) if !toolhost::mcp::started() => {
+                    let reason = format!("{e:#}");
+                    eprintln!("toolhost serve: not started: {reason}");
+                    if stdio {
+                        serve_failure::tell_stdio_client(&reason);
+                    }
+                    Ok(ExitCode::from(2))
+                }
+                other => other,
+            }
         }
     }
+}
+
+/// `toolhost serve`.
+fn serve(sandbox: Sandbox, p: &PluginArgs, mut args: toolhost::mcp::ServeArgs) -> Result<ExitCode> {
+    args.client = client_config(p, &args.workspace);
+    let policy = p.trust_policy();
+    // A lock or signers file that cannot be read stops the server before it
+    // starts (a later reload that fails refuses the third-party plugins
+    // instead).
+    policy.prepare().context("trust policy")?;
+    let plugins = toolhost::mcp::Plugins {
+        builtin: !p.no_builtin,
+        dir: p.plugins_dir.clone(),
+        files: p.plugins.clone(),
+        trust: Some(policy),
+    };
+    let records = records(p)?;
+    toolhost::mcp::run(sandbox, plugins, args, root_key(p).ok(), Some(records))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
@@ -1063,12 +1139,8 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
             ..Call::new(&a.tool, &args, &opts)
         },
     );
-    let text = if a.pretty || std::io::stdout().is_terminal() {
-        serde_json::to_string_pretty(&obs)?
-    } else {
-        serde_json::to_string(&obs)?
-    };
-    emit(text)?;
+    let format = render::Format::choose(a.json, a.pretty, std::io::stdout().is_terminal());
+    emit(render::observation(&serde_json::to_value(&obs)?, format))?;
     Ok(ExitCode::from(match obs.status {
         Status::Ok => 0,
         Status::Error => 1,

@@ -800,6 +800,28 @@ impl Workspace {
     fn grant_prefix(&self, raw: &str) -> Result<RelPath, PathError> {
         let lexical = RelPath::parse(raw)?;
         let (resolved, kind) = self.resolve_links(raw, &lexical)?;
+        if kind == Some(Kind::File) {
+            // WASI mounts directories: a file alone cannot be handed to a
+            // tool without the rest of its directory.
+            let parent = resolved
+                .rel
+                .segments()
+                .collect::<Vec<_>>()
+                .split_last()
+                .map(|(_, dirs)| dirs.join("/"))
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| ".".into());
+            return Err(PathError::new(
+                PathErrorKind::BadGrant,
+                raw,
+                format!(
+                    "grant `{}` is a file; a grant names a directory, which the tool gets \
+                     whole: grant the directory that holds it (`{parent}`), or move the file \
+                     into a directory of its own and grant that",
+                    shown(raw)
+                ),
+            ));
+        }
         if kind != Some(Kind::Dir) {
             let what = if resolved.exists {
                 "is not a directory"
@@ -1475,7 +1497,9 @@ mod tests {
         assert!(e.message.contains("does not exist"));
         let e = Grants::new(&f.ws, &["README.md"], &[]).unwrap_err();
         assert_eq!(e.kind, PathErrorKind::BadGrant);
-        assert!(e.message.contains("not a directory"));
+        // A file: the message says so and names the directory to grant.
+        assert!(e.message.contains("`README.md` is a file"), "{}", e.message);
+        assert!(e.message.contains("holds it (`.`)"), "{}", e.message);
     }
 
     #[cfg(unix)]

@@ -160,7 +160,7 @@ impl Host {
                 let p = &prepared;
                 let runner = crate::effects::Runner {
                     run: &|key| self.execute(p, Some(key), cancel),
-                    normalize: &|out| self.normalize_output(p, out),
+                    normalize: &|out| self.normalize_output(p, out, None),
                 };
                 records.guard(p, opts, &runner)
             }
@@ -410,7 +410,7 @@ impl Host {
             }
         }
         let obs = match outcome.result {
-            Ok(Ok(out)) => self.normalize_output(p, &out),
+            Ok(Ok(out)) => self.normalize_output(p, &out.json, out.text.as_deref()),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
                 let mut details =
@@ -455,8 +455,14 @@ impl Host {
 
     /// The guest's output JSON as an `ok` observation (or why it is not
     /// one): parsed, checked against the output schema, secrets redacted
-    /// unless the caller may see them.
-    pub(crate) fn normalize_output(&self, p: &Prepared<'_>, out: &str) -> Observation {
+    /// unless the caller may see them. `text` is the plugin's model-facing
+    /// rendering, if it gave one (redacted like the output).
+    pub(crate) fn normalize_output(
+        &self,
+        p: &Prepared<'_>,
+        out: &str,
+        text: Option<&str>,
+    ) -> Observation {
         let (t, call_id, text_bytes) = (p.tool, p.call_id.as_str(), p.text_bytes);
         let level = p.level;
         let mut value: Value = match serde_json::from_str(out) {
@@ -487,6 +493,16 @@ impl Host {
         };
         let mut obs = Observation::ok(call_id, &t.descriptor.name, level, value, text_bytes);
         obs.redactions = redactions.into_iter().map(|r| note(r, "output")).collect();
+        if let Some(text) = text {
+            let (text, found) = if p.secrets {
+                (std::borrow::Cow::Borrowed(text), Vec::new())
+            } else {
+                crate::redact::redact_text(text, "")
+            };
+            obs.redactions
+                .extend(found.into_iter().map(|r| note(r, "text")));
+            obs = obs.with_plugin_text(&text, text_bytes);
+        }
         obs
     }
 }

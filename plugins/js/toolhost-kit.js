@@ -15,6 +15,8 @@
 //       run(args, ctx) {
 //         return { lines: readText(ctx, args.path, { field: "/path" }).split("\n").length };
 //       },
+//       // Optional: the compact text a model reads (the JSON stays the data).
+//       text: (out) => `${out.lines} lines`,
 //     });
 //
 //     export const tools = plugin([lineCount]);
@@ -161,6 +163,13 @@ export function tool(def) {
     throw new KitError(`${name}: give the tool a description`);
   }
   if (typeof def.run !== "function") throw new KitError(`${name}: run(args, ctx) is missing`);
+  if (def.text !== undefined && typeof def.text !== "function") {
+    throw new KitError(`${name}: text must be a function from the result to a string`);
+  }
+  const programs = [...(def.programs || [])];
+  for (const p of programs) {
+    if (typeof p !== "string" || !p) throw new KitError(`${name}: programs must be program names, absolute paths or "any"`);
+  }
   const input = inputSchema(name, def.input);
   const paths = pathFields(input);
   const fsWrite = def.fsWrite ?? Object.values(paths).includes("write");
@@ -185,6 +194,7 @@ export function tool(def) {
   return {
     name,
     run: def.run,
+    text: def.text,
     defaults,
     paths,
     codes,
@@ -195,7 +205,12 @@ export function tool(def) {
       inputSchema: JSON.stringify(input),
       outputSchema: output ? JSON.stringify(output) : undefined,
       sideEffect,
-      needs: { fsRead: Boolean(fsRead), fsWrite: Boolean(fsWrite), networkHosts: [...(def.networkHosts || [])] },
+      needs: {
+        fsRead: Boolean(fsRead),
+        fsWrite: Boolean(fsWrite),
+        networkHosts: [...(def.networkHosts || [])],
+        exec: programs,
+      },
       errorCodes: codes,
       defaultTimeoutMs: def.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxOutputBytes: def.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -420,10 +435,15 @@ export function plugin(list) {
       }
       const ctx = new Context(context.callId, context.workspaceRoot, context.idempotencyKey);
       let out;
+      let text;
       try {
         const result = t.run(args, ctx);
         out = JSON.stringify(result);
         if (typeof out !== "string") throw new TypeError("run() returned nothing serializable");
+        if (t.text) {
+          text = t.text(result);
+          if (typeof text !== "string") throw new TypeError("text() did not return a string");
+        }
       } catch (e) {
         if (e instanceof ToolError) {
           if (!t.codes.includes(e.code)) {
@@ -434,7 +454,7 @@ export function plugin(list) {
         console.error(e && e.stack ? `${e}\n${e.stack}` : String(e));
         throw toolError("internal_error", `${e && e.name ? e.name : "Error"}: ${e && e.message ? e.message : String(e)}`);
       }
-      return out;
+      return { json: out, text };
     },
   };
 }

@@ -149,7 +149,7 @@ fn file_delete_dry_run_returns_a_plan_and_deletes_nothing() {
         json!({"path": "notes/a.txt", "expected_sha256": plan["changes"][0]["sha256_before"]})
             .to_string();
     let called = t.plugin.call(&request("file_delete", &args, &m));
-    let output: Value = serde_json::from_str(&called.result.unwrap().unwrap()).unwrap();
+    let output: Value = serde_json::from_str(&called.result.unwrap().unwrap().json).unwrap();
     assert_eq!(
         output,
         json!({"path": "notes/a.txt", "deleted": true, "sha256_before": sha(b"one\ntwo\n"), "bytes": 8})
@@ -239,7 +239,7 @@ fn append_line_probe_finds_the_line() {
 
     let called = t.plugin.call(&request("append_line", args, &m));
     assert_eq!(
-        called.result.unwrap().unwrap(),
+        called.result.unwrap().unwrap().json,
         r#"{"path":"log.txt","lines":2}"#
     );
     let ProbeOutcome::Done(output) = probe() else {
@@ -275,7 +275,7 @@ fn dry_run_and_probe_cannot_write_through_writable_mounts() {
     // The call, with the same mounts, writes.
     let called = t.plugin.call(&request("sneaky_append", args, &m));
     assert_eq!(
-        called.result.unwrap().unwrap(),
+        called.result.unwrap().unwrap().json,
         r#"{"path":"log.txt","lines":2}"#
     );
     assert_eq!(ws.read("log.txt"), b"first\nsecond\n");
@@ -308,7 +308,7 @@ fn dry_run_and_probe_cannot_reach_a_granted_origin() {
 
     // The call, with the same grant, does.
     let called = t.plugin.call(&req);
-    assert_eq!(called.result.unwrap().unwrap(), r#"{"status":200}"#);
+    assert_eq!(called.result.unwrap().unwrap().json, r#"{"status":200}"#);
     assert_eq!(server.hits(), 1);
 }
 
@@ -392,7 +392,7 @@ fn a_plugin_that_exports_only_tools_still_works() {
     let plugin = &tool("bad_output_json").plugin;
     assert!(!plugin.supports_effects());
     let called = plugin.call(&request("bad_output_json", "{}", &m));
-    assert_eq!(called.result.unwrap().unwrap(), r#"{"value": 1,"#);
+    assert_eq!(called.result.unwrap().unwrap().json, r#"{"value": 1,"#);
     let planned = plugin.dry_run(&request("bad_output_json", "{}", &m));
     assert_eq!(
         planned.result.unwrap().unwrap_err().code,
@@ -446,7 +446,7 @@ fn count_calls_counts_every_execution() {
     for n in 1..=3 {
         let out = plugin.call(&request("count_calls", r#"{"path":"n"}"#, &m));
         assert_eq!(
-            out.result.unwrap().unwrap(),
+            out.result.unwrap().unwrap().json,
             format!(r#"{{"path":"n","count":{n}}}"#)
         );
     }

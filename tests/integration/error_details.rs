@@ -85,8 +85,8 @@ fn huge_error_details_are_clipped_over_mcp_stdio() {
     let setup = Setup::new(&["tp_hostile"]);
     let mut server = StdioServer::initialized(&setup, &[]);
     let reply = server.call(7, "huge_error", json!({ "bytes": HUGE }));
-    // The observation appears twice (structuredContent and its text
-    // mirror): the whole message stays bounded all the same.
+    // The error is in the envelope (`_meta`) and its paragraph in the
+    // text block: the whole message stays bounded all the same.
     let size = reply.to_string().len();
     assert!(
         size < 2 * BOUND + 4096,

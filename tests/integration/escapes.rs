@@ -181,7 +181,7 @@ fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
         net_origins: &[],
         limits: Limits::default(),
     });
-    let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap()).unwrap();
+    let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     assert_eq!(out["read"], "inside\n", "{out:#}");
     assert_eq!(out["wrote"], true, "{out:#}");
     assert!(!out.to_string().contains(SECRET), "{out:#}");

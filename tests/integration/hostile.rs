@@ -238,3 +238,48 @@ fn a_file_that_is_not_a_component_is_reported() {
     assert_eq!(catalog.problems().len(), 1);
     assert!(catalog.problems()[0].tool.is_none());
 }
+
+#[test]
+fn a_component_built_against_the_0_1_contract_is_refused_with_a_rebuild_hint() {
+    let (catalog, problems) = load_problems("tp_old_contract");
+    assert_eq!(catalog.tools().count(), 0);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert!(p.contains("toolhost:plugin@0.1.0"), "{p}");
+    assert!(
+        p.contains("rebuild the plugin against toolhost:plugin@0.2.0"),
+        "{p}"
+    );
+}
+
+#[test]
+fn a_plugin_importing_exec_loads_and_is_denied_every_program_for_now() {
+    let obs = attack("exec_attempt", r#"{"argv":["echo","hi"]}"#);
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert_eq!(obs["output"]["outcome"], "denied", "{obs}");
+    assert_eq!(obs["output"]["detail"], "this call was granted no programs");
+}
+
+#[test]
+fn plugin_text_reaches_the_observation_clean_and_clipped() {
+    let obs = attack("noisy_text", r#"{"rows":3}"#);
+    assert_eq!(
+        obs["text"],
+        // `\r` drops what the line had so far (`row N: 10%`), a backspace
+        // the character before it.
+        "NOISY\n100% ok\n100% ok\n100% ok\nend\n"
+    );
+    assert_eq!(obs["output"]["rows"], 3);
+    // 100000 rows are far over the default 16 KiB text budget: head and
+    // tail stay, with the marker, and the structured output is untouched.
+    let obs = attack("noisy_text", r#"{"rows":100000}"#);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.len() <= 16 * 1024, "{}", text.len());
+    assert!(text.starts_with("NOISY\n100% ok\n"));
+    assert!(text.ends_with("100% ok\nend\n"));
+    assert!(text.contains(" bytes omitted …]"));
+    assert!(!text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{8}'));
+    let omitted = obs["truncated"]["omitted_bytes"].as_u64().unwrap();
+    assert!(omitted > 700_000, "{omitted}");
+    assert_eq!(obs["output"]["rows"], 100000);
+}

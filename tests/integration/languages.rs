@@ -10,6 +10,7 @@
 //! `.ci/guest-toolchains.sh`; on a developer machine the tests run it when
 //! they are missing, under CI (`CI` set) they fail with a message instead.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
@@ -59,7 +60,17 @@ fn ensure_toolchains() {
             "the Python and JavaScript guest toolchains are missing: CI must run \
              `bash .ci/guest-toolchains.sh` before `cargo test`"
         );
-        eprintln!("languages: installing the guest toolchains (.ci/guest-toolchains.sh)");
+        // Straight to the terminal: the test harness captures eprintln!,
+        // and a person running `cargo test` should know what is fetched.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\ncargo test: the Python and JavaScript language tests build their example \
+             tools from source and need the guest toolchains, which are missing; \
+             installing them now with .ci/guest-toolchains.sh:\n  \
+             - componentize-py and toolhost_kit into target/py-guest/venv (about 70 MB, from PyPI)\n  \
+             - componentize-js into plugins/js/node_modules (about 390 MB, from the npm registry)\n\
+             (once; nothing outside this repository is touched)\n"
+        );
         let out = Command::new("bash")
             .arg(repo_root().join(".ci/guest-toolchains.sh"))
             .current_dir(repo_root())
@@ -173,7 +184,7 @@ pub(crate) fn built() -> &'static Built {
 
 /// The compile cache of these tests. Every build makes new bytes, so the
 /// entries of earlier runs are never read again: it starts empty each run.
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     repo_root().join("target/languages/compile-cache")
 }
 
@@ -194,7 +205,7 @@ fn sandbox() -> &'static Sandbox {
 static LOAD_EVENTS: Mutex<Vec<(String, LoadEvent)>> = Mutex::new(Vec::new());
 
 /// A host with both examples (and their hidden test tools).
-fn host() -> &'static Host {
+pub(crate) fn host() -> &'static Host {
     static H: OnceLock<Host> = OnceLock::new();
     H.get_or_init(|| {
         let b = built();
@@ -333,14 +344,21 @@ fn csv_summary_summarizes_a_real_file() {
         read: &["data"],
         write: &[],
     };
-    let out = expect_ok(&call(
+    let obs = call(
         h,
         &ws,
         "csv_summary",
         r#"{"path":"data/weather.csv"}"#,
         &grant,
-    ))
-    .clone();
+    );
+    let out = expect_ok(&obs).clone();
+    // The kit's `text=` rendering is what the model reads (between the
+    // untrusted-data markers: it quotes a file).
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.contains("data/weather.csv: 3 rows, 4 columns\n  city: text, 3 filled\n  temp_c: numeric, 3 filled, min 3.5, max 19.25"),
+        "{text}"
+    );
     assert_eq!(out["path"], "data/weather.csv");
     assert_eq!(out["rows"], 3);
     assert_eq!(out["columns"], 4);
@@ -415,14 +433,20 @@ fn markdown_outline_lists_the_headings_of_a_real_file() {
         read: &["docs"],
         write: &[],
     };
-    let out = expect_ok(&call(
+    let obs = call(
         h,
         &ws,
         "markdown_outline",
         r#"{"path":"docs/guide.md"}"#,
         &grant,
-    ))
-    .clone();
+    );
+    let out = expect_ok(&obs).clone();
+    // The kit's `text(out)` rendering is what the model reads.
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.contains("docs/guide.md: 5 headings\n# Guide (line 4)\n  ## Install (line 8)\n"),
+        "{text}"
+    );
     assert_eq!(
         out,
         json!({

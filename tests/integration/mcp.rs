@@ -216,17 +216,25 @@ impl Drop for StdioServer {
     }
 }
 
-/// Checks a `tools/call` result: structuredContent is a valid observation,
-/// mirrored as the last text block; `isError` unless it is `ok`.
+/// Checks a `tools/call` result and puts its observation back together:
+/// the envelope from `_meta["dev.toolhost/observation"]`, `text` from the
+/// last text block and `output` from `structuredContent` (absent when the
+/// call has no output). The whole must be a valid observation; `isError`
+/// unless it is `ok`.
 #[track_caller]
 pub(crate) fn observation_of(result: &Value) -> Value {
     let r = &result["result"];
-    let obs = r["structuredContent"].clone();
-    assert_valid_observation(&obs);
+    let mut obs = r["_meta"]["dev.toolhost/observation"].clone();
+    assert!(obs.is_object(), "no envelope in _meta: {result}");
+    assert!(
+        obs.get("output").is_none() && obs.get("text").is_none(),
+        "the envelope repeats output or text: {result}"
+    );
     let blocks = r["content"].as_array().expect("content");
-    let mirror: Value =
-        serde_json::from_str(blocks.last().unwrap()["text"].as_str().unwrap()).unwrap();
-    assert_eq!(mirror, obs);
+    let text = blocks.last().unwrap()["text"].as_str().unwrap();
+    obs["text"] = json!(text);
+    obs["output"] = r.get("structuredContent").cloned().unwrap_or(Value::Null);
+    assert_valid_observation(&obs);
     assert_eq!(r["isError"], obs["status"] != "ok", "{result}");
     obs
 }
@@ -255,8 +263,20 @@ fn stdio_lists_annotated_tools_and_calls_them() {
             assert!(a[hint].is_boolean(), "{hint} missing in {t}");
         }
         assert_eq!(t["inputSchema"]["type"], "object");
+        // The plugin's schema, dialect included (SEP-1613).
+        assert_eq!(
+            t["inputSchema"]["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "{t}"
+        );
+        // Each tool's own output schema, never the envelope's.
         assert_eq!(t["outputSchema"]["type"], "object");
         assert!(t["outputSchema"].get("$id").is_none());
+        assert!(
+            t["outputSchema"]["properties"]
+                .get("schema_version")
+                .is_none(),
+            "{t}"
+        );
         assert!(t["_meta"]["dev.toolhost/definition_sha256"].is_string());
     }
     let view = tools.iter().find(|t| t["name"] == "file_view").unwrap();
@@ -268,7 +288,12 @@ fn stdio_lists_annotated_tools_and_calls_them() {
     assert_eq!(edit["annotations"]["readOnlyHint"], false);
     assert_eq!(edit["annotations"]["destructiveHint"], false);
 
-    // ok, with the content convention: the tool's blocks, then the mirror.
+    assert_eq!(
+        list["result"]["_meta"]["dev.toolhost/envelope_schema"],
+        "https://toolhost.dev/schemas/observation-1.json"
+    );
+
+    // ok, with the content convention: the tool's blocks, then the text.
     let r = s.call(2, "test_simple_text", json!({}));
     let obs = observation_of(&r);
     assert_eq!(obs["status"], "ok");

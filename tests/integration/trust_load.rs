@@ -662,7 +662,12 @@ fn secrets_in_a_tools_output_and_logs_are_redacted() {
         .iter()
         .map(|r| (r["rule"].as_str().unwrap(), r["field"].as_str().unwrap()))
         .collect();
-    for field in ["output/echoed", "logs/stdout", "logs/stderr"] {
+    // The plugin's own model text is scanned too (field `text`).
+    assert!(
+        obs["text"].as_str().unwrap().starts_with("echoed: "),
+        "{obs:#}"
+    );
+    for field in ["output/echoed", "text", "logs/stdout", "logs/stderr"] {
         for rule in ["aws_access_key_id", "github_token", "private_key"] {
             assert!(
                 fields.contains(&(rule, field)),
@@ -931,7 +936,10 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
     let mut server = StdioServer::initialized(&setup, &["--no-builtin", "--lock", s(&lock_path)]);
     let list = server.request(1, "tools/list", json!({}));
     assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
-    assert!(list["result"]["_meta"].is_null(), "{list}");
+    assert!(
+        list["result"]["_meta"]["dev.toolhost/refused"].is_null(),
+        "{list}"
+    );
 
     // The plugin's bytes change under the running server (same size).
     let target = setup.plugins_dir().join("tp_trivial.wasm");
@@ -987,5 +995,8 @@ fn mcp_a_plugin_locked_while_serving_loads_on_the_next_reload() {
     });
     let list = server.request(2, "tools/list", json!({}));
     assert_eq!(list["result"]["tools"][0]["name"], "echo_value", "{list}");
-    assert!(list["result"]["_meta"].is_null(), "{list}");
+    assert!(
+        list["result"]["_meta"]["dev.toolhost/refused"].is_null(),
+        "{list}"
+    );
 }

@@ -173,6 +173,19 @@ impl Linter {
                 _ => {}
             }
         }
+        for (i, program) in desc.needs.exec.iter().enumerate() {
+            if let Err(e) = crate::descriptor::check_program(program) {
+                self.push(
+                    Rule::NeedsConsistency,
+                    Severity::Error,
+                    d,
+                    format!("/needs/exec/{i}"),
+                    format!(
+                        "program {e}; declare a program name such as cargo, an absolute path such as /usr/bin/make, or \"any\""
+                    ),
+                );
+            }
+        }
         for (i, host) in desc.needs.network_hosts.iter().enumerate() {
             // `any`: whatever origins the caller grants (see the WIT `needs`).
             if host == ANY_ORIGIN {

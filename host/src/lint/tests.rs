@@ -52,6 +52,7 @@ fn desc(schema: Value) -> ToolDescriptor {
             fs_read: true,
             fs_write: false,
             network_hosts: vec![],
+            exec: vec![],
         },
         error_codes: vec!["not_found".into(), "invalid_path".into()],
         default_timeout_ms: 5000,

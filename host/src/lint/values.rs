@@ -290,7 +290,7 @@ impl Linter {
                     t,
                     p,
                     format!(
-                        "property {name:?} is optional without a default; list it in \"required\", or give it a \"default\" (or a null union) and say what absence means"
+                        "property {name:?} is optional without a default; list it in \"required\", or give it a \"default\" (or a null union) and say what absence means (Rust SDK: a `#[serde(default = ...)]` field whose type does not derive `Serialize` loses its default from the schema; derive it)"
                     ),
                 );
             }

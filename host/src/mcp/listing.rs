@@ -2,7 +2,22 @@
 //!
 //! Everything here is deterministic and testable without a transport:
 //! the `Tool` object published for a catalog tool, cursor pagination over a
-//! name-ordered list, and the content blocks of the output convention.
+//! name-ordered list, the content blocks of the output convention and the
+//! parts of a `tools/call` result ([`call_result_parts`]).
+//!
+//! Where the pieces of an observation go over MCP (one place each, see
+//! docs/mcp.md):
+//!
+//! | piece                         | where                                       |
+//! |-------------------------------|---------------------------------------------|
+//! | model-facing `text`           | the last `text` content block               |
+//! | `output` (the exact data)     | `structuredContent`, valid against the tool's own `outputSchema` |
+//! | the envelope (status, error, effects, usage, logs, …) | `_meta["dev.toolhost/observation"]`: the observation without `output` and `text` |
+//!
+//! The envelope's schema is published once: `schemas/observation.schema.json`
+//! (`$id` [`crate::observation::SCHEMA_ID`], named in the `_meta` of every
+//! `tools/list` result under [`META_ENVELOPE_SCHEMA`]), never repeated in a
+//! tool's `outputSchema`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -17,6 +32,15 @@ pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
 /// `_meta` key: SHA-256 of the published definition (everything but this
 /// key), so a client can pin what it approved and notice a changed tool.
 pub const META_DEFINITION_SHA256: &str = "dev.toolhost/definition_sha256";
+
+/// `_meta` key of a `tools/call` result: the observation envelope, i.e. the
+/// observation without `output` (that is `structuredContent`) and `text`
+/// (that is the last text content block).
+pub const META_OBSERVATION: &str = "dev.toolhost/observation";
+
+/// `_meta` key of a `tools/list` result: the `$id` of the envelope's
+/// published schema (`schemas/observation.schema.json`).
+pub const META_ENVELOPE_SCHEMA: &str = "dev.toolhost/envelope_schema";
 
 /// `_meta` key of a `tools/list` result: the plugins and tools the trust
 /// policy refused at load (`[{plugin, tool, code, reason}]`), present only
@@ -43,18 +67,50 @@ pub fn refused(
         .collect()
 }
 
-/// The observation schema as published in `outputSchema`: the file from
-/// `schemas/`, minus `$id` (a client that compiles every tool's schema in
-/// one validator would otherwise see the same id many times) and `$schema`
-/// (2020-12 is MCP's default dialect).
-pub fn observation_output_schema() -> Value {
-    let mut schema: Value = serde_json::from_str(crate::observation::SCHEMA_JSON)
-        .expect("the embedded observation schema is JSON");
+/// A tool's schema as published: the plugin's, dialect (`$schema`)
+/// included as MCP asks (SEP-1613), without `$id` (a client compiling many
+/// tools' schemas in one validator must not see an id twice) and without
+/// the host's own `x-toolhost-*` annotations (`x-toolhost-path`: the host
+/// authorizes those paths itself; the model learns nothing from them).
+pub fn published_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
     if let Some(obj) = schema.as_object_mut() {
-        obj.remove("$id");
-        obj.remove("$schema");
+        // `shift_remove` keeps the plugin's member order (`remove` would
+        // move the last member into the gap).
+        obj.shift_remove("$id");
     }
+    drop_host_annotations(&mut schema);
     schema
+}
+
+fn drop_host_annotations(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, _| !k.starts_with("x-toolhost-"));
+            map.values_mut().for_each(drop_host_annotations);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_host_annotations),
+        _ => {}
+    }
+}
+
+/// The pieces of a `tools/call` result for `obs` (see the module table):
+/// the model-facing text, the structured content (the output, when there
+/// is one) and the `_meta` object carrying the envelope.
+pub fn call_result_parts(
+    obs: &crate::observation::Observation,
+) -> serde_json::Result<(String, Option<Value>, Value)> {
+    let mut envelope = serde_json::to_value(obs)?;
+    let (mut output, mut text) = (None, String::new());
+    if let Some(map) = envelope.as_object_mut() {
+        output = map.remove("output").filter(|v| !v.is_null());
+        if let Some(Value::String(t)) = map.remove("text") {
+            text = t;
+        }
+    }
+    let mut meta = Map::new();
+    meta.insert(META_OBSERVATION.into(), envelope);
+    Ok((text, output, Value::Object(meta)))
 }
 
 /// The four annotation hints for a level. All four are always emitted: the
@@ -74,8 +130,9 @@ pub fn annotations(level: SideEffect, network: bool) -> Map<String, Value> {
     m
 }
 
-/// The MCP `Tool` object for one catalog tool.
-pub fn tool_definition(tool: &Tool, output_schema: &Value) -> Value {
+/// The MCP `Tool` object for one catalog tool: its own input and output
+/// schemas ([`published_schema`]), never the envelope's.
+pub fn tool_definition(tool: &Tool) -> Value {
     let d = &tool.descriptor;
     let mut annotations = annotations(d.side_effect, !d.needs.network_hosts.is_empty());
     let mut def = Map::new();
@@ -85,8 +142,10 @@ pub fn tool_definition(tool: &Tool, output_schema: &Value) -> Value {
         annotations.insert("title".into(), Value::String(title.clone()));
     }
     def.insert("description".into(), Value::String(d.description.clone()));
-    def.insert("inputSchema".into(), d.input_schema.clone());
-    def.insert("outputSchema".into(), output_schema.clone());
+    def.insert("inputSchema".into(), published_schema(&d.input_schema));
+    if let Some(output) = &d.output_schema {
+        def.insert("outputSchema".into(), published_schema(output));
+    }
     def.insert("annotations".into(), Value::Object(annotations));
     let mut meta = Map::new();
     meta.insert(
@@ -250,10 +309,39 @@ mod tests {
     }
 
     #[test]
-    fn output_schema_has_no_id() {
-        let s = observation_output_schema();
-        assert!(s.get("$id").is_none());
-        assert_eq!(s["type"], "object");
+    fn published_schemas_drop_id_and_host_annotations_only() {
+        let s = published_schema(&json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "x", "type": "object",
+            "properties": {"a": {"type": "string", "x-toolhost-path": "read"}}
+        }));
+        assert_eq!(
+            s,
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object", "properties": {"a": {"type": "string"}}
+            })
+        );
+    }
+
+    #[test]
+    fn call_result_splits_text_output_and_envelope() {
+        use crate::observation::Observation;
+        let obs = Observation::ok("c1", "t", SideEffect::ReadOnly, json!({"n": 1}), 100)
+            .with_plugin_text("one item", 100);
+        let (text, output, meta) = call_result_parts(&obs).unwrap();
+        assert_eq!(text, "one item");
+        assert_eq!(output, Some(json!({"n": 1})));
+        let env = &meta[META_OBSERVATION];
+        assert_eq!(env["status"], "ok");
+        assert!(env.get("output").is_none() && env.get("text").is_none());
+        // The envelope plus the two pieces is the observation again.
+        let mut whole = env.clone();
+        whole["output"] = output.unwrap();
+        whole["text"] = json!(text);
+        let back: Observation = serde_json::from_value(whole).unwrap();
+        assert_eq!(back.output, obs.output);
+        assert_eq!(back.text, obs.text);
     }
 
     #[test]

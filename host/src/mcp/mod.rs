@@ -10,8 +10,11 @@
 //! - `tools/list`: every tool the session's [`SessionScope`] allows, in name
 //!   order, paginated by an opaque cursor (see [`listing`]). Annotations come
 //!   from the declared side-effect level; all four hints are always emitted.
-//!   `outputSchema` is the observation schema, because `structuredContent`
-//!   is the observation.
+//!   `outputSchema` is the tool's own output schema: `structuredContent` is
+//!   the tool's output, the model reads the observation's `text` (the last
+//!   text block) and the envelope is in the result's `_meta` (see
+//!   [`listing`]). The listing is the same bytes in every session with the
+//!   same plugins and grants (name order, no per-session fields).
 //! - `tools/call`: [`Host::run`] off the runtime thread (on a
 //!   stdio session first a call thread kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
@@ -30,9 +33,9 @@
 //!   instance ends — on 2025-11-25 sessions unless `logging/setLevel` raised
 //!   the level above `info`, on 2026-07-28 requests only when `_meta` carries
 //!   a `logLevel` of `info` or lower.
-//! - The plugin directory is polled (every `--watch-ms`, default 1 s); a
-//!   changed set of `*.wasm` files (added, removed, replaced) reloads the
-//!   catalog and sends `notifications/tools/list_changed` to every session
+//! - The plugin directory is watched (OS notifications, or polling every
+//!   `--watch-ms` where there are none; see `watch.rs`); a changed set
+//!   of `*.wasm` files (added, removed, replaced) reloads the catalog and sends `notifications/tools/list_changed` to every session
 //!   (2025-11-25) and every `subscriptions/listen` stream (2026-07-28).
 //!
 //! Bounds: over HTTP, sessions are capped in total (`--max-sessions`) and
@@ -159,7 +162,9 @@ pub struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
-    /// How often the plugin directory is polled, in milliseconds.
+    /// How long the plugin directory must stay quiet after a change before
+    /// the catalog is reloaded (and the polling period where the OS gives
+    /// no change notifications), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
@@ -372,16 +377,10 @@ pub(crate) struct Generation {
 
 impl Generation {
     fn new(host: Host) -> Generation {
-        let schema = listing::observation_output_schema();
         let tools: Vec<(String, Value)> = host
             .catalog()
             .tools()
-            .map(|t| {
-                (
-                    t.descriptor.name.clone(),
-                    listing::tool_definition(t, &schema),
-                )
-            })
+            .map(|t| (t.descriptor.name.clone(), listing::tool_definition(t)))
             .collect();
         let mut all = String::new();
         for (name, def) in &tools {
@@ -555,6 +554,14 @@ pub fn run(
     serve(sandbox, plugins, args, policy, records)
 }
 
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`serve`] got past its start (the catalog loaded, the runtime
+/// running): an error after that is not a failure to start.
+pub fn started() -> bool {
+    SERVING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`run`] with a custom [`SessionPolicy`].
 pub fn serve(
     sandbox: Sandbox,
@@ -623,6 +630,7 @@ pub fn serve(
     .thread_name("toolhost-mcp")
     .build()
     .context("starting the async runtime")?;
+    SERVING.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = rt.block_on(async {
         match args.http {
             Some(addr) => {

@@ -91,8 +91,10 @@ impl McpServer {
                 let _ = cx.peer.notify_logging_message(param).await;
             }
         }
-        // structuredContent is the observation, mirrored as the last text
-        // block; the tool's own content blocks (output convention) first.
+        // The model reads the observation's text (the last text block; the
+        // tool's own content blocks, output convention, first);
+        // structuredContent is the tool's output and `_meta` carries the
+        // envelope (see `listing`).
         let mut blocks = if obs.status == Status::Ok {
             listing::content_blocks(obs.output.as_ref())
         } else {
@@ -101,20 +103,21 @@ impl McpServer {
         if obs.untrusted {
             listing::mark_untrusted(&mut blocks);
         }
-        let structured = serde_json::to_value(&obs)
+        let (text, structured, meta) = listing::call_result_parts(&obs)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut content: Vec<ContentBlock> = if blocks.is_empty() {
             Vec::with_capacity(1)
         } else {
             from_json(Value::Array(blocks))?
         };
-        content.push(ContentBlock::text(structured.to_string()));
+        content.push(ContentBlock::text(text));
         let mut result = if obs.status == Status::Ok {
             CallToolResult::success(content)
         } else {
             CallToolResult::error(content)
         };
-        result.structured_content = Some(structured);
+        result.structured_content = structured;
+        result.meta = Some(from_json(meta)?);
         Ok(result.into())
     }
 
@@ -470,10 +473,11 @@ impl ServerHandler for McpServer {
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "toolhost runs WebAssembly tools in a sandbox. Every tools/call result's \
-                 structuredContent is an observation: check `status` (ok, error, denied, \
-                 partial, unknown) and, when not ok, `error.code`, `error.correctable` and \
-                 `error.retry`. `unknown` means an effect may have happened: settle before \
-                 retrying.",
+                 result's last text block is what to read; structuredContent is the tool's \
+                 output; _meta[\"dev.toolhost/observation\"] is the envelope: check `status` \
+                 (ok, error, denied, partial, unknown) and, when not ok, `error.code`, \
+                 `error.correctable` and `error.retry`. `unknown` means an effect may have \
+                 happened: settle before retrying.",
             )
     }
 
@@ -493,8 +497,7 @@ impl ServerHandler for McpServer {
         // The host's own `delegate` tool (it shadows a plugin's of that name).
         let delegate_def;
         if scope.may_delegate() {
-            delegate_def =
-                crate::delegation::tool_definition(&listing::observation_output_schema());
+            delegate_def = crate::delegation::tool_definition();
             let name = crate::delegation::TOOL_NAME;
             visible.retain(|(n, _)| n != name);
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
@@ -504,6 +507,9 @@ impl ServerHandler for McpServer {
         let (page, next) = listing::page(&visible, cursor, self.state.page_size)
             .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
         let mut result = json!({ "tools": page });
+        result["_meta"] = json!({
+            listing::META_ENVELOPE_SCHEMA: crate::observation::SCHEMA_ID,
+        });
         // A session sees the refusals of tools it could call; a refused
         // plugin whose tools are unknown only when it may call anything.
         let refused = listing::refused(generation.host.catalog(), &|tool| match tool {
@@ -511,7 +517,7 @@ impl ServerHandler for McpServer {
             None => scope.allows_every_tool(),
         });
         if !refused.is_empty() {
-            result["_meta"] = json!({ listing::META_REFUSED: refused });
+            result["_meta"][listing::META_REFUSED] = Value::Array(refused);
         }
         if let Some(next) = next {
             result["nextCursor"] = Value::String(next);

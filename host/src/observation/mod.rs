@@ -13,9 +13,10 @@
 //!   means an effect may have happened; it is never reported as `error`.
 //! - [`ErrorInfo`] with a [`Retry`] advice, and [`ErrorCode`], the host's own
 //!   codes with their defaults (tool-defined codes pass through as strings).
-//! - `text`, the model-facing rendering: the output as JSON, clipped head and
-//!   tail with an explicit marker ([`clip_head_tail`]), or one actionable
-//!   paragraph for a failure. Content from outside the host (see
+//! - `text`, the model-facing rendering: the plugin's own rendering of its
+//!   output ([`Observation::with_plugin_text`], control characters
+//!   stripped) or else compact JSON, clipped head and tail with an explicit
+//!   marker ([`clip_head_tail`]); or one actionable paragraph for a failure. Content from outside the host (see
 //!   [`Source`]) goes between [`UNTRUSTED_OPEN`] and [`UNTRUSTED_CLOSE`].
 //! - Text hygiene for guest bytes: [`strip_control`] (ANSI escapes, progress
 //!   bars) and [`guest_text`] (lossy UTF-8).
@@ -65,7 +66,10 @@ mod render;
 pub use error::{is_json_pointer, is_valid_code, tool_details, ErrorCode, ErrorInfo, Retry};
 pub use hygiene::{guest_text, strip_control};
 pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
-use render::{clip_short, render_error_paragraph, render_json, wrap_untrusted, PARTIAL_PREFIX};
+use render::{
+    clip_short, render_error_paragraph, render_json, render_plugin_text, wrap_untrusted,
+    PARTIAL_PREFIX,
+};
 
 /// Version of the observation shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -246,6 +250,11 @@ pub struct Observation {
     /// instructions; `text` marks it so.
     #[serde(default)]
     pub untrusted: bool,
+    /// The plugin's rendering of `output` before clipping (control
+    /// characters already stripped), kept so that `text` can be rendered
+    /// again in a smaller budget. Not part of the published shape.
+    #[serde(skip)]
+    plugin_text: Option<String>,
 }
 
 /// What kind of place content came from.
@@ -285,7 +294,8 @@ pub const MAX_HASHED_FILE_BYTES: u64 = 1 << 20;
 pub struct Redaction {
     /// The rule that found it (`aws_access_key_id`, `private_key`, …).
     pub rule: String,
-    /// `output/<JSON Pointer>` for the structured output, `logs/stdout` or
+    /// `output/<JSON Pointer>` for the structured output, `text` for the
+    /// plugin's own rendering of it, `logs/stdout` or
     /// `logs/stderr` for captured logs, `error/message` or
     /// `error/details/<JSON Pointer>` for a tool's own error.
     pub field: String,
@@ -313,15 +323,17 @@ impl Observation {
             redactions: Vec::new(),
             provenance: Vec::new(),
             untrusted: false,
+            plugin_text: None,
         }
     }
 
     /// A successful call.
     ///
-    /// `text` is the output as pretty JSON when that fits in
-    /// `max_text_bytes`, otherwise compact JSON clipped head and tail (see
-    /// [`clip_head_tail`]); `truncated` then says what was left out. The
-    /// structured `output` is always kept whole. `usage.output_bytes` is set
+    /// `text` is the output as compact JSON, clipped head and tail to
+    /// `max_text_bytes` (see [`clip_head_tail`]) when it is larger;
+    /// `truncated` then says what was left out. The structured `output` is
+    /// always kept whole. A plugin's own rendering replaces the JSON with
+    /// [`with_plugin_text`](Self::with_plugin_text). `usage.output_bytes` is set
     /// to the compact JSON size (replaced by [`with_usage`](Self::with_usage)).
     pub fn ok(
         call_id: &str,
@@ -337,6 +349,30 @@ impl Observation {
         obs.usage.output_bytes = compact_len as u64;
         obs.output = Some(output);
         obs
+    }
+
+    /// Replaces the `text` of an `ok` observation with the plugin's own
+    /// rendering of its output: control characters (ANSI escapes, `\r`
+    /// rewrites, backspaces, …) stripped by [`strip_control`], then clipped
+    /// head and tail to `max_text_bytes` with the explicit marker. The
+    /// structured `output` keeps the exact data. No-op for any other status.
+    #[must_use]
+    pub fn with_plugin_text(mut self, text: &str, max_text_bytes: usize) -> Observation {
+        if self.status != Status::Ok || self.error.is_some() {
+            return self;
+        }
+        let clean = strip_control(text);
+        let (rendered, truncated) = render_plugin_text(&clean, max_text_bytes);
+        self.text = rendered;
+        self.truncated = truncated;
+        self.plugin_text = Some(clean);
+        self
+    }
+
+    /// The plugin's rendering of the output (cleaned, before clipping), when
+    /// it gave one.
+    pub fn plugin_text(&self) -> Option<&str> {
+        self.plugin_text.as_deref()
     }
 
     /// A call that did part of its work: `output` holds what was done,
@@ -543,7 +579,13 @@ impl Observation {
                 self.text = wrap_untrusted("", &self.text);
             }
             (Some(output), None) => {
-                let (json, truncated, _) = render_json(output, budget);
+                let (json, truncated) = match &self.plugin_text {
+                    Some(text) => render_plugin_text(text, budget),
+                    None => {
+                        let (json, truncated, _) = render_json(output, budget);
+                        (json, truncated)
+                    }
+                };
                 let hint = self.truncated.take().map(|t| t.hint);
                 self.truncated = truncated.map(|mut t| {
                     if let Some(h) = hint {

@@ -1,7 +1,8 @@
-//! The model-facing `text` of an observation: the output as JSON within a
-//! byte budget (pretty when it fits, else compact and clipped head and tail
-//! with an explicit marker), or one actionable paragraph for a failure —
-//! what went wrong, where, and what to do next.
+//! The model-facing `text` of an observation: the plugin's own rendering
+//! of its output ([`render_plugin_text`]), or else the output as compact
+//! JSON, either one within a byte budget (clipped head and tail with an
+//! explicit marker); or one actionable paragraph for a failure — what went
+//! wrong, where, and what to do next.
 
 use serde_json::Value;
 
@@ -30,9 +31,10 @@ pub(super) fn wrap_untrusted(head: &str, data: &str) -> String {
     out
 }
 
-/// Renders `output` as JSON within `max_bytes`: pretty when it fits,
-/// otherwise compact and clipped. Returns the text, its truncation and the
-/// compact size.
+/// Renders `output` as compact JSON within `max_bytes` (never pretty:
+/// indentation is tokens a model pays for and learns nothing from),
+/// clipped head and tail when it is larger. Returns the text, its
+/// truncation and the compact size.
 pub(super) fn render_json(output: &Value, max_bytes: usize) -> (String, Option<Truncation>, usize) {
     // Serializing a `Value` cannot fail: keys are strings, numbers finite.
     let compact = serde_json::to_string(output).unwrap_or_default();
@@ -41,16 +43,14 @@ pub(super) fn render_json(output: &Value, max_bytes: usize) -> (String, Option<T
         let (text, t) = clip_head_tail(&compact, max_bytes);
         return (text, t, len);
     }
-    if matches!(output, Value::Object(m) if !m.is_empty())
-        || matches!(output, Value::Array(a) if !a.is_empty())
-    {
-        if let Ok(pretty) = serde_json::to_string_pretty(output) {
-            if pretty.len() <= max_bytes {
-                return (pretty, None, len);
-            }
-        }
-    }
     (compact, None, len)
+}
+
+/// Renders a plugin's own text (already cleaned of control characters by
+/// [`super::strip_control`]) within `max_bytes`: as it is when it fits,
+/// otherwise clipped head and tail with the explicit marker.
+pub(super) fn render_plugin_text(text: &str, max_bytes: usize) -> (String, Option<Truncation>) {
+    clip_head_tail(text, max_bytes)
 }
 
 /// Appends the one-paragraph, model-facing account of an error, e.g.

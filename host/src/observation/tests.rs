@@ -167,12 +167,13 @@ fn serialization_is_fast() {
 // ---- ok text ----
 
 #[test]
-fn ok_text_is_pretty_when_it_fits_else_compact_and_clipped() {
+fn ok_text_is_compact_json_never_pretty_and_clipped() {
     let obs = sample_ok();
-    assert!(
-        obs.text.contains("\n  \"path\": \"src/a.rs\""),
-        "{}",
-        obs.text
+    assert!(obs.text.contains(r#""path":"src/a.rs""#), "{}", obs.text);
+    assert!(!obs.text.contains('\n'), "{}", obs.text);
+    assert_eq!(
+        obs.text,
+        serde_json::to_string(obs.output.as_ref().unwrap()).unwrap()
     );
     assert!(obs.truncated.is_none());
 
@@ -477,7 +478,7 @@ fn partial_leads_with_the_error_and_keeps_output() {
         "{}",
         obs.text
     );
-    assert!(obs.text.ends_with("\"sent\": 1\n}"), "{}", obs.text);
+    assert!(obs.text.ends_with("{\"sent\":1}"), "{}", obs.text);
     assert_eq!(obs.error.unwrap().retry, Retry::AfterSettlement);
 }
 
@@ -836,7 +837,7 @@ fn provenance_wraps_partial_output_and_tool_errors_not_host_errors() {
     let (head, rest) = obs.text.split_once(UNTRUSTED_OPEN).unwrap();
     assert!(head.starts_with("partial result: half"), "{}", obs.text);
     assert!(
-        rest.ends_with(UNTRUSTED_CLOSE) && rest.contains("\"sent\": 1"),
+        rest.ends_with(UNTRUSTED_CLOSE) && rest.contains("{\"sent\":1}"),
         "{}",
         obs.text
     );
@@ -899,4 +900,54 @@ fn marking_equals_rendering_in_the_budget_the_markers_leave() {
         assert_eq!(obs.text, wrap_untrusted("", &json), "max {max}");
         assert_eq!(obs.truncated.is_some(), truncated.is_some(), "max {max}");
     }
+}
+
+// ---- a plugin's own text ----
+
+#[test]
+fn plugin_text_replaces_the_json_and_is_cleaned_and_clipped() {
+    let v = schema_validator();
+    let output = json!({"lines": [{"number": 1, "text": "a"}]});
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output.clone(), 4096)
+        .with_plugin_text("a.txt lines 1-1\n1\ta\n", 4096);
+    assert_eq!(obs.text, "a.txt lines 1-1\n1\ta\n");
+    assert_eq!(obs.output, Some(output.clone()), "the data stays exact");
+    assert!(obs.truncated.is_none());
+    assert_valid(&v, &obs);
+
+    // ANSI colours, a `\r` progress rewrite and a backspace never reach
+    // the model; tabs and newlines do.
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output.clone(), 4096)
+        .with_plugin_text("\u{1b}[31mred\u{1b}[0m\n10%\r100%\nab\u{8}c\tz\u{7}", 4096);
+    assert_eq!(obs.text, "red\n100%\nac\tz");
+
+    // Over the budget: head and tail with the explicit marker.
+    let long: String = (0..2000).map(|i| format!("row {i}\n")).collect();
+    let obs = Observation::ok("c", "t", SideEffect::ReadOnly, output.clone(), 4096)
+        .with_plugin_text(&long, 1000);
+    assert!(obs.text.len() <= 1000, "{}", obs.text.len());
+    assert!(obs.text.starts_with("row 0\n"), "{}", obs.text);
+    assert!(obs.text.ends_with("row 1999\n"), "{}", obs.text);
+    assert!(obs.text.contains("bytes omitted …]"));
+    let t = obs.truncated.clone().unwrap();
+    assert_eq!(t.original_bytes, long.len() as u64);
+    assert_eq!(t.kept_bytes + t.omitted_bytes, t.original_bytes);
+    assert_valid(&v, &obs);
+
+    // Provenance re-renders the plugin's text (not the JSON) in the
+    // smaller budget, between the markers.
+    let obs = obs.with_provenance(vec![file_source("f")], 1000);
+    assert!(obs.text.len() <= 1000, "{}", obs.text.len());
+    assert!(obs.text.starts_with(&format!("{UNTRUSTED_OPEN}row 0\n")));
+    assert!(obs.text.ends_with(&format!("row 1999\n{UNTRUSTED_CLOSE}")));
+    assert_valid(&v, &obs);
+}
+
+#[test]
+fn plugin_text_never_replaces_a_failure_paragraph() {
+    let obs = failed("read_file", SideEffect::ReadOnly, offset_error(""));
+    let text = obs.text.clone();
+    let obs = obs.with_plugin_text("all good!", 4096);
+    assert_eq!(obs.text, text);
+    assert!(obs.plugin_text().is_none());
 }

@@ -131,6 +131,9 @@ struct Watched {
 
 struct Watchdog {
     calls: Mutex<(u64, Vec<Watched>)>,
+    /// Signalled when a call is watched: with none, the thread sleeps on
+    /// it instead of waking every [`WATCH_PERIOD`].
+    watched: std::sync::Condvar,
 }
 
 /// The watchdog, started (and its signal handler installed) on first use;
@@ -143,10 +146,17 @@ fn watchdog() -> Option<&'static Watchdog> {
         }
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
             calls: Mutex::new((0, Vec::new())),
+            watched: std::sync::Condvar::new(),
         }));
         std::thread::Builder::new()
             .name("toolhost-watchdog".into())
             .spawn(move || loop {
+                {
+                    let mut calls = dog.calls.lock().unwrap_or_else(|e| e.into_inner());
+                    while calls.1.is_empty() {
+                        calls = dog.watched.wait(calls).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
                 std::thread::sleep(WATCH_PERIOD);
                 dog.interrupt_overdue();
             })
@@ -173,6 +183,8 @@ pub(super) fn watch(deadline: Instant) -> Option<Watch> {
         thread: unsafe { libc::pthread_self() },
         deadline,
     });
+    drop(calls);
+    dog.watched.notify_one();
     Some(Watch { id })
 }
 

@@ -24,6 +24,9 @@
 //! | network             | `wasi:http` requests to the call's granted     |
 //! |                     | origins only, checked by the host ([`http`])   |
 //! | sockets, DNS        | denied (no raw TCP/UDP, no `ip-name-lookup`)   |
+//! | native programs     | `toolhost:plugin/exec` is linked so a plugin   |
+//! |                     | importing it loads; every `run` is `denied`    |
+//! |                     | until the exec sandbox is wired (`exec_link`)  |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -34,6 +37,12 @@
 //! | output              | [`Limits::max_output_bytes`]                   |
 //! | dry-run, probe      | every mount read-only, no network, whatever    |
 //! |                     | the request says ([`Plugin::dry_run`])         |
+//!
+//! A component must be built against [`CONTRACT`] (`toolhost:plugin@0.2.0`):
+//! one that imports or exports a `toolhost:plugin` interface of another
+//! version is refused at load with [`SandboxError::ContractVersion`], which
+//! tells its author to rebuild. A call's answer is a [`ToolOutput`]: the JSON
+//! and, optionally, the plugin's model-facing text.
 //!
 //! `describe()` at load time runs under the same rules with its own
 //! deadline, [`DESCRIBE_TIMEOUT`].
@@ -47,6 +56,7 @@ mod cache;
 mod capture;
 mod deadline;
 mod effects;
+mod exec_link;
 mod fsguard;
 pub mod http;
 mod limits;
@@ -75,6 +85,16 @@ use limits::MemoryLimiter;
 
 use bindings::plugin::toolhost::plugin::types as wit;
 
+/// The `toolhost:plugin` contract (package and version, `wit/toolhost.wit`)
+/// this host implements.
+pub const CONTRACT: &str = "toolhost:plugin@0.2.0";
+
+/// The package of the contract, without the version.
+const CONTRACT_PACKAGE: &str = "toolhost:plugin";
+
+/// The version part of [`CONTRACT`].
+pub const CONTRACT_VERSION: &str = "0.2.0";
+
 /// The wasmtime release this host is built against.
 pub const WASMTIME_VERSION: &str = "48.0.8";
 
@@ -95,8 +115,15 @@ pub enum SandboxError {
     Engine(String),
     #[error("not a valid component: {0}")]
     Compile(String),
-    #[error("the component does not implement toolhost:plugin@0.1.0: {0}")]
+    #[error("the component does not implement {CONTRACT}: {0}")]
     Link(String),
+    /// The component was built against another version of the contract.
+    #[error(
+        "the component was built against toolhost:plugin@{found}, but this host implements \
+         {CONTRACT}: rebuild the plugin against {CONTRACT} (update toolhost-sdk, the Python or \
+         JavaScript kit, or the WIT file it was built from)"
+    )]
+    ContractVersion { found: String },
     #[error("describe() failed: {0}")]
     Describe(String),
     #[error("describe() did not answer within {} s", .0.as_secs())]
@@ -258,8 +285,18 @@ pub struct RunOutcome<T> {
     pub net_requested: Vec<String>,
 }
 
-/// How a call ended: the tool's output JSON or its tool error.
-pub type CallOutcome = RunOutcome<Result<String, ToolError>>;
+/// A call's answer as the plugin gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The output JSON text (within the request's output limit).
+    pub json: String,
+    /// The plugin's model-facing rendering, raw: the host still has to
+    /// strip control characters and clip it.
+    pub text: Option<String>,
+}
+
+/// How a call ended: the tool's output or its tool error.
+pub type CallOutcome = RunOutcome<Result<ToolOutput, ToolError>>;
 
 impl<T> RunOutcome<T> {
     /// An outcome without a run: the host answers itself, or could not
@@ -302,6 +339,8 @@ struct State {
     stderr: Capture,
     deadline: Instant,
     cancel: Option<CancelToken>,
+    /// Keeps the epoch ticking while this store exists.
+    _ticking: Ticking,
 }
 
 impl WasiHttpView for State {
@@ -381,6 +420,7 @@ impl Sandbox {
         // file-system ones we restrict further.
         deadline::add_to_linker(&mut linker)?;
         fsguard::add_to_linker(&mut linker)?;
+        exec_link::add_to_linker(&mut linker)?;
         deadline::start();
         let cache = match &config.cache_dir {
             Some(dir) => CompileCache::open(dir).ok(),
@@ -397,6 +437,7 @@ impl Sandbox {
     pub fn load(&self, bytes: &[u8], progress: &dyn Fn(LoadEvent)) -> Result<Plugin, SandboxError> {
         let digest = blake3::hash(bytes);
         let component = self.compile_cached(bytes, &digest, progress)?;
+        self.check_contract_version(&component)?;
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -448,9 +489,60 @@ impl Sandbox {
         Ok(component)
     }
 
+    /// Refuses a component that imports or exports any `toolhost:plugin`
+    /// interface at another version than [`CONTRACT_VERSION`], naming it, so
+    /// the author is told to rebuild rather than shown a missing export.
+    fn check_contract_version(&self, component: &Component) -> Result<(), SandboxError> {
+        let ty = component.component_type();
+        let names = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name)
+            .chain(ty.exports(&self.engine).map(|(name, _)| name));
+        for name in names {
+            if let Some(found) = contract_version_of(name) {
+                if found != CONTRACT_VERSION {
+                    let found = if found.is_empty() {
+                        "(no version)"
+                    } else {
+                        found
+                    };
+                    return Err(SandboxError::ContractVersion {
+                        found: found.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The compile cache, if enabled.
     pub fn cache(&self) -> Option<&CompileCache> {
         self.cache.as_ref()
+    }
+}
+
+/// Stores alive in this process. The epoch only matters while a guest
+/// runs (deadlines are set relative to the epoch when a store is made), so
+/// the ticker sleeps on [`STORES_CHANGED`] while there are none: an idle
+/// host (a `serve` waiting for requests) takes no CPU time for it.
+static STORES: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static STORES_CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// One live store, counted in [`STORES`].
+struct Ticking;
+
+impl Ticking {
+    fn start() -> Ticking {
+        *STORES.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        STORES_CHANGED.notify_all();
+        Ticking
+    }
+}
+
+impl Drop for Ticking {
+    fn drop(&mut self) {
+        let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
     }
 }
 
@@ -459,6 +551,12 @@ fn start_epoch_ticker(engine: &Engine) {
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || loop {
+            {
+                let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
+                while *n == 0 {
+                    n = STORES_CHANGED.wait(n).unwrap_or_else(|e| e.into_inner());
+                }
+            }
             std::thread::sleep(EPOCH_TICK);
             match weak.upgrade() {
                 Some(engine) => engine.increment_epoch(),
@@ -532,6 +630,7 @@ impl Plugin {
                     + d.title.as_ref().map_or(0, |s| s.len())
                     + d.error_codes.iter().map(|c| c.len()).sum::<usize>()
                     + d.needs.network_hosts.iter().map(|c| c.len()).sum::<usize>()
+                    + d.needs.exec.iter().map(|c| c.len()).sum::<usize>()
             })
             .sum();
         if bytes > MAX_DESCRIPTOR_BYTES {
@@ -582,6 +681,7 @@ impl Plugin {
             stderr,
             deadline,
             cancel: cancel.cloned(),
+            _ticking: Ticking::start(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -617,7 +717,7 @@ impl Plugin {
                 .call_call(&mut *store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
-            Ok(out) => within_limit(out, req, usage),
+            Ok(out) => output_within_limit(out, req, usage),
             Err(e) => Ok(Err(ToolError {
                 code: e.code,
                 message: e.message,
@@ -686,6 +786,25 @@ impl Plugin {
             net_requested: net.requested(),
         }
     }
+}
+
+/// The version of a `toolhost:plugin/<interface>@<version>` import or
+/// export name (`None` for any other name, or one without a version).
+fn contract_version_of(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(CONTRACT_PACKAGE)?.strip_prefix('/')?;
+    Some(rest.split_once('@').map_or("", |(_, v)| v))
+}
+
+/// A call's answer, unless its JSON is over the request's output limit.
+/// The text is not limited here: the host clips it to the call's text
+/// budget when it renders the observation.
+fn output_within_limit(
+    out: wit::ToolOutput,
+    req: &CallRequest<'_>,
+    usage: &mut Usage,
+) -> Result<Result<ToolOutput, ToolError>, Failure> {
+    let text = out.text;
+    Ok(within_limit(out.json, req, usage)?.map(|json| ToolOutput { json, text }))
 }
 
 /// The guest's JSON answer, unless it is over the request's output limit.
@@ -799,6 +918,7 @@ impl From<wit::ToolDescriptor> for ToolDescriptorText {
                 fs_read: d.needs.fs_read,
                 fs_write: d.needs.fs_write,
                 network_hosts: d.needs.network_hosts,
+                exec: d.needs.exec,
             },
             error_codes: d.error_codes,
             default_timeout_ms: d.default_timeout_ms,
@@ -855,6 +975,7 @@ impl Plugin {
             stderr: Capture::new(0),
             deadline: Instant::now() + Duration::from_secs(3600),
             cancel: None,
+            _ticking: Ticking::start(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();
@@ -870,5 +991,35 @@ impl Plugin {
             .call_call(&mut store, tool, args_json, &ctx)
             .unwrap()
             .unwrap()
+            .json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_versions_are_read_from_interface_names() {
+        assert_eq!(
+            contract_version_of("toolhost:plugin/tools@0.2.0"),
+            Some("0.2.0")
+        );
+        assert_eq!(
+            contract_version_of("toolhost:plugin/exec@0.1.0"),
+            Some("0.1.0")
+        );
+        assert_eq!(contract_version_of("toolhost:plugin/tools"), Some(""));
+        assert_eq!(contract_version_of("wasi:cli/environment@0.2.6"), None);
+        assert_eq!(contract_version_of("toolhost:pluginx/tools@0.2.0"), None);
+        let e = SandboxError::ContractVersion {
+            found: "0.1.0".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the component was built against toolhost:plugin@0.1.0, but this host implements \
+             toolhost:plugin@0.2.0: rebuild the plugin against toolhost:plugin@0.2.0 (update \
+             toolhost-sdk, the Python or JavaScript kit, or the WIT file it was built from)"
+        );
     }
 }

@@ -335,6 +335,18 @@ impl Explainer<'_> {
             }
             return;
         }
+        // An enum spelled as alternatives of constants (schemars writes one
+        // for an enum whose variants carry doc comments): every branch
+        // accepts a string, so name all the allowed values, not the first.
+        if let Some(values) = branches
+            .iter()
+            .map(|b| constants(b))
+            .collect::<Option<Vec<Vec<Value>>>>()
+        {
+            let options = Value::Array(values.into_iter().flatten().collect());
+            out.push(violation(field, one_of(&options), render(instance)));
+            return;
+        }
         // Otherwise the branches that accept this kind of value.
         let candidates: Vec<usize> = (0..branches.len())
             .filter(|&i| accepts_type(branches[i], instance, root))
@@ -363,6 +375,20 @@ impl Explainer<'_> {
                 }
             }
         }
+    }
+}
+
+/// The values a branch allows when it is only a `const` or an `enum`.
+fn constants(branch: &Value) -> Option<Vec<Value>> {
+    let obj = branch.as_object()?;
+    let only = |key: &str| {
+        obj.keys()
+            .all(|k| k == key || matches!(k.as_str(), "description" | "title" | "type"))
+    };
+    match (obj.get("const"), obj.get("enum")) {
+        (Some(c), None) if only("const") => Some(vec![c.clone()]),
+        (None, Some(Value::Array(list))) if only("enum") => Some(list.clone()),
+        _ => None,
     }
 }
 
@@ -931,6 +957,19 @@ mod tests {
         let v = only(&s, json!({"v": true}));
         assert_eq!(v.expected, "string or integer");
         assert_eq!(v.actual, "boolean true");
+    }
+
+    #[test]
+    fn an_enum_of_constant_alternatives_names_every_value() {
+        let s = compile(json!({"type": "object", "properties": {"mode": {"oneOf": [
+            {"const": "fast", "description": "Quick."},
+            {"type": "string", "const": "slow"},
+            {"enum": ["auto", "off"]}
+        ]}}}));
+        let v = only(&s, json!({"mode": "medium"}));
+        assert_eq!(v.field, "/mode");
+        assert_eq!(v.expected, r#"one of "fast", "slow", "auto", "off""#);
+        assert_eq!(v.actual, r#""medium""#);
     }
 
     #[test]

@@ -696,6 +696,8 @@ struct RawNeeds {
     fs_read: bool,
     fs_write: bool,
     network_hosts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exec: Vec<String>,
 }
 
 /// Sorted, indented JSON: the canonical member order, readable in a diff.
@@ -738,6 +740,7 @@ impl RawPlugin {
                             fs_read: d.needs.fs_read,
                             fs_write: d.needs.fs_write,
                             network_hosts: d.needs.network_hosts.clone(),
+                            exec: d.needs.exec.clone(),
                         },
                         input_schema: schema_text(&d.input_schema),
                         output_schema: d.output_schema.as_ref().map(schema_text),
@@ -793,6 +796,7 @@ impl RawPlugin {
                     fs_read: raw.needs.fs_read,
                     fs_write: raw.needs.fs_write,
                     network_hosts: raw.needs.network_hosts,
+                    exec: raw.needs.exec,
                 },
                 error_codes: raw.error_codes,
                 default_timeout_ms: raw.default_timeout_ms,
@@ -884,6 +888,13 @@ fn diff_definitions(old: &ToolDefinition, new: &ToolDefinition, out: &mut Vec<Ch
             "needs.network_hosts",
             format!("{:?}", old.needs.network_hosts),
             format!("{:?}", new.needs.network_hosts),
+        );
+    }
+    if old.needs.exec != new.needs.exec {
+        field(
+            "needs.exec",
+            format!("{:?}", old.needs.exec),
+            format!("{:?}", new.needs.exec),
         );
     }
     if old.error_codes != new.error_codes {
@@ -1059,6 +1070,7 @@ mod tests {
                 fs_read: true,
                 fs_write: false,
                 network_hosts: vec![],
+                exec: vec![],
             },
             error_codes: vec!["not_found".into()],
             default_timeout_ms: 5_000,

@@ -96,6 +96,12 @@ const markdownOutline = tool({
     const headings = all.slice(0, args.max_headings).map((h) => ({ ...h, text: h.text.slice(0, MAX_TEXT_CHARS) }));
     return { path: args.path, headings, total: all.length, omitted: all.length - headings.length };
   },
+  // What the model reads: one line per heading, indented by level, with its line number.
+  text(out) {
+    const rows = out.headings.map((h) => `${"  ".repeat(h.level - 1)}${"#".repeat(h.level)} ${h.text} (line ${h.line})`);
+    const more = out.omitted ? `; ${out.omitted} more not shown (raise max_headings)` : "";
+    return `${out.path}: ${out.total} headings${more}\n${rows.join("\n")}`;
+  },
 });
 
 export const tools = plugin([markdownOutline]);

@@ -41,12 +41,29 @@ class Summary(TypedDict):
     columns_omitted: int
 
 
+def render(summary: Summary) -> str:
+    """What the model reads: one header line, then one line per column."""
+    lines = [f"{summary['path']}: {summary['rows']} rows, {summary['columns']} columns"]
+    for c in summary["column_stats"]:
+        if c["kind"] == "numeric":
+            lines.append(
+                f"  {c['name']}: numeric, {c['non_empty']} filled, "
+                f"min {c['min']:g}, max {c['max']:g}, mean {c['mean']:g}"
+            )
+        else:
+            lines.append(f"  {c['name']}: {c['kind']}, {c['non_empty']} filled")
+    if summary["columns_omitted"]:
+        lines.append(f"  ({summary['columns_omitted']} more columns; raise max_columns)")
+    return "\n".join(lines)
+
+
 @tool(
     title="Summarize a CSV file",
     side_effect="read-only",
     errors=["not_text", "not_csv", "too_large"],
     timeout_ms=10_000,
     max_output_bytes=64 * 1024,
+    text=render,
 )
 def csv_summary(
     ctx: Context,

@@ -107,6 +107,8 @@ class SchemaTest(unittest.TestCase):
             ["bad", "invalid_arguments", "internal_error", "invalid_path", "not_found", "permission_denied", "io_error"],
         )
         self.assertEqual(s.output_schema["properties"], {"n": {"type": "integer"}})
+        # A TypedDict output is closed, as docs/python.md says.
+        self.assertIs(s.output_schema["additionalProperties"], False)
 
     def test_a_dataclass_argument(self):
         @dataclasses.dataclass
@@ -228,6 +230,48 @@ class DispatchTest(unittest.TestCase):
             with self.assertRaises(ToolError) as e:
                 ctx.path(bad)
             self.assertEqual(e.exception.code, "invalid_path")
+
+
+class TextTest(unittest.TestCase):
+    def setUp(self):
+        fresh()
+
+    def test_text_renders_the_result_for_a_model(self):
+        @tool(side_effect="read-only", text=lambda r: f"{r['n']} items", programs=["make"])
+        def count_items(n: int) -> Out:
+            """Counts."""
+            return {"n": n}
+
+        self.assertEqual(
+            runtime.dispatch_output("count_items", '{"n": 2}', "c1", "/workspace", None),
+            (True, ('{"n":2}', "2 items")),
+        )
+        # dispatch keeps answering the JSON alone.
+        self.assertEqual(call("count_items", {"n": 2}), (True, '{"n":2}'))
+        self.assertEqual(spec("count_items").descriptor()["needs"]["exec"], ["make"])
+
+    def test_without_text_there_is_none(self):
+        @tool(side_effect="read-only")
+        def plain(n: int) -> Out:
+            """Plain."""
+            return {"n": n}
+
+        self.assertEqual(
+            runtime.dispatch_output("plain", '{"n": 1}', "c1", "/workspace", None),
+            (True, ('{"n":1}', None)),
+        )
+        self.assertEqual(spec("plain").descriptor()["needs"]["exec"], [])
+
+    def test_a_text_function_that_returns_no_str_is_an_internal_error(self):
+        @tool(side_effect="read-only", text=lambda r: 3)
+        def bad_text(n: int) -> Out:
+            """Bad."""
+            return {"n": n}
+
+        ok, e = call("bad_text", {"n": 1})
+        self.assertFalse(ok)
+        self.assertEqual(e["code"], "internal_error")
+        self.assertIn("not str", e["message"])
 
 
 if __name__ == "__main__":

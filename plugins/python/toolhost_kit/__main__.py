@@ -125,7 +125,12 @@ def build(args: argparse.Namespace) -> int:
         for d in path_dirs:
             cmd += ["-p", d]
         start = time.monotonic()
-        ran = subprocess.run(cmd)
+        print(
+            f"toolhost_kit: building {args.output} with componentize-py "
+            "(the Python interpreter and your modules; usually 15 to 60 s)",
+            file=sys.stderr,
+        )
+        ran = _run_with_progress(cmd, start)
         if ran.returncode != 0:
             _die(f"componentize-py failed (exit status {ran.returncode})")
     finally:
@@ -139,9 +144,33 @@ def build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_with_progress(cmd: list[str], start: float) -> subprocess.CompletedProcess:
+    """Runs the build, saying every 10 s that it is still going."""
+    proc = subprocess.Popen(cmd)
+    while True:
+        try:
+            proc.wait(timeout=10)
+            break
+        except subprocess.TimeoutExpired:
+            print(
+                f"toolhost_kit: still building ({time.monotonic() - start:.0f} s)",
+                file=sys.stderr,
+            )
+    return subprocess.CompletedProcess(cmd, proc.returncode)
+
+
 def describe(args: argparse.Namespace) -> int:
     _load([Path(a).resolve() for a in args.app])
-    print(json.dumps([t.descriptor() for t in runtime.tools()], indent=2))
+    out = []
+    for t in runtime.tools():
+        d = t.descriptor()
+        # The descriptor carries its schemas as JSON text (as the WIT does);
+        # a person reads them as JSON.
+        for key in ("input_schema", "output_schema"):
+            if d[key] is not None:
+                d[key] = json.loads(d[key])
+        out.append(d)
+    print(json.dumps(out, indent=2))
     return 0
 
 

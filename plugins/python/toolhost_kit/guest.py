@@ -63,9 +63,10 @@ class Tools:
         return list(_DESCRIPTORS)
 
     def call(self, name, args_json, context):
-        ok, value = runtime.dispatch(
+        ok, value = runtime.dispatch_output(
             name, args_json, context.call_id, context.workspace_root, context.idempotency_key
         )
         if ok:
-            return value
+            json_text, text = value
+            return types.ToolOutput(json=json_text, text=text)
         raise Err(types.ToolError(**value))

@@ -135,6 +135,8 @@ class ToolSpec:
     fs_read: bool
     fs_write: bool
     network_hosts: list[str]
+    #: Programs run through the ``exec`` import (``needs.exec``).
+    programs: list[str]
     error_codes: list[str]
     timeout_ms: int
     max_output_bytes: int
@@ -149,6 +151,8 @@ class ToolSpec:
     path_fields: dict[str, str]
     #: Parameters whose JSON value must be converted (dataclass, enum, float).
     converted: frozenset = frozenset()
+    #: Renders a result as model-facing text (``text=`` of ``@tool``).
+    text: Callable[[Any], str] | None = None
     #: Text of the schemas, computed once.
     input_schema_json: str = ""
     output_schema_json: str | None = None
@@ -166,6 +170,7 @@ class ToolSpec:
                 "fs_read": self.fs_read,
                 "fs_write": self.fs_write,
                 "network_hosts": list(self.network_hosts),
+                "exec": list(self.programs),
             },
             "error_codes": list(self.error_codes),
             "default_timeout_ms": self.timeout_ms,
@@ -229,8 +234,10 @@ def tool(
     fs_read: bool | None = None,
     fs_write: bool | None = None,
     network_hosts: list[str] | tuple[str, ...] = (),
+    programs: list[str] | tuple[str, ...] = (),
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    text: Callable[[Any], str] | None = None,
 ) -> Any:
     """Registers a function as a tool. Use as ``@tool`` or ``@tool(...)``.
 
@@ -248,6 +255,12 @@ def tool(
       The kit adds ``invalid_arguments`` and ``internal_error`` (any other
       exception), and for file tools ``invalid_path``, ``not_found``
       (``FileNotFoundError``), ``permission_denied`` and ``io_error``.
+    - ``text``: a function from the tool's result to the compact text a
+      model reads (e.g. numbered lines under a one-line header); the JSON
+      result stays the exact data. Without it the host shows compact JSON.
+    - ``programs``: native programs the tool runs through the ``exec``
+      import (``needs.exec``): names on the host's PATH, absolute paths, or
+      ``"any"``.
     """
 
     def register(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -261,8 +274,10 @@ def tool(
             fs_read=fs_read,
             fs_write=fs_write,
             network_hosts=list(network_hosts),
+            programs=list(programs),
             timeout_ms=timeout_ms,
             max_output_bytes=max_output_bytes,
+            text=text,
         )
         if spec.name in _REGISTRY:
             raise KitError(f"two tools are named {spec.name!r}")
@@ -375,6 +390,7 @@ def _make_spec(f: Callable[..., Any], **o: Any) -> ToolSpec:
         fs_read=bool(fs_read),
         fs_write=bool(fs_write),
         network_hosts=o["network_hosts"],
+        programs=o["programs"],
         error_codes=codes,
         timeout_ms=int(o["timeout_ms"]),
         max_output_bytes=int(o["max_output_bytes"]),
@@ -384,7 +400,10 @@ def _make_spec(f: Callable[..., Any], **o: Any) -> ToolSpec:
         args_param=args_param,
         ctx_param=ctx_param,
         path_fields=path_fields,
+        text=o["text"],
     )
+    if o["text"] is not None and not callable(o["text"]):
+        raise KitError(f"{where}: text= must be a function from the result to a str")
     if used_params is not None:
         spec.converted = frozenset(k for k, tp in used_params.items() if needs_convert(tp))
     spec.input_schema_json = json.dumps(input_schema, separators=(",", ":"))
@@ -436,6 +455,16 @@ def dispatch(
 ) -> tuple[bool, Any]:
     """Runs tool ``name``. Returns ``(True, output_json)`` or
     ``(False, tool_error_fields)``."""
+    ok, value = dispatch_output(name, args_json, call_id, workspace_root, idempotency_key)
+    return (True, value[0]) if ok else (False, value)
+
+
+def dispatch_output(
+    name: str, args_json: str, call_id: str, workspace_root: str, idempotency_key: str | None
+) -> tuple[bool, Any]:
+    """Runs tool ``name``. Returns ``(True, (output_json, text_or_None))``
+    or ``(False, tool_error_fields)``: what the component's ``call`` export
+    answers."""
     global _current, _call_args
     spec = _REGISTRY.get(name)
     if spec is None:
@@ -481,7 +510,14 @@ def dispatch(
             )
         except (TypeError, ValueError) as e:
             raise RuntimeError(f"the tool's output is not JSON: {e}") from e
-        return True, out
+        text = None
+        if spec.text is not None:
+            text = spec.text(result)
+            if not isinstance(text, str):
+                raise RuntimeError(
+                    f"the tool's text= function returned {type(text).__name__}, not str"
+                )
+        return True, (out, text)
     except ToolError as e:
         if e.code not in spec.error_codes:
             return False, _error(

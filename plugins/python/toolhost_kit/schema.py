@@ -312,8 +312,9 @@ def object_schema(cls: type, where: str, *, closed: bool = True) -> dict[str, An
         schema["description"] = doc
     schema["properties"] = props
     schema["required"] = required
-    if closed:
-        schema["additionalProperties"] = False
+    # Closed whether it is an argument or an output: a dataclass or a
+    # TypedDict names every key (only a plain `dict` output stays open).
+    schema["additionalProperties"] = False
     return schema
 
 

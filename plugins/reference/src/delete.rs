@@ -17,39 +17,22 @@ use crate::text::{file_error, normalize_rel};
 const LARGE_FILE_BYTES: u64 = 1024 * 1024;
 
 const DESCRIPTION: &str = "\
-Deletes one regular file in the workspace. IRREVERSIBLE: the file cannot be restored.
-When to use: to remove a file that is no longer needed, after viewing it. When not to: to empty \
-or change a file (use file_edit), on directories (refused), on symbolic links (refused; delete \
-the link target by its own path if that is what you mean).
-Inputs: path = workspace-relative path of an existing regular file (1-1024 chars; absolute paths \
-and '..' are refused); expected_sha256 = optional lowercase hex SHA-256 of the file as you last \
-saw it (file_view's sha256): if the file has changed since, nothing is deleted and the call \
-fails with conflict.
-Approval: the host runs this tool only with an approved plan. Its dry-run deletes nothing and \
-returns the plan {summary, changes: [{path, action: \"delete\", lines_removed, bytes_before, \
-sha256_before, ...}], counts, warnings} with warnings such as \"file is not empty\" and \"file is \
-larger than 1 MiB\"; it fails with the same errors as the call.
-Output: {path, deleted: true, sha256_before, bytes} (under 1 KiB): the SHA-256 and size of the \
-file that was deleted. When the host settles an interrupted call by probing, a file that no \
-longer exists counts as deleted and sha256_before and bytes are null (the probe cannot know \
-them); a file that still exists means the call did not take effect.
-Errors: not_found (no such file; correctable), is_directory, is_symlink, conflict \
-(expected_sha256 is not the file's current SHA-256; details give expected and actual; nothing \
-deleted), permission_denied (e.g. no write access), io_error (including: not a regular file), \
-invalid_path, invalid_arguments.
-Side effect: irreversible (removes one file). A repeated call after a successful one fails with \
-not_found; it never deletes a different file unless one was created at the same path meanwhile \
-(pass expected_sha256 to rule that out).";
+Deletes one regular file in the workspace. IRREVERSIBLE: it cannot be restored.
+Use it to remove a file no longer needed, after viewing it. Not for changing a file \
+(file_edit), directories or symbolic links.
+Irreversible: runs only with an approved plan from its dry-run, which warns about non-empty or \
+large files. Pass expected_sha256 so a changed file is kept. A repeat fails with not_found. \
+Result under 1 KiB.
+Errors: not_found, is_directory, is_symlink, conflict, permission_denied, io_error, invalid_path.";
 
 /// Arguments of `file_delete`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteArgs {
-    /// File to delete, relative to the workspace root. It must be a regular
-    /// file (not a directory, not a symbolic link).
+    /// Regular file, workspace-relative.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
     pub path: String,
-    /// Lowercase hex SHA-256 the file must still have (from `file_view`).
+    /// SHA-256 the file must still have.
     #[schemars(length(min = 64, max = 64), pattern(r"^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
 }
@@ -57,16 +40,14 @@ pub struct DeleteArgs {
 /// What a delete did.
 #[derive(Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DeleteOutput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative path.
     pub path: String,
-    /// Always true: the file no longer exists.
+    /// Always true.
     #[schemars(extend("const" = true))]
     pub deleted: bool,
-    /// Lowercase hex SHA-256 of the deleted file; null when a probe found
-    /// the file already gone and cannot know it.
+    /// Hex SHA-256 of the deleted file; null when a probe found it gone.
     pub sha256_before: Option<String>,
-    /// Size of the deleted file in bytes; null when a probe found the file
-    /// already gone.
+    /// Size in bytes; null when a probe found the file gone.
     pub bytes: Option<u64>,
 }
 

@@ -14,52 +14,31 @@ use crate::text::{
 };
 
 const DESCRIPTION: &str = "\
-Replaces an exact piece of text in one existing UTF-8 text file in the workspace and writes the \
-file atomically.
-When to use: to change code or text you have looked at (with file_view or grep_search). Copy \
-old_str exactly from the file, including whitespace and indentation, with enough surrounding \
-text to make it occur only once. When not to: to create or delete a file (the file must exist), \
-or on binary files.
-Inputs: path = workspace-relative path of an existing file (1-1024 chars; absolute paths and \
-'..' are refused); old_str = the text to replace, exact and case-sensitive (1-65536 chars); \
-new_str = the replacement (0-65536 chars; empty deletes old_str); allow_multiple = false \
-(default): old_str must occur exactly once; true: every non-overlapping occurrence is replaced; \
-expected_sha256 = optional lowercase hex SHA-256 of the file as you last saw it (file_view's \
-sha256): if the file has changed since, nothing is written and the call fails with conflict.
-Behaviour: everything outside the replaced text is kept byte for byte, including line endings \
-and a missing final newline. The new content goes to a temporary file in the same directory \
-that is then renamed over the file, so the file is always either wholly old or wholly new, and \
-a failed call changes nothing. WASI cannot copy permission bits, so the file gets the default \
-permissions. Symbolic links are not followed: editing a link fails with is_symlink.
-Output: {path, replacements, sha256_before, sha256_after} (under 1 KiB); sha256_after is the new \
-version to pass as expected_sha256 to a follow-up edit.
-Errors: not_found (no such file), is_directory, is_symlink, no_match (old_str does not occur; \
-view the file again), multiple_matches (old_str occurs more than once and allow_multiple is \
-false; details give count; add surrounding text), conflict (expected_sha256 is not the file's \
-current SHA-256; details give expected and actual; nothing written), not_text (NUL byte or not \
-UTF-8), file_too_large (file before or after the edit over 4 MiB = 4194304 bytes), \
-permission_denied (e.g. no write access), io_error, invalid_path, invalid_arguments.
-Side effect: reversible (changes one file; the inverse edit restores it). A repeated call is not \
-a no-op: pass expected_sha256 so that a retry of an edit that already happened fails with \
-conflict instead of editing twice.";
+Replaces exact text in one existing UTF-8 file, written atomically; the rest stays byte for byte.
+Use it to change text you have viewed: copy old_str exactly, with enough context to occur once \
+(or set allow_multiple). Not for creating or deleting files.
+Reversible, one file, not idempotent: pass expected_sha256 so a retry fails with conflict \
+instead of editing twice. The result (under 1 KiB) has the new sha256.
+Errors: not_found, is_directory, is_symlink, no_match, multiple_matches (add context), \
+conflict, not_text, file_too_large, permission_denied, io_error, invalid_path.";
 
 /// Arguments of `file_edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditArgs {
-    /// File to edit, relative to the workspace root. It must exist.
+    /// Existing file, workspace-relative.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "write"))]
     pub path: String,
-    /// Exact text to replace (case- and whitespace-sensitive).
+    /// Exact text to replace.
     #[schemars(length(min = 1, max = 65536))]
     pub old_str: String,
-    /// Replacement text; empty deletes `old_str`.
+    /// Replacement; empty deletes.
     #[schemars(length(max = 65536))]
     pub new_str: String,
-    /// Replace every occurrence instead of requiring exactly one.
+    /// Replace every occurrence.
     #[serde(default)]
     pub allow_multiple: bool,
-    /// Lowercase hex SHA-256 the file must still have (from `file_view`).
+    /// SHA-256 the file must still have.
     #[schemars(length(min = 64, max = 64), pattern(r"^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
 }
@@ -67,13 +46,13 @@ pub struct EditArgs {
 /// What an edit did.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EditOutput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative path.
     pub path: String,
-    /// Number of occurrences replaced (at least 1).
+    /// Occurrences replaced.
     pub replacements: u64,
-    /// Lowercase hex SHA-256 of the file before the edit.
+    /// Hex SHA-256 before the edit.
     pub sha256_before: String,
-    /// Lowercase hex SHA-256 of the file after the edit: its new version.
+    /// Hex SHA-256 after the edit: the new version.
     pub sha256_after: String,
 }
 

@@ -27,47 +27,27 @@ const MAX_HEADER_VALUE_BYTES: usize = 512;
 const READ_CHUNK: u64 = 64 * 1024;
 
 const DESCRIPTION: &str = "\
-Fetches one URL with an HTTP GET and returns the status, the response headers and the body as \
-UTF-8 text.
-When to use: to read a web page, an API answer or a file over http(s) from an origin the caller \
-has granted. When not to: for workspace files (use file_view), to send data (no POST, PUT or \
-DELETE), or for binary content (images, archives: not_text).
-Network: the host only lets the request through to an origin (scheme://host:port) the caller \
-granted for this call; anything else fails with denied_origin before any connection. A host name \
-that resolves to a loopback, private, link-local or cloud-metadata address is refused unless that \
-literal address (or localhost) was granted. Redirects are NOT followed: a 301/302/307/308 is \
-returned as it is, with its location header; fetch that URL in a new call if it should be \
-followed (its origin must be granted too).
-Inputs: url = absolute http:// or https:// URL (at most 2048 chars, ASCII, no user info; \
-percent-encode anything else; a #fragment is dropped); max_bytes = most body bytes returned \
-(1-1048576, default 65536); timeout_ms = budget for the whole exchange, connect to last body \
-byte (100-30000, default 10000).
-Output: {url, status, headers: [{name, value}], body, body_truncated, content_type}. headers are \
-sorted by lowercase name (stable, repeated names kept), at most 48, each value clipped at 512 \
-bytes; body is the first max_bytes bytes of the body as text (cut at a character boundary) and \
-body_truncated says whether more followed; content_type is the content-type header or null. \
-Request headers: user-agent toolhost-http_get/0.1, accept */*, accept-encoding identity. Any \
-status (404, 500...) is a successful call: check status. The output is at most about 6.4 MB.
-Errors: denied_origin (the host refused the origin or its address: the caller must grant it; \
-not fixable by changing arguments), invalid_url (malformed URL, field /url), timeout (timeout_ms \
-or the call's deadline passed; raise it or retry), connection_failed (DNS failure, connection \
-refused or reset, TLS or HTTP protocol error, or an error while reading the body; \
-details.wasi_error or details.io_error names it), not_text (the body is not UTF-8 text or \
-contains NUL bytes; details give status, content_type and bytes received), invalid_arguments.
-Side effect: none on this side (read-only; a GET should not change the server); safe to retry.";
+Fetches one http(s) URL with a GET: status, headers and the body as UTF-8 text.
+Use it to read a web page or API answer from an origin the caller granted. Not for workspace \
+files (file_view), sending data, or binary content.
+Other origins fail with denied_origin before connecting; names resolving to private addresses \
+are refused unless granted literally. Redirects are returned, not followed; any HTTP status is \
+a success (check status). Read-only. Body clipped to max_bytes.
+Errors: denied_origin (the caller must grant it), invalid_url, timeout, connection_failed, \
+not_text.";
 
 /// Arguments of `http_get`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpGetArgs {
-    /// Absolute http:// or https:// URL to fetch (ASCII; percent-encode the rest).
+    /// Absolute http(s) URL, ASCII.
     #[schemars(length(min = 8, max = 2048), pattern(r"^https?://"), extend("format" = "uri"))]
     pub url: String,
-    /// Most body bytes to return; the rest is cut off and body_truncated is set.
+    /// Most body bytes returned.
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1, max = 1_048_576))]
     pub max_bytes: u32,
-    /// Budget for the whole exchange in milliseconds, connect to last byte.
+    /// Budget for the whole exchange, ms.
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 100, max = 30_000))]
     pub timeout_ms: u32,
@@ -84,26 +64,26 @@ fn default_timeout_ms() -> u32 {
 /// The response to one GET.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct HttpGetOutput {
-    /// The URL fetched (without any #fragment).
+    /// The URL fetched, without #fragment.
     pub url: String,
-    /// HTTP status code; redirects are not followed.
+    /// HTTP status (redirects not followed).
     pub status: u16,
-    /// Response headers sorted by lowercase name, at most 48, values clipped at 512 bytes.
+    /// Sorted by name, at most 48, values clipped at 512 bytes.
     pub headers: Vec<Header>,
-    /// The first max_bytes bytes of the body, as text.
+    /// The first max_bytes bytes of the body.
     pub body: String,
-    /// True when the body was longer than max_bytes.
+    /// More body followed.
     pub body_truncated: bool,
     /// The content-type header, if any.
     pub content_type: Option<String>,
 }
 
-/// One response header.
+// One response header.
 #[derive(Debug, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct Header {
-    /// Lowercase header name.
+    /// Lowercase.
     pub name: String,
-    /// Header value (UTF-8; clipped at 512 bytes with a trailing `...`).
+    /// Clipped at 512 bytes with a trailing `...`.
     pub value: String,
 }
 

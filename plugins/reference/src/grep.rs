@@ -28,54 +28,32 @@ const CACHE_TAG: &str = "CACHEDIR.TAG";
 const CURSOR_PREFIX: &str = "g1";
 
 const DESCRIPTION: &str = "\
-Searches the text files under a workspace path for lines that match a regular expression and \
-returns the matching lines with their paths and line numbers, one page at a time.
-When to use: to find where something is defined or used before viewing or editing it. When not \
-to: to read a file (use file_view) or to list files.
-Inputs: pattern = regular expression in Rust regex syntax (1-512 chars), matched against each \
-line separately without its line ending; case-sensitive unless it starts with (?i). \
-path = workspace-relative file or directory to search (1-1024 chars; '.' is the whole \
-workspace; absolute paths and '..' are refused). glob = optional file filter (1-256 chars), \
-e.g. '*.rs' or 'src/**/*.toml': a glob without '/' is matched against each file's name, a glob \
-with '/' against the file's path relative to path; '*' and '?' do not cross '/', '**' does, \
-'{a,b}' and '[a-z]' work; ignored when path is a file. limit = matching lines per page (1-200, \
-default 50). cursor = optional next_cursor of the previous page of the same search (same \
-pattern, path and glob).
-Output: {matches: [{path, line_number, line}], total, next_cursor, files_scanned, \
-files_skipped, truncated}. One entry per matching line, ordered by path (bytewise) and then \
-line number; path is workspace-relative; a line over 500 characters is cut and ends with \
-' [...clipped, line has N chars]'. total counts every matching line of the search; \
-next_cursor is the cursor of the next page, or null on the last page. The output is at most \
-about 1 MiB.
-Limits: directories named .git, cache directories (those holding a CACHEDIR.TAG file, such as \
-Cargo's target/) below path, and symbolic links to directories are not entered; .gitignore \
-is not read. Files over 4 MiB, with a NUL byte, not valid UTF-8 or unreadable are skipped and \
-counted in files_skipped. A search reads at most 20000 files and 256 MiB and visits at most 200000 \
-directory entries; beyond that truncated is true and results cover only what was read.
-Errors: invalid_regex (field /pattern), invalid_glob (field /glob), invalid_cursor (not a \
-cursor of this search; field /cursor), not_found (path does not exist), permission_denied, \
-io_error, invalid_path, invalid_arguments.
-Side effect: none (read-only); safe to retry. Every page searches the files again, so pages \
-reflect the files as they are when each page runs.";
+Finds the lines matching a regex (Rust syntax, per line; (?i) ignores case) in the text files \
+under a workspace path, as path:line rows ordered by path and line, a page at a time.
+Use it to find definitions or uses before viewing or editing. Not for reading a file (file_view).
+Read-only. Skips .git, cache directories, binary and over-4-MiB files; stops after 20000 files \
+or 256 MiB (truncated). At most 200 matches a page; pass next_cursor for the next.
+Errors: invalid_regex, invalid_glob, invalid_cursor, not_found, permission_denied, io_error, \
+invalid_path.";
 
 /// Arguments of `grep_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust `regex` syntax), matched against each line.
+    /// Regex, matched per line.
     #[schemars(length(min = 1, max = 512))]
     pub pattern: String,
-    /// File or directory to search, relative to the workspace root (`.` for all).
+    /// Workspace-relative file or directory (`.`: all).
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
     pub path: String,
-    /// Only files whose name (glob without `/`) or path below `path` (glob with `/`) matches.
+    /// File filter, e.g. `*.rs` or `src/**/*.toml`.
     #[schemars(length(min = 1, max = 256))]
     pub glob: Option<String>,
-    /// Most matching lines to return in this page.
+    /// Matches per page.
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 200))]
     pub limit: u32,
-    /// `next_cursor` from the previous page of the same search.
+    /// `next_cursor` of the previous page.
     #[schemars(length(min = 1, max = 16384))]
     pub cursor: Option<String>,
 }
@@ -87,28 +65,28 @@ fn default_limit() -> u32 {
 /// One page of search results.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GrepOutput {
-    /// Matching lines of this page, ordered by path then line number.
+    /// This page's matches, by path then line.
     pub matches: Vec<Match>,
-    /// Matching lines in the whole search (all pages).
+    /// Matches in all pages.
     pub total: u64,
-    /// Pass as `cursor` to get the next page; null on the last page.
+    /// `cursor` of the next page; null on the last.
     pub next_cursor: Option<String>,
     /// Text files read.
     pub files_scanned: u64,
-    /// Files skipped: binary, not UTF-8, over 4 MiB or unreadable.
+    /// Binary, non-UTF-8, over-4-MiB or unreadable files.
     pub files_skipped: u64,
-    /// True when a scan limit stopped the search early.
+    /// A scan limit stopped the search early.
     pub truncated: bool,
 }
 
-/// One matching line.
+// One matching line.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Match {
-    /// File, relative to the workspace root.
+    /// Workspace-relative path.
     pub path: String,
-    /// Line number, 1-based.
+    /// 1-based.
     pub line_number: u64,
-    /// The line without its line ending, clipped at 500 characters.
+    /// Without its line ending; clipped at 500 characters.
     pub line: String,
 }
 
@@ -129,6 +107,40 @@ pub fn tool() -> Tool {
         ])
         .timeout_ms(30_000)
         .max_output_bytes(1024 * 1024)
+        .text(render)
+}
+
+/// The model-facing text of a page: one `path:line: text` row per match,
+/// then one line of totals and how to get the next page.
+pub fn render(out: &GrepOutput) -> String {
+    use std::fmt::Write as _;
+    let bytes: usize = out
+        .matches
+        .iter()
+        .map(|m| m.path.len() + m.line.len() + 12)
+        .sum();
+    let mut s = String::with_capacity(bytes + 200);
+    for m in &out.matches {
+        let _ = writeln!(s, "{}:{}: {}", m.path, m.line_number, m.line);
+    }
+    let _ = write!(
+        s,
+        "{} of {} matching lines shown; {} files searched, {} skipped",
+        out.matches.len(),
+        out.total,
+        out.files_scanned,
+        out.files_skipped
+    );
+    if out.truncated {
+        s.push_str("; scan limit reached, results are incomplete");
+    }
+    match &out.next_cursor {
+        Some(c) => {
+            let _ = write!(s, ". Next page: cursor {c}");
+        }
+        None => s.push_str(". Last page."),
+    }
+    s
 }
 
 /// Where a page starts: after this match.
@@ -465,6 +477,34 @@ mod tests {
         assert_eq!(out.files_skipped, 1);
         assert!(out.next_cursor.is_none());
         assert!(!out.truncated);
+    }
+
+    #[test]
+    fn text_is_rows_then_totals_and_cursor() {
+        let ws = tree();
+        let out = grep(&ws.ctx(), args("^fn ", ".")).unwrap();
+        let text = render(&out);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 6, "{text}");
+        assert_eq!(rows[4], "a/c/d.rs:2: fn deep");
+        assert_eq!(
+            rows[5],
+            "5 of 5 matching lines shown; 4 files searched, 1 skipped. Last page."
+        );
+        let mut a = args("fn", ".");
+        a.limit = 2;
+        let out = grep(&ws.ctx(), a).unwrap();
+        let text = render(&out);
+        let cursor = out.next_cursor.as_deref().unwrap();
+        assert!(
+            text.ends_with(&format!("2 of 5 matching lines shown; 4 files searched, 1 skipped. Next page: cursor {cursor}")),
+            "{text}"
+        );
+        // Through the SDK: the same text travels next to the JSON.
+        let out = tool()
+            .call_output(&ws.ctx(), r#"{"pattern":"^fn ","path":"."}"#)
+            .unwrap();
+        assert!(out.text.unwrap().starts_with("a.rs:1: "));
     }
 
     #[test]

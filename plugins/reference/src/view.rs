@@ -12,32 +12,22 @@ const MAX_LINE_CHARS: usize = 2000;
 const PAGE_TEXT_BUDGET_BYTES: usize = 192 * 1024;
 
 const DESCRIPTION: &str = "\
-Reads part of a UTF-8 text file in the workspace and returns numbered lines plus the SHA-256 of \
-the whole file (its version, to pass to file_edit as expected_sha256).
-When to use: to look at code or text before editing it, or to page through a long file. \
-When not to: to search for text (use grep_search), to list a directory, or for binary files.
-Inputs: path = workspace-relative file path (1-1024 chars; absolute paths and '..' are refused); \
-offset = first line to return, 1-based (1-10000000, default 1); \
-limit = most lines to return (1-500, default 200).
-Output: {path, offset, lines: [{number, text}], total_lines, has_more, sha256}. Lines are split \
-at '\\n' and a '\\r' before it is removed. A line longer than 2000 characters is cut after 2000 \
-characters and ends with the marker ' [...clipped, line has N chars]'. A page also stops early \
-once its text reaches about 192 KiB; has_more is then true and the next page starts at the last \
-returned number + 1. An offset past the end is not an error: lines is empty and total_lines \
-gives the length. The output is at most about 256 KiB.
-Errors: not_found (no such file), is_directory (path is a directory), not_text (the file \
-contains a NUL byte or is not valid UTF-8), file_too_large (over 4 MiB = 4194304 bytes; details \
-give size_bytes and max_bytes), permission_denied, io_error, invalid_path, invalid_arguments.
-Side effect: none (read-only); safe to retry and to run in parallel.";
+Shows numbered lines of one UTF-8 text file, a page at a time, with its SHA-256 (for \
+file_edit's expected_sha256).
+Use it to read code before editing, or to page through a long file (offset = next line while \
+has_more). Not for searching (grep_search), directories or binary files.
+Read-only. A page is at most 500 lines (each cut at 2000 characters) or about 192 KiB.
+Errors: not_found, is_directory, not_text, file_too_large (over 4 MiB), permission_denied, \
+io_error, invalid_path.";
 
 /// Arguments of `file_view`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ViewArgs {
-    /// File to read, relative to the workspace root (e.g. `src/main.rs`).
+    /// Workspace-relative file, e.g. `src/main.rs`.
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
     pub path: String,
-    /// First line to return, 1-based.
+    /// First line, 1-based.
     #[serde(default = "default_offset")]
     #[schemars(range(min = 1, max = 10_000_000))]
     pub offset: u32,
@@ -58,26 +48,26 @@ fn default_limit() -> u32 {
 /// A page of a text file.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ViewOutput {
-    /// The file, relative to the workspace root.
+    /// Workspace-relative path.
     pub path: String,
-    /// Number of the first line asked for (1-based).
+    /// First line asked for.
     pub offset: u64,
-    /// The lines of this page, in order.
+    /// This page's lines.
     pub lines: Vec<Line>,
-    /// Number of lines in the whole file.
+    /// Lines in the whole file.
     pub total_lines: u64,
-    /// True when lines after the last returned one exist.
+    /// More lines follow this page.
     pub has_more: bool,
-    /// Lowercase hex SHA-256 of the whole file: its version.
+    /// Hex SHA-256 of the whole file (its version).
     pub sha256: String,
 }
 
-/// One numbered line.
+// One numbered line.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Line {
-    /// Line number, 1-based.
+    /// 1-based.
     pub number: u64,
-    /// The line without its line ending, clipped at 2000 characters.
+    /// Without its line ending; clipped at 2000 characters.
     pub text: String,
 }
 
@@ -98,6 +88,43 @@ pub fn tool() -> Tool {
         ])
         .timeout_ms(10_000)
         .max_output_bytes(256 * 1024)
+        .text(render)
+}
+
+/// The model-facing text of a page: one header line (path, range, total
+/// lines, has_more, sha256), then each line as `NUMBER<tab>TEXT`, numbers
+/// right-aligned: about the size of the page's text itself.
+pub fn render(out: &ViewOutput) -> String {
+    use std::fmt::Write as _;
+    let bytes: usize = out.lines.iter().map(|l| l.text.len() + 8).sum();
+    let mut s = String::with_capacity(bytes + 160);
+    match (out.lines.first(), out.lines.last()) {
+        (Some(first), Some(last)) => {
+            let _ = write!(
+                s,
+                "{} lines {}-{} of {}",
+                out.path, first.number, last.number, out.total_lines
+            );
+        }
+        _ => {
+            let _ = write!(
+                s,
+                "{} no lines at offset {} (file has {} lines)",
+                out.path, out.offset, out.total_lines
+            );
+        }
+    }
+    let _ = write!(s, ", has_more {}", out.has_more);
+    if out.has_more {
+        let next = out.lines.last().map_or(out.offset, |l| l.number + 1);
+        let _ = write!(s, " (next offset {next})");
+    }
+    let _ = writeln!(s, ", sha256 {}", out.sha256);
+    let width = out.lines.last().map_or(1, |l| l.number.to_string().len());
+    for line in &out.lines {
+        let _ = writeln!(s, "{:>width$}\t{}", line.number, line.text);
+    }
+    s
 }
 
 fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
@@ -171,6 +198,36 @@ mod tests {
         assert_eq!(out.lines[0].text, "one");
         assert_eq!(out.lines.len(), 3);
         assert!(!out.has_more);
+    }
+
+    #[test]
+    fn text_is_a_header_then_numbered_lines() {
+        let ws = Workspace::new();
+        let body: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        ws.write("a.txt", &body);
+        let sha = sha256_hex(body.as_bytes());
+        let out = view(&ws.ctx(), args("a.txt", 9, 3)).unwrap();
+        assert_eq!(
+            render(&out),
+            format!(
+                "a.txt lines 9-11 of 12, has_more true (next offset 12), sha256 {sha}\n \
+                 9\tline 9\n10\tline 10\n11\tline 11\n"
+            )
+        );
+        let out = view(&ws.ctx(), args("a.txt", 1, 500)).unwrap();
+        let text = render(&out);
+        assert!(text.starts_with(&format!(
+            "a.txt lines 1-12 of 12, has_more false, sha256 {sha}\n"
+        )));
+        // About the size of the file: a header and a number per line.
+        assert!(text.len() <= body.len() + 120 + 3 * 12, "{}", text.len());
+        let out = view(&ws.ctx(), args("a.txt", 20, 5)).unwrap();
+        assert_eq!(
+            render(&out),
+            format!(
+                "a.txt no lines at offset 20 (file has 12 lines), has_more false, sha256 {sha}\n"
+            )
+        );
     }
 
     #[test]

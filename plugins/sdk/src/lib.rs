@@ -16,6 +16,8 @@
 //!   JSON Pointer to the argument at fault and optional structured details;
 //! - [`Context`] carries the per-call facts and turns workspace-relative
 //!   paths into guest paths;
+//! - a tool can render its output for a model ([`Tool::text`]): the
+//!   compact text the model reads, while the JSON stays the exact data;
 //! - a side-effecting tool can add a dry-run ([`Tool::dry_run`], returning a
 //!   [`Plan`]) and a probe ([`Tool::probe`], returning a [`Probe`]), which
 //!   the host uses to approve irreversible calls and to settle calls whose
@@ -56,7 +58,9 @@
 //!         .reads_files()
 //!         .error_codes(&["not_found", "permission_denied", "io_error"])
 //!         .timeout_ms(5_000)
-//!         .max_output_bytes(1024)]
+//!         .max_output_bytes(1024)
+//!         // What the model reads; the JSON output stays the exact data.
+//!         .text(|out: &CountOutput| format!("{} lines", out.lines))]
 //! }
 //!
 //! toolhost_sdk::plugin!(tools);
@@ -100,8 +104,20 @@ pub use context::Context;
 pub use error::ToolError;
 pub use plan::{Change, ChangeAction, Counts, Plan, Probe};
 pub use tool::{
-    dispatch, dispatch_dry_run, dispatch_probe, Tool, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS,
+    dispatch, dispatch_dry_run, dispatch_probe, Tool, ToolOutput, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_TIMEOUT_MS,
 };
+
+/// Running native programs: the `toolhost:plugin/exec` import.
+///
+/// `exec::run(&exec::Command { argv, cwd, stdin, env, timeout_ms })` runs
+/// one program in the host's OS sandbox and returns how it ended
+/// ([`exec::Completed`]) or why it did not run ([`exec::ExecError`]). Only
+/// programs the tool declares ([`Tool::runs_program`]) and the caller
+/// grants run; a component that never calls it does not import it.
+pub mod exec {
+    pub use crate::bindings::toolhost::plugin::exec::{run, Command, Completed, ExecError};
+}
 
 /// How much a tool can change the world; see the WIT `side-effect` enum.
 pub use bindings::toolhost::plugin::types::SideEffect;
@@ -133,7 +149,7 @@ pub mod __private {
     pub use crate::bindings::exports::toolhost::plugin::tools::Guest as ToolsGuest;
     pub use crate::bindings::toolhost::plugin::types::{
         CallContext as WitCallContext, ToolDescriptor as WitToolDescriptor,
-        ToolError as WitToolError,
+        ToolError as WitToolError, ToolOutput as WitToolOutput,
     };
     pub use crate::tool::{call_wit, describe_wit, dry_run_wit, probe_wit};
 }
@@ -169,7 +185,7 @@ macro_rules! plugin {
                 name: ::std::string::String,
                 args_json: ::std::string::String,
                 context: $crate::__private::WitCallContext,
-            ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError>
+            ) -> ::std::result::Result<$crate::__private::WitToolOutput, $crate::__private::WitToolError>
             {
                 $crate::__private::call_wit($tools(), &name, &args_json, context)
             }

@@ -1,6 +1,6 @@
 //! [`Tool`]: one typed tool and how it becomes a WIT descriptor and a call.
 
-use std::any::{type_name, TypeId};
+use std::any::{type_name, Any, TypeId};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::bindings::exports::toolhost::plugin::prober::ProbeOutcome as WitProbeOutcome;
 use crate::bindings::toolhost::plugin::types::{
     CallContext as WitCallContext, Needs as WitNeeds, SideEffect,
-    ToolDescriptor as WitToolDescriptor, ToolError as WitToolError,
+    ToolDescriptor as WitToolDescriptor, ToolError as WitToolError, ToolOutput as WitToolOutput,
 };
 use crate::context::Context;
 use crate::error::ToolError;
@@ -24,7 +24,20 @@ pub const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 /// Default largest output: 1 MiB of JSON.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
 
-type Handler = Box<dyn Fn(&Context, &str) -> Result<String, ToolError>>;
+type Handler = Box<dyn Fn(&Context, &str, Option<&TextRenderer>) -> Result<ToolOutput, ToolError>>;
+/// Renders a tool's typed output (behind `&dyn Any`, checked to be the
+/// tool's output type when it was set) as model-facing text.
+type TextRenderer = Box<dyn Fn(&dyn Any) -> String>;
+
+/// A call's answer: the output JSON and, when the tool renders one, its
+/// model-facing text (see [`Tool::text`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The output as compact JSON text.
+    pub json: String,
+    /// The tool's rendering for a model, if it has one.
+    pub text: Option<String>,
+}
 type PlanHandler = Box<dyn Fn(&Context, &str) -> Result<Plan, ToolError>>;
 type ProbeHandler = Box<dyn Fn(&Context, &str, &str) -> Result<Probe<String>, ToolError>>;
 
@@ -63,8 +76,10 @@ pub struct Tool {
     error_codes: Vec<Cow<'static, str>>,
     timeout_ms: u32,
     max_output_bytes: u32,
+    exec: Vec<Cow<'static, str>>,
     schemas: fn() -> (Schema, Schema),
     handler: Handler,
+    text: Option<TextRenderer>,
     types: Types,
     planner: Option<PlanHandler>,
     prober: Option<ProbeHandler>,
@@ -82,13 +97,15 @@ impl Tool {
         O: Serialize + JsonSchema + 'static,
         F: Fn(&Context, A) -> Result<O, ToolError> + 'static,
     {
-        let handler: Handler = Box::new(move |ctx, args_json| {
+        let handler: Handler = Box::new(move |ctx, args_json, render| {
             let args: A =
                 serde_json::from_str(args_json).map_err(|e| ToolError::invalid_arguments(&e))?;
             let output = run(ctx, args)?;
+            let text = render.map(|r| r(&output as &dyn Any));
             // A failure here is a bug in the tool's output type (e.g. a map
             // with non-string keys), not something the caller can fix.
-            Ok(serde_json::to_string(&output).expect("tool output must serialize to JSON"))
+            let json = serde_json::to_string(&output).expect("tool output must serialize to JSON");
+            Ok(ToolOutput { json, text })
         });
         Tool {
             name: name.into(),
@@ -101,12 +118,50 @@ impl Tool {
             error_codes: Vec::new(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            exec: Vec::new(),
             schemas: schemas_of::<A, O>,
             handler,
+            text: None,
             types: Types::of::<A, O>(),
             planner: None,
             prober: None,
         }
+    }
+
+    /// Gives the tool a model-facing rendering: `render` turns a successful
+    /// output into the compact text a model reads (the WIT `tool-output.text`),
+    /// e.g. numbered lines under a one-line header, or `path:line: text`
+    /// rows. The JSON output stays the exact data for programs. Without it
+    /// the host shows the model compact JSON.
+    ///
+    /// Write it for a reader with no schema at hand: say what the numbers
+    /// are, keep it about the size of the data, and end with how to get
+    /// more when the output is a page of something larger. The host strips
+    /// control characters and clips it to the call's text budget.
+    ///
+    /// # Panics
+    ///
+    /// When `O` is not the output type of the tool function.
+    #[must_use]
+    pub fn text<O, F>(mut self, render: F) -> Self
+    where
+        O: 'static,
+        F: Fn(&O) -> String + 'static,
+    {
+        self.check_type(
+            "text",
+            "output",
+            self.types.output,
+            Types::of::<(), O>().output,
+        );
+        self.text = Some(Box::new(move |output| {
+            render(
+                output
+                    .downcast_ref::<O>()
+                    .expect("the output type was checked when the renderer was set"),
+            )
+        }));
+        self
     }
 
     /// Lets the host plan a call without performing it: `plan` gets the
@@ -236,6 +291,16 @@ impl Tool {
         self
     }
 
+    /// The tool runs `program` through the `exec` import (see
+    /// [`crate::exec`]): a program name looked up on the host's `PATH`, an
+    /// absolute path, or `any` for a general runner. The call may run the
+    /// programs both declared here and granted by the caller.
+    #[must_use]
+    pub fn runs_program(mut self, program: impl Into<Cow<'static, str>>) -> Self {
+        self.exec.push(program.into());
+        self
+    }
+
     /// Error codes the tool returns itself (appended; duplicates dropped).
     /// The SDK adds `invalid_arguments` and, for file tools, `invalid_path`.
     #[must_use]
@@ -296,10 +361,21 @@ impl Tool {
         codes.into_iter().map(Cow::into_owned).collect()
     }
 
-    /// Runs the tool on JSON arguments and returns its JSON output: what the
-    /// host's `call` does, callable directly from native tests.
+    /// Runs the tool on JSON arguments and returns its JSON output (without
+    /// the text): callable directly from native tests.
     pub fn call_json(&self, ctx: &Context, args_json: &str) -> Result<String, ToolError> {
-        (self.handler)(ctx, args_json)
+        self.call_output(ctx, args_json).map(|o| o.json)
+    }
+
+    /// Runs the tool on JSON arguments and returns its output JSON and
+    /// model-facing text: what the host's `call` does.
+    pub fn call_output(&self, ctx: &Context, args_json: &str) -> Result<ToolOutput, ToolError> {
+        (self.handler)(ctx, args_json, self.text.as_ref())
+    }
+
+    /// Whether the tool renders model-facing text ([`Tool::text`]).
+    pub fn has_text(&self) -> bool {
+        self.text.is_some()
     }
 
     /// Plans a call on JSON arguments: what the host's `dry-run` does.
@@ -351,6 +427,7 @@ impl Tool {
                     .into_iter()
                     .map(Cow::into_owned)
                     .collect(),
+                exec: self.exec.into_iter().map(Cow::into_owned).collect(),
             },
             error_codes,
             default_timeout_ms: self.timeout_ms,
@@ -382,8 +459,8 @@ pub fn dispatch(
     name: &str,
     args_json: &str,
     ctx: &Context,
-) -> Result<String, ToolError> {
-    find(tools, name)?.call_json(ctx, args_json)
+) -> Result<ToolOutput, ToolError> {
+    find(tools, name)?.call_output(ctx, args_json)
 }
 
 /// Finds tool `name` in `tools` and plans a call: the plugin's `dry-run`
@@ -431,8 +508,12 @@ pub fn call_wit(
     name: &str,
     args_json: &str,
     context: WitCallContext,
-) -> Result<String, WitToolError> {
-    dispatch(&tools, name, args_json, &Context::from(context)).map_err(Into::into)
+) -> Result<WitToolOutput, WitToolError> {
+    let out = dispatch(&tools, name, args_json, &Context::from(context))?;
+    Ok(WitToolOutput {
+        json: out.json,
+        text: out.text,
+    })
 }
 
 /// The `dry-run` export: the plan as JSON text.
@@ -479,10 +560,7 @@ fn schemas_of<A: JsonSchema, O: JsonSchema>() -> (Schema, Schema) {
         .with(|s| s.inline_subschemas = true)
         .into_generator()
         .into_root_schema_for::<O>();
-    (
-        complete_object(strip_root_title(input)),
-        strip_root_title(output),
-    )
+    (complete_object(published(input)), published(output))
 }
 
 /// Gives an object schema explicit `properties` and `required` (schemars
@@ -505,6 +583,42 @@ fn complete_object(mut schema: Schema) -> Schema {
 fn strip_root_title(mut schema: Schema) -> Schema {
     schema.remove("title");
     schema
+}
+
+/// What a schema carries into every model context, and no more: without the
+/// root `title` ([`strip_root_title`]), without the root `description` (the
+/// doc comment of the argument or output type, e.g. "Arguments of
+/// `file_view`.": the tool's description says what matters) and without
+/// schemars' integer and float `format`s (`uint32`, `int64`, `double`, …),
+/// which are not JSON Schema formats and validate nothing (the bounds are
+/// in `minimum` and `maximum`).
+fn published(schema: Schema) -> Schema {
+    let mut schema = strip_root_title(schema);
+    schema.remove("description");
+    let mut value = schema.to_value();
+    drop_number_formats(&mut value);
+    Schema::try_from(value).expect("a schema stays a schema without formats")
+}
+
+fn drop_number_formats(v: &mut Value) {
+    const NUMBER_FORMATS: &[&str] = &[
+        "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+        "uint64", "uint128", "float", "double",
+    ];
+    match v {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| NUMBER_FORMATS.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_number_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_number_formats),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -584,7 +698,11 @@ mod tests {
         assert_eq!(schema["properties"]["a"]["description"], "First term.");
         assert_eq!(schema["properties"]["path"]["x-toolhost-path"], "read");
         assert_eq!(schema["properties"]["path"]["maxLength"], 10);
-        assert_eq!(schema["description"], "Arguments of `add`.");
+        // The root description (the struct's doc comment) and schemars'
+        // integer formats are not published.
+        assert!(schema.get("description").is_none());
+        assert!(schema["properties"]["a"].get("format").is_none());
+        assert_eq!(schema["properties"]["a"]["minimum"], 0);
         assert!(schema.get("title").is_none());
         assert_eq!(
             schema["$schema"],
@@ -611,7 +729,10 @@ mod tests {
         let tools = tools();
         assert_eq!(
             dispatch(&tools, "add", r#"{"a":1,"b":2}"#, &ctx).unwrap(),
-            r#"{"sum":3}"#
+            ToolOutput {
+                json: r#"{"sum":3}"#.into(),
+                text: None
+            }
         );
         let err = dispatch(&tools, "add", r#"{"a":13}"#, &ctx).unwrap_err();
         assert_eq!(

@@ -14,7 +14,9 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::plugin::tools::Guest;
-use toolhost::plugin::types::{CallContext, Needs, SideEffect, ToolDescriptor, ToolError};
+use toolhost::plugin::types::{
+    CallContext, Needs, SideEffect, ToolDescriptor, ToolError, ToolOutput,
+};
 
 const INPUT_SCHEMA: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
 const OUTPUT_SCHEMA: &str = r#"{"type":"object","properties":{"value":{"type":"integer","minimum":0,"maximum":100}},"required":["value"],"additionalProperties":false}"#;
@@ -35,6 +37,7 @@ fn descriptor(name: &str, title: &str) -> ToolDescriptor {
             fs_read: false,
             fs_write: false,
             network_hosts: Vec::new(),
+            exec: Vec::new(),
         },
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
@@ -52,10 +55,14 @@ impl Guest for Plugin {
         ]
     }
 
-    fn call(name: String, _args_json: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        _args_json: String,
+        _context: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         match name.as_str() {
-            "bad_output_json" => Ok(r#"{"value": 1,"#.to_string()),
-            "output_schema_violation" => Ok(r#"{"value":"not a number"}"#.to_string()),
+            "bad_output_json" => Ok(json(r#"{"value": 1,"#.to_string())),
+            "output_schema_violation" => Ok(json(r#"{"value":"not a number"}"#.to_string())),
             _ => Err(ToolError {
                 code: "unknown_tool".to_string(),
                 message: format!("no tool named {name:?}"),
@@ -65,6 +72,11 @@ impl Guest for Plugin {
             }),
         }
     }
+}
+
+/// An answer without a model-facing text: the host shows compact JSON.
+fn json(json: String) -> ToolOutput {
+    ToolOutput { json, text: None }
 }
 
 export!(Plugin);

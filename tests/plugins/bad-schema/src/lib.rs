@@ -15,7 +15,9 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::plugin::tools::Guest;
-use toolhost::plugin::types::{CallContext, Needs, SideEffect, ToolDescriptor, ToolError};
+use toolhost::plugin::types::{
+    CallContext, Needs, SideEffect, ToolDescriptor, ToolError, ToolOutput,
+};
 
 const OUTPUT_SCHEMA: &str =
     r#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#;
@@ -36,6 +38,7 @@ fn descriptor(name: &str, input_schema: &str) -> ToolDescriptor {
             fs_read: false,
             fs_write: false,
             network_hosts: Vec::new(),
+            exec: Vec::new(),
         },
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
@@ -58,9 +61,13 @@ impl Guest for Plugin {
         ]
     }
 
-    fn call(name: String, _args_json: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        _args_json: String,
+        _context: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         match name.as_str() {
-            "broken_json_schema" | "invalid_json_schema" => Ok(r#"{"ok":true}"#.to_string()),
+            "broken_json_schema" | "invalid_json_schema" => Ok(json(r#"{"ok":true}"#.to_string())),
             _ => Err(ToolError {
                 code: "unknown_tool".to_string(),
                 message: format!("no tool named {name:?}"),
@@ -70,6 +77,11 @@ impl Guest for Plugin {
             }),
         }
     }
+}
+
+/// An answer without a model-facing text: the host shows compact JSON.
+fn json(json: String) -> ToolOutput {
+    ToolOutput { json, text: None }
 }
 
 export!(Plugin);

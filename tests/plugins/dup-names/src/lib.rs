@@ -9,7 +9,9 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::plugin::tools::Guest;
-use toolhost::plugin::types::{CallContext, Needs, SideEffect, ToolDescriptor, ToolError};
+use toolhost::plugin::types::{
+    CallContext, Needs, SideEffect, ToolDescriptor, ToolError, ToolOutput,
+};
 
 const INPUT_SCHEMA: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
 const OUTPUT_SCHEMA: &str =
@@ -31,6 +33,7 @@ fn descriptor(title: &str) -> ToolDescriptor {
             fs_read: false,
             fs_write: false,
             network_hosts: Vec::new(),
+            exec: Vec::new(),
         },
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
@@ -48,9 +51,13 @@ impl Guest for Plugin {
         ]
     }
 
-    fn call(name: String, _args_json: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        _args_json: String,
+        _context: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         if name == "same_name" {
-            return Ok(r#"{"which":1}"#.to_string());
+            return Ok(json(r#"{"which":1}"#.to_string()));
         }
         Err(ToolError {
             code: "unknown_tool".to_string(),
@@ -60,6 +67,11 @@ impl Guest for Plugin {
             details: None,
         })
     }
+}
+
+/// An answer without a model-facing text: the host shows compact JSON.
+fn json(json: String) -> ToolOutput {
+    ToolOutput { json, text: None }
 }
 
 export!(Plugin);

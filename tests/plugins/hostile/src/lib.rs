@@ -18,10 +18,14 @@
 //! |                    | argument (a grant swapped for a symlink)                    |
 //! | `symlink_attempts` | tries to create symbolic links in a mount                   |
 //! | `open_raw`         | opens a file it names without a path argument (a FIFO)     |
-//! | `leak_echo`        | repeats `text` in its output, on stdout and on stderr       |
+//! | `leak_echo`        | repeats `text` in its output, its model text, on stdout and |
+//! |                    | on stderr                                                   |
 //! |                    | (a tool that leaks what it was given: redaction)            |
 //! | `sleep`            | one `std::thread::sleep` (monotonic clock + `block`)        |
 //! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
+//! | `exec_attempt`     | asks the host to run `argv` through the `exec` import       |
+//! | `noisy_text`       | renders `rows` rows of model text full of ANSI escapes,     |
+//! |                    | `\r` progress rewrites and backspaces (text hygiene, clip)  |
 //!
 //! A tool that returns invalid JSON cannot be written with the SDK; that one
 //! lives in `tp-bad-output`.
@@ -445,6 +449,76 @@ fn poll_sleep(_: &Context, args: SleepArgs) -> Result<SleepOutput, ToolError> {
     })
 }
 
+/// Arguments of `exec_attempt`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ExecArgs {
+    /// Program and arguments.
+    #[schemars(length(min = 1, max = 8))]
+    argv: Vec<String>,
+}
+
+/// Result of `exec_attempt`: how the host answered.
+#[derive(Serialize, JsonSchema)]
+struct ExecOutput {
+    /// `completed`, `denied`, `unavailable` or `invalid`.
+    outcome: String,
+    /// The host's message (for an error) or the exit code (completed).
+    detail: String,
+}
+
+fn exec_attempt(_: &Context, args: ExecArgs) -> Result<ExecOutput, ToolError> {
+    use toolhost_sdk::exec::{run, Command, ExecError};
+    let answer = run(&Command {
+        argv: args.argv,
+        cwd: None,
+        stdin: Vec::new(),
+        env: Vec::new(),
+        timeout_ms: Some(1_000),
+    });
+    let (outcome, detail) = match answer {
+        Ok(done) => ("completed", format!("{:?}", done.exit_code)),
+        Err(ExecError::Denied(m)) => ("denied", m),
+        Err(ExecError::Unavailable(m)) => ("unavailable", m),
+        Err(ExecError::Invalid(m)) => ("invalid", m),
+    };
+    Ok(ExecOutput {
+        outcome: outcome.into(),
+        detail,
+    })
+}
+
+/// Arguments of `noisy_text`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoisyArgs {
+    /// Rows of text to render.
+    #[schemars(range(min = 0, max = 1_000_000))]
+    rows: u64,
+}
+
+/// Result of `noisy_text`.
+#[derive(Serialize, JsonSchema)]
+struct NoisyOutput {
+    /// The number of rows rendered.
+    rows: u64,
+}
+
+fn noisy_text(_: &Context, args: NoisyArgs) -> Result<NoisyOutput, ToolError> {
+    Ok(NoisyOutput { rows: args.rows })
+}
+
+fn render_noisy(out: &NoisyOutput) -> String {
+    let mut s = String::from("\u{1b}[1;31mNOISY\u{1b}[0m\n");
+    for i in 0..out.rows {
+        s.push_str(&format!(
+            "row {i}: 10%\r50%\r100% done\u{8}\u{8}\u{8}\u{8}ok\u{7}\n"
+        ));
+    }
+    s.push_str("\u{1b}]0;title\u{7}end\n");
+    s
+}
+
 fn tools() -> Vec<Tool> {
     vec![
         Tool::new("spin_forever", spin_forever)
@@ -591,12 +665,14 @@ fn tools() -> Vec<Tool> {
             .title("Leak echo")
             .description(
                 "Hostile test tool: returns `text` (up to 4096 chars) as {echoed} and also \
-                 prints it on stdout and stderr, as a tool that leaks what it reads would. \
-                 Errors: none of its own. Side effect: none besides logs.",
+                 prints it on stdout and stderr, as a tool that leaks what it reads would; \
+                 its model text repeats it too. Errors: none of its own. Side effect: none \
+                 besides logs.",
             )
             .side_effect(SideEffect::ReadOnly)
             .timeout_ms(10_000)
-            .max_output_bytes(16 * 1024),
+            .max_output_bytes(16 * 1024)
+            .text(|out: &LeakOutput| format!("echoed: {}", out.echoed)),
         Tool::new("open_raw", open_raw)
             .title("Open raw")
             .description(
@@ -619,6 +695,29 @@ fn tools() -> Vec<Tool> {
             .side_effect(SideEffect::ReadOnly)
             .timeout_ms(60_000)
             .max_output_bytes(64),
+        Tool::new("exec_attempt", exec_attempt)
+            .title("Exec attempt")
+            .description(
+                "Hostile test tool: asks the host to run argv (1-8 strings) through the exec \
+                 import and returns {outcome, detail}: how the host answered. Declares echo \
+                 and sh. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .runs_program("echo")
+            .runs_program("sh")
+            .timeout_ms(5_000)
+            .max_output_bytes(4096),
+        Tool::new("noisy_text", noisy_text)
+            .title("Noisy text")
+            .description(
+                "Hostile test tool: returns {rows} and renders `rows` rows (0-1000000) of \
+                 model text full of ANSI escapes, carriage-return rewrites, backspaces and \
+                 bells. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .timeout_ms(30_000)
+            .max_output_bytes(64)
+            .text(render_noisy),
         Tool::new("poll_sleep", poll_sleep)
             .title("Poll sleep")
             .description(

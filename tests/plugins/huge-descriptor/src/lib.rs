@@ -10,7 +10,9 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::plugin::tools::Guest;
-use toolhost::plugin::types::{CallContext, Needs, SideEffect, ToolDescriptor, ToolError};
+use toolhost::plugin::types::{
+    CallContext, Needs, SideEffect, ToolDescriptor, ToolError, ToolOutput,
+};
 
 /// Size of the description: 20 MiB.
 const DESCRIPTION_BYTES: usize = 20 * 1024 * 1024;
@@ -34,6 +36,7 @@ impl Guest for Plugin {
                 fs_read: false,
                 fs_write: false,
                 network_hosts: Vec::new(),
+                exec: Vec::new(),
             },
             error_codes: vec!["invalid_arguments".to_string()],
             default_timeout_ms: 1_000,
@@ -43,9 +46,13 @@ impl Guest for Plugin {
         }]
     }
 
-    fn call(name: String, _args_json: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        _args_json: String,
+        _context: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         if name == "huge_description" {
-            return Ok("{}".to_string());
+            return Ok(json("{}".to_string()));
         }
         Err(ToolError {
             code: "unknown_tool".to_string(),
@@ -55,6 +62,11 @@ impl Guest for Plugin {
             details: None,
         })
     }
+}
+
+/// An answer without a model-facing text: the host shows compact JSON.
+fn json(json: String) -> ToolOutput {
+    ToolOutput { json, text: None }
 }
 
 export!(Plugin);

@@ -18,7 +18,9 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::plugin::tools::Guest;
-use toolhost::plugin::types::{CallContext, Needs, SideEffect, ToolDescriptor, ToolError};
+use toolhost::plugin::types::{
+    CallContext, Needs, SideEffect, ToolDescriptor, ToolError, ToolOutput,
+};
 
 /// A closed object with one bounded string property `text`.
 const CLOSED_TEXT_SCHEMA: &str = r#"{
@@ -71,6 +73,7 @@ fn descriptor(name: &str, input_schema: &str, output_schema: &str) -> ToolDescri
             fs_read: false,
             fs_write: false,
             network_hosts: Vec::new(),
+            exec: Vec::new(),
         },
         error_codes: vec!["invalid_arguments".to_string()],
         default_timeout_ms: 1_000,
@@ -92,9 +95,13 @@ impl Guest for Plugin {
 
     /// Every tool echoes its arguments: for `fine_tool` that is exactly its
     /// output `{text}`.
-    fn call(name: String, args_json: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        args_json: String,
+        _context: CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         match name.as_str() {
-            "open_args" | "union_args" | "BadName!" | "fine_tool" => Ok(args_json),
+            "open_args" | "union_args" | "BadName!" | "fine_tool" => Ok(json(args_json)),
             _ => Err(ToolError {
                 code: "unknown_tool".to_string(),
                 message: format!("no tool named {name:?}"),
@@ -104,6 +111,11 @@ impl Guest for Plugin {
             }),
         }
     }
+}
+
+/// An answer without a model-facing text: the host shows compact JSON.
+fn json(json: String) -> ToolOutput {
+    ToolOutput { json, text: None }
 }
 
 export!(Plugin);
