@@ -128,6 +128,9 @@ pub(crate) struct Prepared<'t> {
     pub args: String,
     pub mounts: Vec<Mount>,
     pub net: Vec<String>,
+    /// The native programs the call may run, when its tool declares any
+    /// (`needs.exec`).
+    pub exec: Option<std::sync::Arc<crate::exec_call::CallExec>>,
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
@@ -152,6 +155,7 @@ impl Prepared<'_> {
             idempotency_key: key,
             mounts: &p.mounts,
             net_origins: &p.net,
+            exec: p.exec.clone(),
             limits: p.limits,
         }
     }

@@ -61,8 +61,7 @@ pub const ENV_ALLOWED: &[&str] = &[
     "NODE_ENV",
 ];
 
-/// The `needs.exec` entry meaning "whatever the caller grants".
-pub const ANY_PROGRAM: &str = "any";
+use crate::descriptor::ANY_PROGRAM;
 
 /// One program a plugin asks to run (the `exec` import's `command`).
 #[derive(Debug, Clone, Default)]
@@ -87,6 +86,9 @@ pub struct Completed {
     /// The command's timeout, the call's deadline or its cancellation
     /// ended it.
     pub timed_out: bool,
+    /// The call's deadline (not a shorter timeout of the command) ended it:
+    /// the call itself has run out of time.
+    pub deadline_reached: bool,
     pub duration: Duration,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
@@ -214,7 +216,12 @@ impl CallExec {
         }
         let cwd = self.cwd(cmd.cwd.as_deref())?;
         let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = cmd.timeout.map_or(left, |t| t.min(left));
+        let by_deadline = cmd.timeout.is_none_or(|t| t >= left);
+        let timeout = if by_deadline {
+            left
+        } else {
+            cmd.timeout.unwrap_or(left)
+        };
         let mut req = ExecRequest::new(cmd.argv);
         req.cwd = cwd;
         req.stdin = cmd.stdin;
@@ -245,6 +252,7 @@ impl CallExec {
             exit_code: out.exit_code,
             signal: out.signal,
             timed_out: out.timed_out || out.cancelled,
+            deadline_reached: out.timed_out && by_deadline,
             duration: out.duration,
             stdout_omitted_bytes: out.stdout.omitted_bytes,
             stderr_omitted_bytes: out.stderr.omitted_bytes,

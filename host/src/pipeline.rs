@@ -57,6 +57,8 @@ pub struct Host {
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
+    /// Runs the native programs of calls ([`crate::exec_call`]).
+    executor: Arc<crate::exec::Executor>,
 }
 
 impl Host {
@@ -71,7 +73,15 @@ impl Host {
             records: None,
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
+            executor: crate::exec_call::default_executor(),
         }
+    }
+
+    /// Runs native programs with `executor` instead of the process-wide
+    /// default (bubblewrap on `PATH`).
+    pub fn with_executor(mut self, executor: Arc<crate::exec::Executor>) -> Host {
+        self.executor = executor;
+        self
     }
 
     /// Takes resource locks with `locks` instead of the process default
@@ -350,6 +360,21 @@ impl Host {
             Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
         };
         let writable = mounts.iter().any(|m| m.writable);
+        // Programs: those both declared and granted, resolved when the
+        // plugin first asks; run with exactly the call's mounts.
+        let exec = (!needs.exec.is_empty()).then(|| {
+            Arc::new(crate::exec_call::CallExec::new(
+                self.executor.clone(),
+                &t.descriptor.name,
+                &needs.exec,
+                &scope.exec,
+                mounts
+                    .iter()
+                    .map(|m| (m.dir.clone(), m.guest.clone(), m.writable))
+                    .collect(),
+                limits.max_output_bytes / 8,
+            ))
+        });
         Ok(Prepared {
             tool: t,
             level: crate::call::effective_level(level, writable, !net.is_empty()),
@@ -359,6 +384,7 @@ impl Host {
             args,
             mounts,
             net,
+            exec,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
@@ -742,8 +768,8 @@ impl Host {
 }
 
 impl Host {
-    /// Attaches the run's provenance: the files the call may have read and
-    /// the URLs its guest requested. A URL is the guest's words and a path
+    /// Attaches the run's provenance: the files the call may have read, the
+    /// URLs its guest requested and the native programs it ran. A URL is the guest's words and a path
     /// the caller's: secrets in either are redacted like an output's
     /// (unless the caller may see them).
     pub(crate) fn with_sources(
@@ -752,10 +778,15 @@ impl Host {
         p: &Prepared<'_>,
         requested: &[String],
     ) -> Observation {
-        if p.inputs.files.is_empty() && requested.is_empty() {
+        let programs = p
+            .exec
+            .as_ref()
+            .map(|e| e.programs_run())
+            .unwrap_or_default();
+        if p.inputs.files.is_empty() && requested.is_empty() && programs.is_empty() {
             return obs;
         }
-        let mut sources = crate::provenance::sources(&p.inputs, requested);
+        let mut sources = crate::provenance::sources(&p.inputs, requested, &programs);
         let mut hidden = Vec::new();
         if !p.secrets {
             for (i, s) in sources.iter_mut().enumerate() {

@@ -26,8 +26,10 @@
 //!   a granted origin, recorded by the outgoing-HTTP hook
 //!   ([`crate::sandbox`]). Refused requests brought nothing back and are not
 //!   listed (the logs name them).
-//! - **process**: a native program's output (`crate::exec`); the kind
-//!   exists in the shape, programs are not yet run for plugins.
+//! - **process**: each native program the guest ran through the `exec`
+//!   import (its `argv[0]` as given), recorded by the host
+//!   ([`crate::exec_call`]) when the program started. A refused program
+//!   brought nothing back and is not listed.
 //!
 //! A call that reads no file and requests nothing (the trivial call) has no
 //! source and costs nothing here.
@@ -59,9 +61,10 @@ impl Inputs {
 }
 
 /// The sources of a finished run: `inputs`' files (hashed when small
-/// regular files), then the URLs the guest requested.
-pub(crate) fn sources(inputs: &Inputs, requested: &[String]) -> Vec<Source> {
-    let mut out = Vec::with_capacity(inputs.files.len() + requested.len());
+/// regular files), then the URLs the guest requested, then the programs it
+/// ran.
+pub(crate) fn sources(inputs: &Inputs, requested: &[String], programs: &[String]) -> Vec<Source> {
+    let mut out = Vec::with_capacity(inputs.files.len() + requested.len() + programs.len());
     for rel in &inputs.files {
         let sha256 = inputs.root.as_ref().and_then(|root| hash_file(root, rel));
         out.push(Source {
@@ -73,6 +76,11 @@ pub(crate) fn sources(inputs: &Inputs, requested: &[String]) -> Vec<Source> {
     out.extend(requested.iter().map(|url| Source {
         kind: SourceKind::Network,
         reference: url.clone(),
+        sha256: None,
+    }));
+    out.extend(programs.iter().map(|program| Source {
+        kind: SourceKind::Process,
+        reference: program.clone(),
         sha256: None,
     }));
     out
