@@ -32,6 +32,7 @@ mod plans;
 mod provenance;
 mod reference_tools;
 mod resources;
+mod run_command;
 mod store_and_flags;
 mod trust;
 mod trust_load;
