@@ -139,9 +139,13 @@ mod tests {
         for f in ["a.txt", "sub", "big", "link", "gone", "a.txt"] {
             inputs.add_file(f);
         }
-        let s = sources(&inputs, &["http://127.0.0.1:9/x?q=1".to_string()]);
+        let s = sources(
+            &inputs,
+            &["http://127.0.0.1:9/x?q=1".to_string()],
+            &["cargo".to_string()],
+        );
         let by = |r: &str| s.iter().find(|x| x.reference == r).unwrap();
-        assert_eq!(s.len(), 6, "{s:?}");
+        assert_eq!(s.len(), 7, "{s:?}");
         assert_eq!(
             by("a.txt").sha256.as_deref(),
             Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
@@ -152,6 +156,9 @@ mod tests {
         }
         let net = by("http://127.0.0.1:9/x?q=1");
         assert_eq!((net.kind, &net.sha256), (SourceKind::Network, &None));
-        assert!(sources(&Inputs::default(), &[]).is_empty());
+        let program = by("cargo");
+        assert_eq!((program.kind, &program.sha256), (SourceKind::Process, &None));
+        assert_eq!(s.last().unwrap().reference, "cargo");
+        assert!(sources(&Inputs::default(), &[], &[]).is_empty());
     }
 }
