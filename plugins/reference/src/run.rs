@@ -16,16 +16,12 @@ use toolhost_sdk::exec::Program;
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 const DESCRIPTION: &str = "\
-Runs one program with arguments (argv, never a shell command line) in an OS sandbox and returns \
-its exit code and output.
-Use it to build and test (cargo test, pytest, make). Only programs the caller granted run; a \
-shell is a program too (sh -c runs only if sh is granted). The program sees only the granted \
-workspace paths (read-only unless granted write), no network, a private /tmp.
-cwd is workspace-relative (default: the workspace root). A non-zero exit is a success with that \
-exit_code. stdout and stderr are each clipped (head, error lines, tail, with markers and the \
-omitted byte counts), ANSI escapes stripped. Reversible; read-only when nothing is writable.
-Errors: denied (program not granted), exec_unavailable (no sandbox on the host), \
-invalid_command.";
+Runs one program with arguments (argv, no shell) in an OS sandbox: exit code and output.
+For builds and tests (cargo test, pytest, make). Only programs the caller granted run (sh -c \
+needs sh). It sees only the granted workspace paths, no network, a private /tmp.
+A non-zero exit is a success with that exit_code. Output clipped head and tail, omitted bytes \
+counted. Reversible; read-only when nothing is writable.
+Errors: denied, exec_unavailable, invalid_command.";
 
 /// Most arguments in `argv`.
 const MAX_ARGS: usize = 256;
