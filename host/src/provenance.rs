@@ -157,7 +157,10 @@ mod tests {
         let net = by("http://127.0.0.1:9/x?q=1");
         assert_eq!((net.kind, &net.sha256), (SourceKind::Network, &None));
         let program = by("cargo");
-        assert_eq!((program.kind, &program.sha256), (SourceKind::Process, &None));
+        assert_eq!(
+            (program.kind, &program.sha256),
+            (SourceKind::Process, &None)
+        );
         assert_eq!(s.last().unwrap().reference, "cargo");
         assert!(sources(&Inputs::default(), &[], &[]).is_empty());
     }
