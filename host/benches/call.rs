@@ -14,6 +14,9 @@
 //!   in a SQLite record store (the revocation check, cached), and (h) the
 //!   call of (f) there: its `max_calls` counted in the store, one
 //!   transaction per call;
+//! - (i) the trivial call of (b) on a host that journals every call into a
+//!   SQLite record store, measured between two runs of (b) (the machine's
+//!   speed drifts): the journal's cost on the call path, target ≤ 10%;
 //!
 //! and prints the ratio (b)/(a). The targets (on a 2-core machine) are
 //! (b) ≤ 20 µs and ≤ 3× (a), (c) ≤ 100 µs.
@@ -179,6 +182,45 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
+    // (i): (b) with the call journal on (issue 12), between two runs of
+    // (b) without it.
+    let journal_db = tempfile::tempdir().unwrap();
+    let journal_store = std::sync::Arc::new(
+        toolhost::idempotency::sqlite::SqliteStore::open(
+            journal_db.path().join("journal.sqlite"),
+            Duration::from_secs(3600),
+        )
+        .unwrap(),
+    );
+    let journal = toolhost::journal::Journal::start(journal_store, Default::default()).unwrap();
+    let journaled =
+        host_with(&[Source::File(trivial.clone())]).with_recorder(toolhost::record::Recorder {
+            journal: Some(journal.clone()),
+            ..Default::default()
+        });
+    let scope = Scope {
+        workspace: &workspace,
+        grants: &none,
+        net: Vec::new(),
+        exec: Vec::new(),
+        capability: None,
+    };
+    let trivial_call = |h: &toolhost::pipeline::Host| {
+        let obs = h.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let text = serde_json::to_string(&obs).unwrap();
+        assert!(text.contains(r#""status":"ok""#), "{text}");
+    };
+    let b1 = measure(|| trivial_call(&host));
+    let i = measure(|| trivial_call(&journaled));
+    let b2 = measure(|| trivial_call(&host));
+    assert!(journal.flush(Duration::from_secs(120)));
+    let written = journal
+        .backend()
+        .query(&toolhost::journal::Filter::default())
+        .unwrap()
+        .len();
+    assert_eq!(written, 3300, "every journaled call has its entry");
+
     println!(
         "{:<52} {:>10} {:>10} {:>10}",
         "benchmark", "median µs", "p90 µs", "min µs"
@@ -192,6 +234,9 @@ fn main() {
         ("(f) the same, plus a max_calls caveat (counted)", &f),
         ("(g) (e) on a host with a SQLite ledger", &g),
         ("(h) (f) on a host with a SQLite ledger", &h),
+        ("(b) again, before (i)", &b1),
+        ("(i) (b) with every call journaled (SQLite)", &i),
+        ("(b) again, after (i)", &b2),
     ] {
         println!(
             "{name:<52} {:>10.1} {:>10.1} {:>10.1}",
@@ -217,5 +262,11 @@ fn main() {
     println!(
         "idempotency overhead (d)-(b): {:.1} µs",
         us(d.median) - us(b.median)
+    );
+    let around = (us(b1.median) + us(b2.median)) / 2.0;
+    println!(
+        "journal overhead (i)/(b around it): {:.3} ({:+.1} µs; target <= 1.10)",
+        us(i.median) / around,
+        us(i.median) - around
     );
 }

@@ -39,6 +39,10 @@ pub struct CallOptions {
     pub idempotency: Option<crate::effects::KeySource>,
     /// The approval of an irreversible call: a token from [`Host::plan`](crate::pipeline::Host::plan).
     pub plan_token: Option<String>,
+    /// The conversation the call belongs to (an MCP session): the circuit
+    /// breaker counts its failures together ([`crate::record`]). Default:
+    /// the trajectory of `idempotency`.
+    pub conversation: Option<String>,
 }
 
 /// Whether a call runs or is only planned (the tool's dry-run).

@@ -23,6 +23,9 @@
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
 //!   call), over
+//! - [`record`]: step 8 around every call — the [`journal`] (every call
+//!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
+//!   and the Prometheus [`metrics`] — over
 //! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
 //!   definitions cost a model in tokens), over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
@@ -53,6 +56,7 @@
 //! - [`descriptor`]: tool descriptors as plain Rust,
 //! - `text`: small helpers for message text.
 
+pub mod breaker;
 pub mod budget;
 pub mod call;
 pub mod canonical;
@@ -65,20 +69,23 @@ pub mod effects;
 pub mod exec;
 pub mod exec_call;
 pub mod idempotency;
+pub mod journal;
 pub mod json;
 pub mod ledger;
 pub mod lint;
 pub mod mcp;
+pub mod metrics;
 pub mod observation;
 pub mod opendir;
 pub mod origin;
 pub mod paths;
 pub mod pipeline;
 pub mod provenance;
+pub mod record;
 pub mod redact;
 pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
-mod text;
+pub(crate) mod text;
 pub mod trust;

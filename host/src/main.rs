@@ -45,6 +45,7 @@ use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
 mod config;
+mod log_cmd;
 mod plugin_cmd;
 mod render;
 mod serve_failure;
@@ -107,6 +108,8 @@ struct PluginArgs {
     lock_dir: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
+    #[command(flatten)]
+    journal: log_cmd::JournalArgs,
 }
 
 /// The trust policy for third-party plugins.
@@ -405,6 +408,13 @@ enum Command {
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
+    /// The call journal: one entry per call, newest last.
+    Log(log_cmd::LogArgs),
+    /// Per-tool figures from the journal: first-try validity, malformed
+    /// rate, errors, latency, and constrained decoding's break-even.
+    Stats(log_cmd::StatsArgs),
+    /// Delete journal entries past the retention.
+    Prune(log_cmd::PruneArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish,
     /// powershell): e.g. `toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost`.
     Completions { shell: clap_complete::Shell },
@@ -539,7 +549,22 @@ struct BatchArgs {
     pretty: bool,
 }
 
+/// The host's own logs (the server's, the journal writer's) go to stderr
+/// through `tracing`, filtered by `RUST_LOG` (default: toolhost's own at
+/// `info`, its dependencies' at `warn`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolhost=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    init_logging();
     match run(config::parse::<Cli>()) {
         Ok(code) => code,
         Err(e) => {
@@ -573,8 +598,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         ..SandboxConfig::default()
     };
-    if let Command::Cap(cmd) = &cli.command {
-        return cap(cmd, &cli.plugins);
+    let p = &cli.plugins;
+    match cli.command {
+        Command::Cap(cmd) => return cap(&cmd, p),
+        Command::Log(a) => return log_cmd::log(open_store(p)?, a),
+        Command::Stats(a) => return log_cmd::stats(open_store(p)?, a),
+        Command::Prune(a) => return log_cmd::prune(open_store(p)?, &p.journal, a),
+        _ => {}
     }
     if let Command::Completions { shell } = cli.command {
         let mut out = Vec::new();
@@ -585,7 +615,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
-        Command::Cap(_) | Command::Completions { .. } => unreachable!("handled above"),
+        Command::Cap(_)
+        | Command::Log(_)
+        | Command::Stats(_)
+        | Command::Prune(_)
+        | Command::Completions { .. } => unreachable!("handled above"),
         Command::Plugin(cmd) => plugin_cmd::run(
             cmd,
             &plugin_cmd::Ctx {
@@ -650,15 +684,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             call(&host, &cli.plugins, args, false)
         }
         Command::Batch(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
-            let host = load(sandbox, &cli.plugins)?.with_records(records(&cli.plugins)?);
+            let host = load(sandbox, &cli.plugins)?
+                .with_records(records(&cli.plugins)?)
+                .with_recorder(recorder(&cli.plugins, None)?);
             call(&host, &cli.plugins, args, true)
         }
         Command::Settle {
@@ -750,7 +790,18 @@ fn serve(sandbox: Sandbox, p: &PluginArgs, mut args: toolhost::mcp::ServeArgs) -
         trust: Some(policy),
     };
     let records = records(p)?;
-    toolhost::mcp::run(sandbox, plugins, args, root_key(p).ok(), Some(records))?;
+    let metrics = args
+        .http
+        .is_some()
+        .then(|| std::sync::Arc::new(toolhost::metrics::Metrics::new()));
+    toolhost::mcp::run(
+        sandbox,
+        plugins,
+        args,
+        root_key(p).ok(),
+        Some(records),
+        recorder(p, metrics)?,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -770,12 +821,12 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
     let trust = p.trust_policy().prepare().context("trust policy")?;
     let catalog = Catalog::load_trusted(&sandbox, &sources(p)?, Some(&trust), &show_progress);
     for problem in catalog.warnings() {
-        eprintln!("toolhost: warning: {problem}");
+        tracing::warn!("{problem}");
     }
     for problem in catalog.problems() {
         match &problem.code {
-            Some(_) => eprintln!("toolhost: refused: {problem}"),
-            None => eprintln!("toolhost: warning: {problem}"),
+            Some(_) => tracing::warn!("refused: {problem}"),
+            None => tracing::warn!("{problem}"),
         }
     }
     // A plugin named on the command line that did not load is an error,
@@ -793,18 +844,15 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
 
 fn show_progress(plugin: &str, event: LoadEvent) {
     match event {
-        LoadEvent::Compiling { bytes } => eprintln!(
-            "toolhost: compiling {plugin} ({:.1} MB); the result is cached for the next start",
+        LoadEvent::Compiling { bytes } => tracing::info!(
+            "compiling {plugin} ({:.1} MB); the result is cached for the next start",
             bytes as f64 / 1e6
         ),
         LoadEvent::Compiled { elapsed } => {
-            eprintln!(
-                "toolhost: compiled {plugin} in {:.2} s",
-                elapsed.as_secs_f64()
-            )
+            tracing::info!("compiled {plugin} in {:.2} s", elapsed.as_secs_f64())
         }
         LoadEvent::CacheCorrupt => {
-            eprintln!("toolhost: discarded a damaged cache entry for {plugin}; recompiling")
+            tracing::warn!("discarded a damaged cache entry for {plugin}; recompiling")
         }
         LoadEvent::CacheHit => {}
     }
@@ -1003,6 +1051,15 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
         }
     };
     Ok(store)
+}
+
+/// The journal (on a connection of its own to the record store), the
+/// circuit breaker and, for a server, its metrics.
+fn recorder(
+    p: &PluginArgs,
+    metrics: Option<std::sync::Arc<toolhost::metrics::Metrics>>,
+) -> Result<toolhost::record::Recorder> {
+    log_cmd::recorder(&p.journal, || open_store(p), metrics)
 }
 
 /// The record store and the key that derives idempotency keys.

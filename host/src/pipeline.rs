@@ -59,6 +59,8 @@ pub struct Host {
     locks: crate::resource::Locks,
     /// Runs the native programs of calls ([`crate::exec_call`]).
     executor: Arc<crate::exec::Executor>,
+    /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
+    recorder: crate::record::Recorder,
 }
 
 impl Host {
@@ -74,6 +76,7 @@ impl Host {
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
             executor: crate::exec_call::default_executor(),
+            recorder: crate::record::Recorder::default(),
         }
     }
 
@@ -82,6 +85,17 @@ impl Host {
     pub fn with_executor(mut self, executor: Arc<crate::exec::Executor>) -> Host {
         self.executor = executor;
         self
+    }
+
+    /// Journals, breaks and counts calls with `recorder` ([`crate::record`]).
+    pub fn with_recorder(mut self, recorder: crate::record::Recorder) -> Host {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The journal, breaker and metrics of this host.
+    pub fn recorder(&self) -> &crate::record::Recorder {
+        &self.recorder
     }
 
     /// Takes resource locks with `locks` instead of the process default
@@ -146,6 +160,26 @@ impl Host {
     /// running instance at its next epoch tick. A side-effecting call
     /// stopped that way is reported `unknown` (it may have acted).
     pub fn call_cancellable(
+        &self,
+        tool: &str,
+        args: &str,
+        scope: &Scope<'_>,
+        opts: &CallOptions,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts,
+            chain: &[],
+        };
+        self.recorded(&caller, || {
+            self.call_unrecorded(tool, args, scope, opts, cancel)
+        })
+    }
+
+    /// Steps 1–7 of one call, without step 8 ([`crate::record`]).
+    pub(crate) fn call_unrecorded(
         &self,
         tool: &str,
         args: &str,
@@ -660,10 +694,36 @@ impl Host {
             cancel,
         } = call;
         let call_id = options.call_id.clone().unwrap_or_else(new_call_id);
-        let mut opts = CallOptions {
+        let opts = CallOptions {
             call_id: Some(call_id.clone()),
             ..options.clone()
         };
+        // Step 8 around every call that runs (a plan is not journaled).
+        let caller = crate::record::Caller {
+            tool,
+            args,
+            opts: &opts,
+            chain: session.chain_ids(),
+        };
+        match mode {
+            Mode::Run => self.recorded(&caller, || {
+                self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel)
+            }),
+            Mode::Plan => self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel),
+        }
+    }
+
+    /// [`run`](Self::run) without step 8: the gates, then steps 1–7.
+    fn run_unrecorded(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        mut opts: CallOptions,
+        mode: Mode,
+        cancel: Option<&CancelToken>,
+    ) -> Observation {
+        let call_id = opts.call_id.clone().unwrap_or_default();
         let admission = match session.admit(
             self.budgets(),
             self.catalog(),
@@ -686,7 +746,7 @@ impl Host {
         }
         let scope = session.scope();
         let obs = match mode {
-            Mode::Run => self.call_cancellable(tool, args, &scope, &opts, cancel),
+            Mode::Run => self.call_unrecorded(tool, args, &scope, &opts, cancel),
             Mode::Plan => self.plan(tool, args, &scope, &opts),
         };
         session.settle_fuel(self.budgets(), admission, &obs);

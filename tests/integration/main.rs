@@ -22,6 +22,7 @@ mod exec_call;
 mod first_hour;
 mod hostile;
 mod idempotency;
+mod journal;
 mod languages;
 mod lint;
 mod mcp;

@@ -178,7 +178,12 @@ fn a_plugin_changed_under_its_lock_is_refused_with_the_diff() {
     let (out, obs) = call_echo(dir.path(), &plugins, &[]);
     succeeds(&out);
     expect_ok(&obs);
-    assert!(stderr(&out).contains("warning"), "{}", stderr(&out));
+    // A warning in the host's log (tracing, level WARN).
+    let log = stderr(&out);
+    assert!(
+        log.contains("WARN") && log.contains("suspicious_description"),
+        "{log}"
+    );
 }
 
 #[test]

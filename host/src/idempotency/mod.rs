@@ -492,6 +492,14 @@ pub trait Store: Send + Sync {
     ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
         None
     }
+
+    /// The call journal kept in this store ([`crate::journal`]), if the
+    /// backend keeps one.
+    fn journal(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
+        None
+    }
 }
 
 /// `duration` in whole milliseconds, rounded up (a 1 µs lease is 1 ms), as

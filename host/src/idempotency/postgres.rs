@@ -440,6 +440,12 @@ impl Store for PostgresStore {
     ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
         Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
     }
+
+    fn journal(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
+        Some(self)
+    }
 }
 
 /// One attempt at a claim; `None` when the record changed between steps.

@@ -497,6 +497,12 @@ impl Store for SqliteStore {
     ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
         Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
     }
+
+    fn journal(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
+        Some(self)
+    }
 }
 
 /// Reads the [`COLUMNS`] of a row.

@@ -40,6 +40,8 @@ struct Front {
     policy: Arc<dyn SessionPolicy>,
     sessions: Arc<Sessions>,
     limits: HttpLimits,
+    /// For `/metrics`.
+    state: Arc<State>,
 }
 
 /// Limits of the HTTP transport.
@@ -62,6 +64,28 @@ pub const ALLOWED_ORIGINS: [&str; 6] = [
     "http://[::1]:*",
     "https://[::1]:*",
 ];
+
+/// `/metrics`: the server's metrics in the Prometheus text format (read
+/// off the runtime: the records gauge reads the store).
+async fn metrics(state: &Arc<State>) -> Response<Body> {
+    let Some(m) = state.recorder.metrics.clone() else {
+        return plain(StatusCode::NOT_FOUND, "this server keeps no metrics");
+    };
+    let records = state.records.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let counts = records
+            .as_ref()
+            .map(|r| crate::metrics::record_counts(r.store()));
+        m.render(counts.as_deref())
+    })
+    .await
+    .unwrap_or_default();
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)
+        .body(Full::new(Bytes::from(text)).boxed())
+        .expect("a valid response")
+}
 
 fn plain(status: StatusCode, message: &str) -> Response<Body> {
     Response::builder()
@@ -118,10 +142,11 @@ async fn route(
     front: Arc<Front>,
 ) -> Result<Response<Body>, Infallible> {
     let max_message_bytes = front.limits.max_message_bytes;
-    if req.uri().path() != "/mcp" {
+    let path = req.uri().path();
+    if path != "/mcp" && path != "/metrics" {
         return Ok(plain(
             StatusCode::NOT_FOUND,
-            "not found; the MCP endpoint is /mcp",
+            "not found; the MCP endpoint is /mcp (metrics: /metrics)",
         ));
     }
     let declared = req
@@ -159,6 +184,9 @@ async fn route(
             return Ok(resp);
         }
     };
+    if req.uri().path() == "/metrics" {
+        return Ok(metrics(&front.state).await);
+    }
     if req.method() != http::Method::POST {
         return Ok(service.handle(req).await);
     }
@@ -262,7 +290,7 @@ pub(super) async fn serve(
     if !local.ip().is_unspecified() {
         let _ = state.http_url.set(format!("http://{local}/mcp"));
     }
-    let server = McpServer::new(state, None);
+    let server = McpServer::new(state.clone(), None);
     let sessions = Arc::new(Sessions::new(limits.sessions));
     sessions.spawn_reaper();
     let service: Service =
@@ -271,6 +299,7 @@ pub(super) async fn serve(
         policy,
         sessions,
         limits,
+        state,
     });
     log!("toolhost: serving MCP on http://{local}/mcp");
     loop {

@@ -57,10 +57,18 @@
 //! (or 401 with `--require-token`).
 
 /// A line on stderr; a closed stderr is ignored rather than fatal.
+/// The server's own log lines go through `tracing` (filtered by
+/// `RUST_LOG`; the binary installs the subscriber): `log!` at info,
+/// `warn!` for problems.
 macro_rules! log {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        tracing::info!($($arg)*);
+    }};
+}
+
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        tracing::warn!($($arg)*);
     }};
 }
 
@@ -419,6 +427,8 @@ pub(crate) struct State {
     pub page_size: usize,
     /// The idempotency record store every generation's host uses.
     pub records: Option<Records>,
+    /// The journal, breaker and metrics every generation's host shares.
+    pub recorder: crate::record::Recorder,
     /// What `delegate` results say about reaching this host.
     pub client: crate::delegation::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
@@ -461,19 +471,25 @@ impl State {
     }
 }
 
-fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Generation {
+fn load(
+    sandbox: &Sandbox,
+    plugins: &Plugins,
+    records: Option<&Records>,
+    recorder: &crate::record::Recorder,
+) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
         None => None,
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             // Nothing third-party is trusted without a readable policy.
-            log!("toolhost: trust policy: {e}; loading the built-in tools only");
+            warn!("toolhost: trust policy: {e}; loading the built-in tools only");
             sources.retain(|s| matches!(s, Source::Embedded { .. }));
             None
         }
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
+        crate::metrics::note_load(&event);
         if let LoadEvent::Compiling { bytes } = event {
             log!(
                 "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
@@ -482,15 +498,15 @@ fn load(sandbox: &Sandbox, plugins: &Plugins, records: Option<&Records>) -> Gene
         }
     });
     for problem in catalog.warnings() {
-        log!("toolhost: warning: {problem}");
+        warn!("toolhost: warning: {problem}");
     }
     for problem in catalog.problems() {
         match &problem.code {
-            Some(_) => log!("toolhost: refused: {problem}"),
-            None => log!("toolhost: warning: {problem}"),
+            Some(_) => warn!("toolhost: refused: {problem}"),
+            None => warn!("toolhost: warning: {problem}"),
         }
     }
-    let host = Host::new(sandbox.clone(), catalog);
+    let host = Host::new(sandbox.clone(), catalog).with_recorder(recorder.clone());
     Generation::new(match records {
         Some(r) => host.with_records(r.clone()),
         None => host,
@@ -509,6 +525,7 @@ pub fn run(
     args: ServeArgs,
     root_key: Option<RootKey>,
     records: Option<Records>,
+    recorder: crate::record::Recorder,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
@@ -551,7 +568,7 @@ pub fn run(
         args.workspace.clone(),
         (!args.require_token).then_some(scope),
     ));
-    serve(sandbox, plugins, args, policy, records)
+    serve(sandbox, plugins, args, policy, records, recorder)
 }
 
 static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -569,13 +586,14 @@ pub fn serve(
     args: ServeArgs,
     policy: Arc<dyn SessionPolicy>,
     records: Option<Records>,
+    recorder: crate::record::Recorder,
 ) -> Result<()> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && !args.allow_remote {
             bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
         }
     }
-    let first = load(&sandbox, &plugins, records.as_ref());
+    let first = load(&sandbox, &plugins, records.as_ref(), &recorder);
     // A plugin named on the command line that does not load stops the
     // server at start (on a later reload it is only logged).
     let named: Vec<String> = plugins
@@ -595,6 +613,7 @@ pub fn serve(
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
         records,
+        recorder,
         client: args.client.clone(),
         http_url: std::sync::OnceLock::new(),
         changed: broadcast::channel(16).0,

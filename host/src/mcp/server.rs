@@ -46,6 +46,8 @@ pub(super) struct McpServer {
     /// ended): its receivers see the channel close and the tasks the
     /// session spawned stop.
     alive: Arc<tokio::sync::watch::Sender<()>>,
+    /// This session's id for the circuit breaker (its calls' conversation).
+    conversation: Arc<str>,
 }
 
 impl McpServer {
@@ -57,6 +59,7 @@ impl McpServer {
             kept: KeptArguments::default(),
             warm: None,
             alive: Arc::new(tokio::sync::watch::channel(()).0),
+            conversation: new_call_id().replacen("call-", "mcp-", 1).into(),
         }
     }
 
@@ -223,6 +226,42 @@ struct ParsedCall {
 }
 
 impl McpServer {
+    /// A `tools/call` refused before the pipeline (a tool this session
+    /// cannot see, or unusable `_meta`) is journaled all the same.
+    fn journal_refusal(
+        &self,
+        generation: &Generation,
+        scope: &SessionScope,
+        name: &str,
+        arguments: &str,
+    ) {
+        use crate::observation::ErrorCode;
+        let opts = crate::pipeline::CallOptions {
+            conversation: Some(self.conversation.to_string()),
+            ..Default::default()
+        };
+        let caller = crate::record::Caller {
+            tool: name,
+            args: arguments,
+            opts: &opts,
+            chain: scope.session.chain_ids(),
+        };
+        let visible = generation.host.catalog().get(name).is_some() && scope.allows(name);
+        let code = match generation.host.catalog().refusal(name) {
+            _ if visible => ErrorCode::InvalidArguments,
+            Some(p) => p
+                .code
+                .as_deref()
+                .and_then(ErrorCode::from_code)
+                .unwrap_or(ErrorCode::PluginUnavailable),
+            None => ErrorCode::UnknownTool,
+        };
+        let info = code.info(format!(
+            "`{name}`: refused before it ran (see the protocol error)"
+        ));
+        let _ = generation.host.record_refusal(&caller, info);
+    }
+
     /// Parse: the tool must be one this session may see (else JSON-RPC
     /// `-32602`), and `_meta` must be usable; then the call's options (its
     /// id, idempotency key, plan token) and mode.
@@ -276,6 +315,7 @@ impl McpServer {
         }));
         opts.call_id = Some(call_id);
         opts.plan_token = meta.plan_token;
+        opts.conversation = Some(self.conversation.to_string());
         Ok(ParsedCall {
             opts,
             mode: if meta.dry_run { Mode::Plan } else { Mode::Run },
@@ -546,7 +586,13 @@ impl ServerHandler for McpServer {
             let obs = self.delegate(&cx, &scope, &generation.host, &arguments);
             return self.finish(&cx, &name, obs).await;
         }
-        let parsed = self.parse_call(&cx, &generation, &scope, &name)?;
+        let parsed = match self.parse_call(&cx, &generation, &scope, &name) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                self.journal_refusal(&generation, &scope, &name, &arguments);
+                return Err(e);
+            }
+        };
         let obs = self
             .execute(&cx, generation, scope, name.clone(), arguments, parsed)
             .await?;

@@ -147,7 +147,7 @@ pub(super) fn spawn(
                     }
                 }
                 log!("toolhost: {} changed; reloading the plugins", dir.display());
-                let next = load(&sandbox, &plugins, state.records.as_ref());
+                let next = load(&sandbox, &plugins, state.records.as_ref(), &state.recorder);
                 let count = next.tools.len();
                 if state.install(next) {
                     log!("toolhost: {count} tools now; notifying clients");
@@ -157,6 +157,6 @@ pub(super) fn spawn(
             }
         });
     if let Err(e) = spawned {
-        log!("toolhost: warning: cannot watch the plugin directory: {e}");
+        warn!("toolhost: warning: cannot watch the plugin directory: {e}");
     }
 }

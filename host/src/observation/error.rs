@@ -106,11 +106,14 @@ pub enum ErrorCode {
     SuspiciousDescription,
     /// The arguments of a tool with network access carry a secret.
     SecretInArguments,
+    /// The same call failed the same way too many times in a row in this
+    /// session or trajectory; it was not run again ([`crate::breaker`]).
+    CircuitOpen,
 }
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -136,6 +139,7 @@ impl ErrorCode {
         ErrorCode::BadSignature,
         ErrorCode::SuspiciousDescription,
         ErrorCode::SecretInArguments,
+        ErrorCode::CircuitOpen,
     ];
 
     /// The wire name, e.g. `invalid_arguments`.
@@ -166,6 +170,7 @@ impl ErrorCode {
             ErrorCode::BadSignature => "bad_signature",
             ErrorCode::SuspiciousDescription => "suspicious_description",
             ErrorCode::SecretInArguments => "secret_in_arguments",
+            ErrorCode::CircuitOpen => "circuit_open",
         }
     }
 
@@ -190,6 +195,7 @@ impl ErrorCode {
                 | ErrorCode::ApprovalRequired
                 | ErrorCode::StalePlan
                 | ErrorCode::SecretInArguments
+                | ErrorCode::CircuitOpen
         )
     }
 
@@ -207,7 +213,8 @@ impl ErrorCode {
             | ErrorCode::IdempotencyKeyRequired
             | ErrorCode::ApprovalRequired
             | ErrorCode::StalePlan
-            | ErrorCode::SecretInArguments => Retry::AfterCorrection,
+            | ErrorCode::SecretInArguments
+            | ErrorCode::CircuitOpen => Retry::AfterCorrection,
             ErrorCode::Timeout
             | ErrorCode::PluginUnavailable
             | ErrorCode::InFlight

@@ -250,6 +250,11 @@ pub struct Observation {
     /// instructions; `text` marks it so.
     #[serde(default)]
     pub untrusted: bool,
+    /// How many times in a row this tool has now failed with this error
+    /// code in this session or trajectory, this call included (0 for a
+    /// success; see [`crate::breaker`]).
+    #[serde(default)]
+    pub consecutive_failures: u32,
     /// The plugin's rendering of `output` before clipping (control
     /// characters already stripped), kept so that `text` can be rendered
     /// again in a smaller budget. Not part of the published shape.
@@ -323,6 +328,7 @@ impl Observation {
             redactions: Vec::new(),
             provenance: Vec::new(),
             untrusted: false,
+            consecutive_failures: 0,
             plugin_text: None,
         }
     }

@@ -70,6 +70,7 @@ fn ok_serializes_every_field_in_order() {
         "redactions",
         "provenance",
         "untrusted",
+        "consecutive_failures",
     ];
     let mut last = 0;
     for k in keys {

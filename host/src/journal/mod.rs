@@ -1,0 +1,624 @@
+//! The call journal: one entry per call, in the record store.
+//!
+//! Every call the host answers — read-only or side-effecting, run or
+//! rejected before it ran — appends one [`Entry`] (seed 001 §4.6's audit
+//! fields): who called (`trajectory`, `turn`, `call_id`, the token and its
+//! parent chain), when (`started_at`, `ended_at`, RFC 3339 with µs), what
+//! (`tool`, `args_sha256` of the canonical arguments and an
+//! [args summary](summarize_args) that holds paths and sizes, never
+//! content), how it ended (`status`, `error_code`, `result_sha256`,
+//! `output_bytes`) and which try it was: `attempt` is the retry ordinal of
+//! the logical call (the same trajectory, turn and call id, or the same
+//! idempotency key), `first_try` is `attempt == 1`.
+//!
+//! # Off the hot path
+//!
+//! The call path only copies what the entry needs ([`Pending`]) into a
+//! queue, waking the writer thread only for the first call of a batch. The
+//! writer turns pending calls into entries (hashing, summarizing,
+//! redacting) and appends them in batches, one transaction per batch,
+//! [`LINGER`] after the first one queued. The attempt
+//! ordinal is assigned in that transaction (SQLite's write lock, a
+//! PostgreSQL advisory lock per logical call), so hosts sharing a store
+//! count one sequence per logical call.
+//!
+//! No entry of a call that ran is dropped: a batch the store refuses stays
+//! queued and is tried again ([`RETRY_EVERY`]); [`Journal::flush`] waits
+//! for everything queued so far, and dropping the last handle flushes and
+//! joins the writer (the CLI does so before it exits). What a process
+//! killed by `SIGKILL` had queued and not yet written (at most [`LINGER`]
+//! of calls) is lost.
+//!
+//! # Retention
+//!
+//! Entries older than the journal's retention are deleted by the writer
+//! (at start and hourly) and by `toolhost prune`; `None` keeps them.
+//!
+//! Tables (created on first use; `toolhost_`-prefixed in PostgreSQL):
+//!
+//! ```sql
+//! call_journal (seq, call_id, trajectory, turn, tool, token_id, token_chain,
+//!               started_us, ended_us, status, error_code, args_sha256,
+//!               args_summary, result_sha256, output_bytes, logical_key,
+//!               attempt, first_try, idempotency_key, host)
+//! ```
+
+pub mod postgres;
+pub mod sqlite;
+pub mod stats;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Tool;
+use crate::idempotency::StoreError;
+
+/// Longest a queued entry waits for others to share its transaction.
+pub const LINGER: Duration = Duration::from_millis(50);
+
+/// How long the writer waits before retrying a batch the store refused.
+pub const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// How many more times a closing writer tries a refused batch.
+const FINAL_TRIES: usize = 5;
+
+/// How often the writer deletes entries past the retention.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Most entries one transaction appends.
+const MAX_BATCH: usize = 512;
+
+/// Longest string of an args summary (a path), in bytes.
+const MAX_SUMMARY_STRING: usize = 256;
+
+/// Most members an args summary lists.
+const MAX_SUMMARY_MEMBERS: usize = 32;
+
+/// One journaled call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub call_id: String,
+    pub trajectory: Option<String>,
+    pub turn: Option<u64>,
+    pub tool: String,
+    /// Id of the capability token the call ran under (hex).
+    pub token_id: Option<String>,
+    /// Its chain, oldest first (the token itself last).
+    pub token_chain: Vec<String>,
+    /// Unix microseconds.
+    #[serde(serialize_with = "rfc3339")]
+    pub started_at: i64,
+    #[serde(serialize_with = "rfc3339")]
+    pub ended_at: i64,
+    pub status: String,
+    pub error_code: Option<String>,
+    /// SHA-256 of the canonical arguments (of the raw text when they are
+    /// not JSON).
+    pub args_sha256: String,
+    /// Paths and sizes, never content ([`summarize_args`]).
+    pub args_summary: Value,
+    /// SHA-256 of the canonical output (the result's version).
+    pub result_sha256: Option<String>,
+    pub output_bytes: u64,
+    /// The retry ordinal of this logical call (1 for the first try).
+    pub attempt: u32,
+    pub first_try: bool,
+    pub idempotency_key: Option<String>,
+    /// The machine that ran the call.
+    pub host: String,
+    /// What names the logical call: the same key, the same call.
+    #[serde(skip)]
+    pub logical_key: Option<String>,
+}
+
+impl Entry {
+    /// How long the call took.
+    pub fn duration_us(&self) -> i64 {
+        (self.ended_at - self.started_at).max(0)
+    }
+}
+
+/// Unix microseconds as RFC 3339 with microseconds, UTC.
+pub fn format_us(us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(us)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+        .unwrap_or_else(|| us.to_string())
+}
+
+fn rfc3339<S: serde::Serializer>(us: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_us(*us))
+}
+
+/// Which entries to read.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub tool: Option<String>,
+    pub trajectory: Option<String>,
+    /// Only calls started at or after this (unix µs).
+    pub since_us: Option<i64>,
+    pub status: Option<String>,
+    /// The newest this many (all when `None`), returned oldest first.
+    pub limit: Option<usize>,
+}
+
+/// One database's side of the journal. Each method is atomic.
+pub trait JournalBackend: Send + Sync {
+    /// Creates the table if absent.
+    fn init(&self) -> Result<(), StoreError>;
+    /// Appends the entries in order, in one transaction, setting each one's
+    /// `attempt` and `first_try` from the entries already journaled under
+    /// its logical key.
+    fn append(&self, entries: &mut [Entry]) -> Result<(), StoreError>;
+    /// Entries matching `filter`, by start time, oldest first.
+    fn query(&self, filter: &Filter) -> Result<Vec<Entry>, StoreError>;
+    /// Deletes entries started before `before_us`; returns how many.
+    fn prune(&self, before_us: i64) -> Result<u64, StoreError>;
+}
+
+/// What the call path hands the journal: copies, no work.
+pub struct Pending {
+    pub call_id: String,
+    pub trajectory: Option<String>,
+    pub turn: Option<u64>,
+    pub logical_key: Option<String>,
+    pub tool: String,
+    /// The tool called, when it is in the catalog (its schema finds the
+    /// path arguments for the summary).
+    pub tool_ref: Option<Arc<Tool>>,
+    pub token_chain: Vec<String>,
+    pub started_us: i64,
+    pub ended_us: i64,
+    pub status: &'static str,
+    pub error_code: Option<String>,
+    /// The argument text as the caller sent it.
+    pub args: String,
+    /// Whether the arguments passed validation (else only their size is
+    /// kept).
+    pub args_valid: bool,
+    pub output: Option<Value>,
+    pub output_bytes: u64,
+    pub idempotency_key: Option<String>,
+}
+
+/// Unix microseconds of `t`.
+pub fn unix_us(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Lowercase hex SHA-256 of the canonical form of `args` (of the text
+/// itself when it is not JSON).
+pub fn args_sha256(args: &str) -> String {
+    let canonical = serde_json::from_str::<Value>(args)
+        .ok()
+        .and_then(|v| crate::canonical::canonicalize(&v).ok());
+    let bytes = canonical.as_deref().unwrap_or(args).as_bytes();
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The logical call a key source names: the same trajectory, turn and call
+/// id, or the same explicit idempotency key.
+pub fn logical_key(source: &crate::effects::KeySource) -> String {
+    match source {
+        crate::effects::KeySource::Explicit(k) => format!("key:{k}"),
+        crate::effects::KeySource::Derived {
+            trajectory_id,
+            turn,
+            call_id,
+        } => format!(
+            "call:{}:{trajectory_id}:{turn}:{}:{call_id}",
+            trajectory_id.len(),
+            call_id.len()
+        ),
+    }
+}
+
+/// A summary of the arguments that holds no content: for valid arguments,
+/// each top-level member as its path (for a path argument, secrets
+/// redacted, clipped), number, boolean or null, or as its type and size
+/// (`"<string, 12 bytes>"`, `"<array, 3 items>"`); for arguments that were
+/// refused, only their size.
+pub fn summarize_args(args: &str, tool: Option<&Tool>, valid: bool) -> Value {
+    let mut out = Map::new();
+    out.insert("bytes".into(), json!(args.len()));
+    let value = match (valid, serde_json::from_str::<Value>(args)) {
+        (true, Ok(v)) => v,
+        _ => return Value::Object(out),
+    };
+    let paths: Vec<String> = tool
+        .map(|t| {
+            t.input
+                .path_args(&value)
+                .into_iter()
+                .map(|a| a.pointer)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Value::Object(members) = &value else {
+        return Value::Object(out);
+    };
+    let mut summary = Map::new();
+    for (name, v) in members.iter().take(MAX_SUMMARY_MEMBERS) {
+        let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        let s = match v {
+            Value::String(s) if paths.contains(&pointer) => {
+                let (clean, _) = crate::redact::redact_text(s, "");
+                Value::String(crate::text::clip_bytes(&clean, MAX_SUMMARY_STRING).to_string())
+            }
+            Value::String(s) => json!(format!("<string, {} bytes>", s.len())),
+            Value::Array(a) => json!(format!("<array, {} items>", a.len())),
+            Value::Object(o) => json!(format!("<object, {} members>", o.len())),
+            other => other.clone(),
+        };
+        summary.insert(clip_name(name), s);
+    }
+    if members.len() > MAX_SUMMARY_MEMBERS {
+        out.insert("members".into(), json!(members.len()));
+    }
+    out.insert("args".into(), Value::Object(summary));
+    Value::Object(out)
+}
+
+fn clip_name(name: &str) -> String {
+    crate::text::clip_bytes(name, 64).to_string()
+}
+
+/// This machine's name, for the `host` column.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most
+    // that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Pending {
+    /// The entry, with the work the call path left out: hashes, the args
+    /// summary. `attempt` is set when it is appended.
+    pub fn into_entry(self, host: &str) -> Entry {
+        let args_sha256 = args_sha256(&self.args);
+        let args_summary = summarize_args(&self.args, self.tool_ref.as_deref(), self.args_valid);
+        let result_sha256 = self.output.as_ref().map(|o| {
+            let text = crate::canonical::canonicalize(o).unwrap_or_else(|_| o.to_string());
+            hex::encode(Sha256::digest(text.as_bytes()))
+        });
+        Entry {
+            call_id: self.call_id,
+            trajectory: self.trajectory,
+            turn: self.turn,
+            tool: self.tool,
+            token_id: self.token_chain.last().cloned(),
+            token_chain: self.token_chain,
+            started_at: self.started_us,
+            ended_at: self.ended_us,
+            status: self.status.to_string(),
+            error_code: self.error_code,
+            args_sha256,
+            args_summary,
+            result_sha256,
+            output_bytes: self.output_bytes,
+            attempt: 1,
+            first_try: true,
+            idempotency_key: self.idempotency_key,
+            host: host.to_string(),
+            logical_key: self.logical_key,
+        }
+    }
+}
+
+/// What the call path and the writer share.
+#[derive(Default)]
+struct Queue {
+    calls: Vec<Pending>,
+    flushes: Vec<mpsc::SyncSender<()>>,
+    closing: bool,
+    /// The writer waits for a first call (and must be woken for it).
+    idle: bool,
+}
+
+/// Hooks run by the writer for each entry it appended (the metrics'
+/// first-try counters).
+pub type OnAppend = Box<dyn Fn(&Entry) + Send + Sync>;
+
+/// The journal: a handle on the writer thread (cheap to clone).
+#[derive(Clone)]
+pub struct Journal {
+    inner: Arc<Inner>,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    backend: Arc<dyn JournalBackend>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").finish_non_exhaustive()
+    }
+}
+
+/// Settings of a [`Journal`].
+pub struct JournalOptions {
+    /// Entries older than this are deleted; `None` keeps them.
+    pub retention: Option<Duration>,
+    /// The `host` column (default: this machine's name).
+    pub host: String,
+    /// Called by the writer for each appended entry.
+    pub on_append: Option<OnAppend>,
+}
+
+impl Default for JournalOptions {
+    fn default() -> Self {
+        JournalOptions {
+            retention: None,
+            host: host_name(),
+            on_append: None,
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Journal {
+    /// Starts a writer over `backend` (creating its table first).
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the table cannot be created.
+    pub fn start(
+        backend: Arc<dyn JournalBackend>,
+        options: JournalOptions,
+    ) -> Result<Journal, StoreError> {
+        backend.init()?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+        });
+        let writer = Writer {
+            backend: backend.clone(),
+            options,
+            queue: Vec::new(),
+            pruned: None,
+        };
+        let for_writer = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("toolhost-journal".into())
+            .spawn(move || writer.run(&for_writer))
+            .map_err(|e| StoreError::unavailable(format!("starting the journal writer: {e}")))?;
+        Ok(Journal {
+            inner: Arc::new(Inner {
+                shared,
+                backend,
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Queues one call's entry. Never waits for the store, and wakes the
+    /// writer only for the first call of a batch.
+    pub fn append(&self, pending: Pending) {
+        let shared = &self.inner.shared;
+        let mut q = shared.lock();
+        q.calls.push(pending);
+        if q.idle {
+            q.idle = false;
+            drop(q);
+            shared.wake.notify_one();
+        }
+    }
+
+    /// Waits until everything queued before this call is written (or the
+    /// store refused it and it is kept for a retry), at most `timeout`.
+    /// Returns whether the writer answered in time.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let (ack, done) = mpsc::sync_channel(1);
+        {
+            let mut q = self.inner.shared.lock();
+            if q.closing {
+                return false;
+            }
+            q.flushes.push(ack);
+        }
+        self.inner.shared.wake.notify_one();
+        done.recv_timeout(timeout).is_ok()
+    }
+
+    /// The store the journal writes to (for reading it back).
+    pub fn backend(&self) -> &Arc<dyn JournalBackend> {
+        &self.inner.backend
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The writer writes what is queued and stops.
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Writer {
+    backend: Arc<dyn JournalBackend>,
+    options: JournalOptions,
+    /// Entries taken from the queue and not yet written.
+    queue: Vec<Entry>,
+    pruned: Option<Instant>,
+}
+
+impl Writer {
+    fn run(mut self, shared: &Shared) {
+        self.prune_if_due();
+        loop {
+            // Wait for a first call (or a flush, or the end); with entries
+            // the store refused, only until the next retry.
+            let mut q = shared.lock();
+            if q.calls.is_empty() && q.flushes.is_empty() && !q.closing {
+                q.idle = self.queue.is_empty();
+                q = if q.idle {
+                    shared
+                        .wake
+                        .wait_while(q, |q| {
+                            q.calls.is_empty() && q.flushes.is_empty() && !q.closing
+                        })
+                        .unwrap_or_else(|e| e.into_inner())
+                } else {
+                    shared
+                        .wake
+                        .wait_timeout(q, RETRY_EVERY)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                };
+                q.idle = false;
+            }
+            // Let a burst share the transaction: wait LINGER after the
+            // first call unless a flush or the end is asked for.
+            if q.flushes.is_empty() && !q.closing && !q.calls.is_empty() {
+                q = shared
+                    .wake
+                    .wait_timeout_while(q, LINGER, |q| q.flushes.is_empty() && !q.closing)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            let calls = std::mem::take(&mut q.calls);
+            let acks = std::mem::take(&mut q.flushes);
+            let closing = q.closing;
+            drop(q);
+            self.queue
+                .extend(calls.into_iter().map(|p| p.into_entry(&self.options.host)));
+            self.write();
+            for ack in acks {
+                let _ = ack.send(());
+            }
+            self.prune_if_due();
+            if closing && shared.lock().calls.is_empty() {
+                break;
+            }
+        }
+        // Closing with entries the store refused: a few more tries.
+        for _ in 0..FINAL_TRIES {
+            if self.queue.is_empty() {
+                break;
+            }
+            std::thread::sleep(RETRY_EVERY);
+            self.write();
+        }
+        if !self.queue.is_empty() {
+            // The last try failed: say what is lost rather than hide it.
+            tracing::error!(
+                entries = self.queue.len(),
+                "the call journal could not be written; these entries are lost"
+            );
+        }
+    }
+
+    fn write(&mut self) {
+        while !self.queue.is_empty() {
+            let n = self.queue.len().min(MAX_BATCH);
+            match self.backend.append(&mut self.queue[..n]) {
+                Ok(()) => {
+                    if let Some(hook) = &self.options.on_append {
+                        self.queue[..n].iter().for_each(hook);
+                    }
+                    self.queue.drain(..n);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, queued = self.queue.len(), "the call journal is not writable; retrying");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn prune_if_due(&mut self) {
+        let Some(retention) = self.options.retention else {
+            return;
+        };
+        if self.pruned.is_some_and(|t| t.elapsed() < PRUNE_EVERY) {
+            return;
+        }
+        self.pruned = Some(Instant::now());
+        let before =
+            unix_us(SystemTime::now()) - i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
+        match self.backend.prune(before) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(entries = n, "pruned the call journal"),
+            Err(e) => tracing::warn!(error = %e, "pruning the call journal failed"),
+        }
+    }
+}
+
+/// The columns both backends read, in order.
+pub(crate) const COLUMNS: &str = "call_id, trajectory, turn, tool, token_chain, started_us, \
+     ended_us, status, error_code, args_sha256, args_summary, result_sha256, output_bytes, \
+     logical_key, attempt, first_try, idempotency_key, host";
+
+/// A row of [`COLUMNS`] back into an entry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn entry_from_row(
+    call_id: String,
+    trajectory: Option<String>,
+    turn: Option<i64>,
+    tool: String,
+    token_chain: String,
+    started_us: i64,
+    ended_us: i64,
+    status: String,
+    error_code: Option<String>,
+    args_sha256: String,
+    args_summary: String,
+    result_sha256: Option<String>,
+    output_bytes: i64,
+    logical_key: Option<String>,
+    attempt: i64,
+    idempotency_key: Option<String>,
+    host: String,
+) -> Entry {
+    let token_chain: Vec<String> = token_chain.split_whitespace().map(String::from).collect();
+    let attempt = u32::try_from(attempt).unwrap_or(u32::MAX).max(1);
+    Entry {
+        call_id,
+        trajectory,
+        turn: turn.and_then(|t| u64::try_from(t).ok()),
+        tool,
+        token_id: token_chain.last().cloned(),
+        token_chain,
+        started_at: started_us,
+        ended_at: ended_us,
+        status,
+        error_code,
+        args_sha256,
+        args_summary: serde_json::from_str(&args_summary).unwrap_or(Value::Null),
+        result_sha256,
+        output_bytes: u64::try_from(output_bytes).unwrap_or(0),
+        attempt,
+        first_try: attempt == 1,
+        idempotency_key,
+        host,
+        logical_key,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,234 @@
+//! Step 8, record: what happens around every call once, whatever entry
+//! point it came through.
+//!
+//! `Host::recorded` wraps a call: before it runs, the circuit breaker
+//! ([`crate::breaker`]) may answer `circuit_open` instead; once its
+//! observation is final, the breaker counts it (`consecutive_failures`),
+//! the metrics ([`crate::metrics`]) count it and the journal
+//! ([`crate::journal`]) gets its entry. The call path pays for copies and a
+//! channel send; hashing and writing happen on the journal's thread.
+//!
+//! A call's conversation (whose failures the breaker counts together) is
+//! [`CallOptions::conversation`] (an MCP session) or else the trajectory
+//! of its key source; a call with neither is not held by the breaker
+//! (its failures say `consecutive_failures: 1`).
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use crate::breaker::Breaker;
+use crate::effects::KeySource;
+use crate::journal::{self, Journal, Pending};
+use crate::metrics::Metrics;
+use crate::observation::{Observation, Status};
+use crate::pipeline::{CallOptions, Host};
+
+/// The journal, breaker and metrics of a host; cheap to clone, so every
+/// generation of a server's host shares one.
+#[derive(Clone, Default, Debug)]
+pub struct Recorder {
+    pub journal: Option<Journal>,
+    pub breaker: Arc<Breaker>,
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+/// Who is calling, as the record needs it.
+pub(crate) struct Caller<'a> {
+    pub tool: &'a str,
+    pub args: &'a str,
+    pub opts: &'a CallOptions,
+    /// The token chain's ids, oldest first (a session's call).
+    pub chain: &'a [crate::capability::TokenId],
+}
+
+impl Caller<'_> {
+    fn trajectory(&self) -> Option<(&str, u64)> {
+        match &self.opts.idempotency {
+            Some(KeySource::Derived {
+                trajectory_id,
+                turn,
+                ..
+            }) => Some((trajectory_id, *turn)),
+            _ => None,
+        }
+    }
+
+    /// The conversation and whether it is a trajectory (which the journal
+    /// can seed the breaker from).
+    fn conversation(&self) -> Option<(String, bool)> {
+        if let Some(c) = &self.opts.conversation {
+            return Some((format!("session:{c}"), false));
+        }
+        self.trajectory()
+            .map(|(t, _)| (format!("trajectory:{t}"), true))
+    }
+}
+
+impl Host {
+    /// Runs `run` (one call) between the breaker and the record (see the
+    /// module docs).
+    pub(crate) fn recorded(
+        &self,
+        c: &Caller<'_>,
+        run: impl FnOnce() -> Observation,
+    ) -> Observation {
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        let r = self.recorder();
+        let conversation = c.conversation();
+        if let Some((conv, is_trajectory)) = &conversation {
+            if *is_trajectory {
+                self.seed_breaker(r, conv, c);
+            }
+        }
+        let refused = conversation.as_ref().and_then(|(conv, _)| {
+            if !r.breaker.is_open(conv, c.tool) {
+                return None;
+            }
+            r.breaker.check(conv, c.tool, &journal::args_sha256(c.args))
+        });
+        let mut obs = match refused {
+            Some(info) => {
+                let count = info
+                    .details
+                    .as_ref()
+                    .and_then(|d| d["consecutive_failures"].as_u64())
+                    .unwrap_or(0);
+                let call_id = c
+                    .opts
+                    .call_id
+                    .clone()
+                    .unwrap_or_else(crate::pipeline::new_call_id);
+                let level = self
+                    .catalog()
+                    .get(c.tool)
+                    .map_or(crate::descriptor::SideEffect::ReadOnly, |t| {
+                        t.descriptor.side_effect
+                    });
+                let mut obs = Observation::failure(&call_id, c.tool, level, info);
+                obs.consecutive_failures = u32::try_from(count).unwrap_or(u32::MAX);
+                obs
+            }
+            None => {
+                let mut obs = run();
+                let failure = obs.error.as_ref().map(|e| e.code.clone());
+                obs.consecutive_failures = match (&conversation, failure) {
+                    (_, None) if obs.status == Status::Ok => {
+                        if let Some((conv, _)) = &conversation {
+                            r.breaker.record(conv, c.tool, None);
+                        }
+                        0
+                    }
+                    (Some((conv, _)), Some(code)) => {
+                        let digest = journal::args_sha256(c.args);
+                        r.breaker.record(conv, c.tool, Some((&code, &digest)))
+                    }
+                    _ => 1,
+                };
+                obs
+            }
+        };
+        if obs.status == Status::Ok {
+            obs.consecutive_failures = 0;
+        }
+        let elapsed = clock.elapsed();
+        if let Some(m) = &r.metrics {
+            m.observe(&obs, elapsed);
+        }
+        if let Some(j) = &r.journal {
+            j.append(self.pending(c, &obs, started, elapsed));
+        }
+        obs
+    }
+
+    /// Records a call refused before it reached the pipeline (an MCP
+    /// `tools/call` of a tool the session cannot see, answered with a
+    /// protocol error): journaled and counted like any refusal.
+    pub(crate) fn record_refusal(
+        &self,
+        c: &Caller<'_>,
+        info: crate::observation::ErrorInfo,
+    ) -> Observation {
+        self.recorded(c, || {
+            let call_id = c
+                .opts
+                .call_id
+                .clone()
+                .unwrap_or_else(crate::pipeline::new_call_id);
+            Observation::failure(
+                &call_id,
+                c.tool,
+                crate::descriptor::SideEffect::ReadOnly,
+                info,
+            )
+        })
+    }
+
+    /// A trajectory's earlier calls of the tool, from the journal, into the
+    /// breaker (once per trajectory and tool): the CLI runs one call per
+    /// process.
+    fn seed_breaker(&self, r: &Recorder, conv: &str, c: &Caller<'_>) {
+        let (Some(j), Some((trajectory, _))) = (&r.journal, c.trajectory()) else {
+            return;
+        };
+        if r.breaker.threshold() == 0 {
+            return;
+        }
+        r.breaker.seed(conv, c.tool, || {
+            let filter = journal::Filter {
+                tool: Some(c.tool.to_string()),
+                trajectory: Some(trajectory.to_string()),
+                limit: Some(r.breaker.threshold() as usize * 4),
+                ..journal::Filter::default()
+            };
+            match j.backend().query(&filter) {
+                Ok(entries) => entries
+                    .into_iter()
+                    .map(|e| (e.error_code, e.args_sha256))
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the breaker could not read the journal");
+                    Vec::new()
+                }
+            }
+        });
+    }
+
+    fn pending(
+        &self,
+        c: &Caller<'_>,
+        obs: &Observation,
+        started: SystemTime,
+        elapsed: std::time::Duration,
+    ) -> Pending {
+        let started_us = journal::unix_us(started);
+        let code = obs.error.as_ref().map(|e| e.code.clone());
+        let args_valid = !code
+            .as_deref()
+            .is_some_and(|c| journal::stats::INVALID_CODES.contains(&c));
+        let (trajectory, turn) = match c.trajectory() {
+            Some((t, n)) => (Some(t.to_string()), Some(n)),
+            None => (None, None),
+        };
+        Pending {
+            call_id: obs.call_id.clone(),
+            trajectory,
+            turn,
+            logical_key: c.opts.idempotency.as_ref().map(journal::logical_key),
+            tool: obs.tool.clone(),
+            tool_ref: self.catalog().get(c.tool).cloned(),
+            token_chain: c.chain.iter().map(ToString::to_string).collect(),
+            started_us,
+            ended_us: started_us + i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
+            status: obs.status.as_str(),
+            error_code: code,
+            args: c.args.to_string(),
+            args_valid,
+            output: (obs.status == Status::Ok)
+                .then(|| obs.output.clone())
+                .flatten(),
+            output_bytes: obs.usage.output_bytes,
+            idempotency_key: obs.effects.idempotency_key.clone(),
+        }
+    }
+}
