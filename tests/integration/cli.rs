@@ -5,15 +5,7 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 fn toolhost(args: &[&str], cwd: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(args)
-        .current_dir(cwd)
-        .env(
-            "TOOLHOST_CACHE_DIR",
-            repo_root().join("target/test-compile-cache"),
-        )
-        .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
-        .env_remove("TOOLHOST_TOKEN")
+    toolhost_command(args, cwd)
         .output()
         .expect("running toolhost")
 }

@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,15 +55,7 @@ fn in_trajectory(trajectory: &str, turn: u64, call_id: &str) -> CallOptions {
 }
 
 fn toolhost_cli(args: &[&str], cwd: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(args)
-        .current_dir(cwd)
-        .env(
-            "TOOLHOST_CACHE_DIR",
-            repo_root().join("target/test-compile-cache"),
-        )
-        .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
-        .env_remove("TOOLHOST_TOKEN")
+    toolhost_command(args, cwd)
         .output()
         .expect("running toolhost")
 }

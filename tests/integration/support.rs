@@ -19,6 +19,21 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The `toolhost` binary as the CLI tests run it: in `cwd`, with the shared
+/// compile cache, a fixed root key and no token from the environment.
+pub fn toolhost_command(args: &[&str], cwd: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.args(args)
+        .current_dir(cwd)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            repo_root().join("target/test-compile-cache"),
+        )
+        .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
+        .env_remove("TOOLHOST_TOKEN");
+    cmd
+}
+
 /// Builds `tests/plugins` (once per run) and returns the path of one
 /// component, e.g. `test_plugin("tp_hostile")`.
 pub fn test_plugin(name: &str) -> PathBuf {

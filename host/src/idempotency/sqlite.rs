@@ -574,12 +574,21 @@ fn make_private(path: &Path) -> std::io::Result<()> {
         if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
             return Ok(());
         }
-        std::fs::OpenOptions::new()
+        // Create the file private, but never open an existing one: closing
+        // any descriptor of a file drops every POSIX lock this process holds
+        // on it, and another connection of this process (the journal's, the
+        // ledger's) may hold SQLite's locks on it right now. Losing them lets
+        // another process write under it: a corrupt database.
+        match std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .mode(0o600)
-            .open(path)?;
+            .open(path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
         let mut files = vec![path.to_path_buf()];
         for suffix in ["-wal", "-shm"] {
             let mut name = path.as_os_str().to_owned();
