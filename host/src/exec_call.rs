@@ -204,7 +204,7 @@ impl CallExec {
         }
         if self.granted.is_empty() {
             return Err(CommandError::Denied(format!(
-                "this call was granted no programs (the token has no `exec` caveat): `{program}` was not started"
+                "this call was granted no programs (the token has no `exec` caveat, or not the `exec` right): `{program}` was not started"
             )));
         }
         let env_allowed: BTreeSet<String> = ENV_ALLOWED.iter().map(|s| s.to_string()).collect();
