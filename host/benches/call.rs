@@ -4,8 +4,9 @@
 //!
 //! - (a) bare wasmtime: fresh store + instantiate from `InstancePre` + call
 //!   of the trivial tool, no toolhost pipeline;
-//! - (b) toolhost's whole in-process call of the same trivial tool
-//!   (strict parse + schema + sandbox + observation + serialization);
+//! - (b) toolhost's whole in-process call of the same trivial tool in a
+//!   session under a one-off token, as `toolhost call` runs it (gates +
+//!   strict parse + schema + sandbox + observation + serialization);
 //! - (c) `file_view` of a 4 KiB file through the whole pipeline;
 //! - (d) a trivial idempotent call through the SQLite record store;
 //! - (e) the trivial call in a session bound to a 5-caveat token, and (f)
@@ -32,8 +33,9 @@ use std::time::Duration;
 use stats::{measure, us};
 use support::*;
 use toolhost::catalog::Source;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Scope};
+use toolhost::paths::Workspace;
+use toolhost::pipeline::{Call, CallOptions};
+use toolhost::session::{Allow, Session};
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
@@ -45,40 +47,39 @@ fn main() {
     let ws = Ws::new();
     let line = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
     ws.write("data/four_kib.txt", line.repeat(4096 / line.len()));
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let none = Grants::new(&workspace, &[], &[]).unwrap();
-    let read = Grants::new(&workspace, &["data"], &[]).unwrap();
+    // Every call runs under a token: (b)–(d) under one minted for exactly
+    // their grant, as `toolhost call --allow-read` mints one.
+    let key = toolhost::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
+    let allowing = |read: &[&str]| {
+        let allow = Allow {
+            read,
+            ..Allow::default()
+        };
+        Session::allowing(&key, Workspace::open(ws.dir.path()).unwrap(), &allow).unwrap()
+    };
+    let none = allowing(&[]);
+    let read = allowing(&["data"]);
     let opts = CallOptions::default();
 
     let a = measure(|| {
         let out = plugin.bare_call("echo_value", r#"{"value":7}"#);
         assert!(out.contains('7'));
     });
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &none,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = &none;
     let b = measure(|| {
-        let obs = host.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let obs = host.run(scope, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &read,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = &read;
     let c = measure(|| {
-        let obs = host.call(
-            "file_view",
-            r#"{"path":"data/four_kib.txt","offset":1,"limit":100}"#,
-            &scope,
-            &opts,
+        let obs = host.run(
+            scope,
+            Call::new(
+                "file_view",
+                r#"{"path":"data/four_kib.txt","offset":1,"limit":100}"#,
+                &opts,
+            ),
         );
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
@@ -95,13 +96,7 @@ fn main() {
     let recorded = host_with(&[Source::File(trivial.clone())]).with_records(
         toolhost::effects::Records::new(std::sync::Arc::new(store), b"bench-key"),
     );
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &none,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = &none;
     let mut n = 0u64;
     let d = measure(|| {
         n += 1;
@@ -109,14 +104,16 @@ fn main() {
             idempotency: Some(toolhost::effects::KeySource::Explicit(format!("k{n}"))),
             ..CallOptions::default()
         };
-        let obs = recorded.call("echo_value_idempotent", r#"{"value":7}"#, &scope, &o);
+        let obs = recorded.run(
+            scope,
+            Call::new("echo_value_idempotent", r#"{"value":7}"#, &o),
+        );
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
     // (e) the trivial call under a capability token: a session bound to a
     // verified token; every call checks tool, expiry and limits.
-    let key = toolhost::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
     let caveats: Vec<toolhost::capability::Caveat> = [
         "tool=echo_value",
         "right=read",
@@ -134,7 +131,7 @@ fn main() {
         toolhost::session::Session::open(&key, &token, Workspace::open(ws.dir.path()).unwrap())
             .unwrap();
     let e = measure(|| {
-        let obs = host.call_in(&session, "echo_value", r#"{"value":7}"#, &opts);
+        let obs = host.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
@@ -155,7 +152,7 @@ fn main() {
         toolhost::session::Session::open(&key, &counted, Workspace::open(ws.dir.path()).unwrap())
             .unwrap();
     let f = measure(|| {
-        let obs = host.call_in(&counted, "echo_value", r#"{"value":7}"#, &opts);
+        let obs = host.run(&counted, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
@@ -172,12 +169,12 @@ fn main() {
         toolhost::effects::Records::new(std::sync::Arc::new(ledger_store), b"bench-key"),
     );
     let g = measure(|| {
-        let obs = stored.call_in(&session, "echo_value", r#"{"value":7}"#, &opts);
+        let obs = stored.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
     let h = measure(|| {
-        let obs = stored.call_in(&counted, "echo_value", r#"{"value":7}"#, &opts);
+        let obs = stored.run(&counted, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
@@ -198,15 +195,9 @@ fn main() {
             journal: Some(journal.clone()),
             ..Default::default()
         });
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &none,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = &none;
     let trivial_call = |h: &toolhost::pipeline::Host| {
-        let obs = h.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let obs = h.run(scope, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     };

@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 
 use support::*;
 use toolhost::catalog::{Catalog, Source};
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{CompileCache, Sandbox, SandboxConfig};
+use toolhost::session::Allow;
 
 fn sandbox_over(dir: &Path) -> Sandbox {
     Sandbox::new(&SandboxConfig {
@@ -115,19 +115,11 @@ fn measure(language: &'static str, wasm: &Path, tool: &str) -> Row {
     let catalog = Catalog::load(&sandbox, &sources, &|_, _| {});
     let host = Host::new(sandbox, catalog);
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &[]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = session_allowing(&ws, &Allow::default());
     let opts = CallOptions::default();
     let args = r#"{"value":7}"#;
     let one = || {
-        let obs = host.call(tool, args, &scope, &opts);
+        let obs = host.run(&scope, Call::new(tool, args, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
     };

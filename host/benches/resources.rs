@@ -26,34 +26,26 @@ use serde_json::json;
 use stats::{measure, us};
 use support::*;
 use toolhost::catalog::Source;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Scope};
+use toolhost::pipeline::{Call, CallOptions};
 use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
 use toolhost::resource::{Key, Locks, Mode};
+use toolhost::session::Allow;
 
 fn main() {
     let trivial = test_plugin("tp_trivial");
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let none = Grants::new(&workspace, &[], &[]).unwrap();
     let opts = CallOptions::default();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &none,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let scope = session_allowing(&ws, &Allow::default());
     let lock_dir = tempfile::tempdir().unwrap();
 
     let plain = host_with(&[Source::File(trivial.clone())]).with_locks(Locks::in_process());
     let a = measure(|| {
-        let obs = plain.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let obs = plain.run(&scope, Call::new("echo_value", r#"{"value":7}"#, &opts));
         assert_eq!(obs.status, toolhost::observation::Status::Ok);
     });
     let with_dir = host_with(&[Source::File(trivial)]).with_locks(Locks::with_dir(lock_dir.path()));
     let b = measure(|| {
-        let obs = with_dir.call("echo_value", r#"{"value":7}"#, &scope, &opts);
+        let obs = with_dir.run(&scope, Call::new("echo_value", r#"{"value":7}"#, &opts));
         assert_eq!(obs.status, toolhost::observation::Status::Ok);
     });
 
@@ -83,15 +75,7 @@ fn main() {
     for i in 0..1000 {
         tree.write(&format!("src/d{}/f{i}.rs", i % 10), &body);
     }
-    let tree_ws = Workspace::open(tree.dir.path()).unwrap();
-    let read = Grants::new(&tree_ws, &["."], &[]).unwrap();
-    let tree_scope = Scope {
-        workspace: &tree_ws,
-        grants: &read,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let tree_scope = session(&tree, &READ_ALL);
     let host = host_with(&[Source::reference()]).with_locks(Locks::with_dir(lock_dir.path()));
     let items = batch::parse(
         &json!((0..8)
@@ -107,8 +91,8 @@ fn main() {
         let mut sums = Vec::new();
         for _ in 0..7 {
             let r = host.batch(
-                &items,
                 &tree_scope,
+                &items,
                 &BatchOptions {
                     max_parallel,
                     ..BatchOptions::default()

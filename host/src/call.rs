@@ -1,5 +1,5 @@
 //! The types of one call, below everything that runs it: the caller's
-//! [`CallOptions`], the [`Scope`] a call may touch, a `Prepared` call
+//! [`CallOptions`], the `Scope` a call may touch, a `Prepared` call
 //! (steps 1–4 passed, ready for the sandbox), its limits and its id.
 //!
 //! The pipeline ([`crate::pipeline`]) makes them, the side-effect guard
@@ -37,7 +37,8 @@ pub struct CallOptions {
     pub max_text_bytes: Option<usize>,
     /// Where a side-effecting call's idempotency key comes from.
     pub idempotency: Option<crate::effects::KeySource>,
-    /// The approval of an irreversible call: a token from [`Host::plan`](crate::pipeline::Host::plan).
+    /// The approval of an irreversible call: the `plan_token` of a
+    /// [`Mode::Plan`] call.
     pub plan_token: Option<String>,
     /// The conversation the call belongs to (an MCP session): the circuit
     /// breaker counts its failures together ([`crate::record`]). Default:
@@ -51,7 +52,7 @@ pub enum Mode {
     #[default]
     Run,
     /// A dry-run whose output is a plan and a plan token that approves
-    /// exactly this call ([`Host::plan`](crate::pipeline::Host::plan)).
+    /// exactly this call.
     Plan,
 }
 
@@ -98,9 +99,12 @@ impl<'a> Call<'a> {
     }
 }
 
-/// What the caller may touch: a workspace and grants inside it.
-pub struct Scope<'a> {
+/// What a call may touch: a session's workspace and what its verified
+/// capability grants there. Only [`Session`](crate::session::Session) makes
+/// one: every call runs under a token.
+pub(crate) struct Scope<'a> {
     pub workspace: &'a Workspace,
+    /// The token's prefixes that name directories of the workspace.
     pub grants: &'a Grants,
     /// Network origins the caller grants (`scheme://host:port`). A call gets
     /// those its tool declares in `needs.network_hosts` (all of them for
@@ -110,11 +114,10 @@ pub struct Scope<'a> {
     /// may run those its tool also declares in `needs.exec` (all of them
     /// for `any`); see [`crate::exec_call`].
     pub exec: Vec<String>,
-    /// The verified capability the caller holds, when the scope comes from a
-    /// token: every path argument is also checked against its caveats (so a
-    /// denial names the caveat), and its fuel ceiling and expiry cap the
-    /// call's limits.
-    pub capability: Option<&'a crate::capability::Grant>,
+    /// The verified capability: every path argument is also checked
+    /// against its caveats (so a denial names the caveat), and its fuel
+    /// ceiling and expiry cap the call's limits.
+    pub capability: &'a crate::capability::Grant,
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.

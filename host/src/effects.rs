@@ -5,7 +5,7 @@
 //! | read-only    | no         | no           | no       |
 //! | idempotent   | yes        | yes          | no       |
 //! | reversible   | yes        | yes          | no       |
-//! | irreversible | yes        | yes          | a plan token from [`Host::plan`](crate::pipeline::Host::plan) |
+//! | irreversible | yes        | yes          | a plan token from a [`Mode::Plan`](crate::call::Mode::Plan) call |
 //!
 //! A side-effecting call claims its key in the [`Store`] before it runs:
 //!

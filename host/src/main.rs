@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use toolhost::capability::{Caveat, RootKey, Token, TokenId};
+use toolhost::capability::RootKey;
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::effects::KeySource;
 use toolhost::observation::Status;
@@ -44,6 +44,7 @@ use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
+mod cap_cmd;
 mod config;
 mod log_cmd;
 mod plugin_cmd;
@@ -190,161 +191,6 @@ struct KeyArgs {
     plan_token: Option<String>,
 }
 
-/// Caveats, as flags (each repeatable).
-#[derive(Args, Default)]
-struct CaveatArgs {
-    /// Tools the token may call: a name, `ns_*`, or `*`.
-    #[arg(long = "tool", value_name = "NAME")]
-    tools: Vec<String>,
-    /// Rights: read, write, net, exec, delegate, secrets (implied by
-    /// --read/--write/--net/--exec/--secrets when minting).
-    #[arg(long = "right", value_name = "RIGHT")]
-    rights: Vec<String>,
-    /// Mint with the `secrets` right: outputs are not redacted and a network
-    /// tool's arguments may carry a secret.
-    #[arg(long)]
-    secrets: bool,
-    /// A workspace path prefix the token may read.
-    #[arg(long = "read", value_name = "PREFIX")]
-    read: Vec<String>,
-    /// A workspace path prefix the token may write (and read).
-    #[arg(long = "write", value_name = "PREFIX")]
-    write: Vec<String>,
-    /// A network origin, scheme://host:port.
-    #[arg(long = "net", value_name = "ORIGIN")]
-    net: Vec<String>,
-    /// A native program the token may run: a name looked up on the host's
-    /// PATH, or an absolute path.
-    #[arg(long = "exec", value_name = "PROGRAM")]
-    exec: Vec<String>,
-    /// Fuel ceiling per call.
-    #[arg(long, value_name = "N")]
-    fuel: Option<u64>,
-    /// Calls the token and every token derived from it may make together
-    /// (counted in the record store).
-    #[arg(long, value_name = "N")]
-    max_calls: Option<u64>,
-    /// Fuel the calls of the token and every token derived from it may
-    /// consume together (counted in the record store).
-    #[arg(long, value_name = "N")]
-    budget_fuel: Option<u64>,
-    /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
-    #[arg(long, value_name = "WHEN")]
-    expires: Option<String>,
-}
-
-impl CaveatArgs {
-    /// The caveats these flags name. `imply_rights` adds the rights the
-    /// prefixes and origins need (for minting).
-    fn caveats(&self, imply_rights: bool) -> Result<Vec<Caveat>> {
-        let now = std::time::SystemTime::now();
-        // One flag, one value: a comma would silently split it in two (the
-        // caveat syntax separates list values with commas).
-        for (flag, values) in [
-            ("--tool", &self.tools),
-            ("--right", &self.rights),
-            ("--read", &self.read),
-            ("--write", &self.write),
-            ("--net", &self.net),
-            ("--exec", &self.exec),
-        ] {
-            if let Some(v) = values.iter().find(|v| v.contains(',')) {
-                bail!(
-                    "{flag} `{v}`: one value per flag, without commas (repeat {flag} for several; a path with a comma in its name cannot be granted)"
-                );
-            }
-        }
-        let mut texts = Vec::new();
-        if !self.tools.is_empty() {
-            texts.push(format!("tool={}", self.tools.join(",")));
-        }
-        let mut rights = self.rights.clone();
-        if imply_rights {
-            if !self.read.is_empty() || !self.write.is_empty() {
-                rights.push("read".into());
-            }
-            if !self.write.is_empty() {
-                rights.push("write".into());
-            }
-            if !self.net.is_empty() {
-                rights.push("net".into());
-            }
-            if !self.exec.is_empty() {
-                rights.push("exec".into());
-            }
-            if self.secrets {
-                rights.push("secrets".into());
-            }
-            rights.dedup();
-        } else if self.secrets {
-            bail!("--secrets grants the right and attenuation can only drop rights; list the rights to keep with --right");
-        }
-        if !rights.is_empty() {
-            texts.push(format!("right={}", rights.join(",")));
-        }
-        if !self.read.is_empty() {
-            texts.push(format!("read={}", self.read.join(",")));
-        }
-        if !self.write.is_empty() {
-            texts.push(format!("write={}", self.write.join(",")));
-        }
-        if !self.net.is_empty() {
-            texts.push(format!("net={}", self.net.join(",")));
-        }
-        if !self.exec.is_empty() {
-            texts.push(format!("exec={}", self.exec.join(",")));
-        }
-        if let Some(f) = self.fuel {
-            texts.push(format!("fuel={f}"));
-        }
-        if let Some(m) = self.max_calls {
-            texts.push(format!("max_calls={m}"));
-        }
-        if let Some(f) = self.budget_fuel {
-            texts.push(format!("budget_fuel={f}"));
-        }
-        if let Some(e) = &self.expires {
-            texts.push(format!("expires={e}"));
-        }
-        texts
-            .iter()
-            .map(|t| Caveat::parse_at(t, now).with_context(|| format!("caveat `{t}`")))
-            .collect()
-    }
-}
-
-#[derive(Subcommand)]
-enum CapCommand {
-    /// Mint a token (needs the root key); prints the token alone.
-    Mint {
-        #[command(flatten)]
-        caveats: CaveatArgs,
-        /// Grant the `delegate` right: the token's MCP sessions get the
-        /// `delegate` tool.
-        #[arg(long)]
-        delegate: bool,
-    },
-    /// Narrow a token by appending caveats (no key needed); prints the
-    /// token. The child gets an id of its own (an `id` caveat).
-    Attenuate {
-        token: String,
-        #[command(flatten)]
-        caveats: CaveatArgs,
-    },
-    /// Decode a token's caveats; with the root key, say whether it verifies.
-    Inspect { token: String },
-    /// Revoke a token (or the token id from `cap list` / `cap inspect`) and
-    /// every token derived from it; calls see it within a second.
-    Revoke {
-        /// A token, or a token id (32 hex digits).
-        token_or_id: String,
-    },
-    /// The tokens minted, attenuated or delegated through this host's
-    /// record store (`cap mint`/`cap attenuate` with the same `--store`, or
-    /// the MCP `delegate` tool), with their calls and state.
-    List,
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// List the tools (name, side effect, title).
@@ -404,7 +250,7 @@ enum Command {
     },
     /// Capability tokens: mint, attenuate, inspect.
     #[command(subcommand)]
-    Cap(CapCommand),
+    Cap(cap_cmd::CapCommand),
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
@@ -600,7 +446,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let p = &cli.plugins;
     match cli.command {
-        Command::Cap(cmd) => return cap(&cmd, p),
+        Command::Cap(cmd) => return cap_cmd::run(&cmd, p),
         Command::Log(a) => return log_cmd::log(open_store(p)?, a),
         Command::Stats(a) => return log_cmd::stats(open_store(p)?, a),
         Command::Prune(a) => return log_cmd::prune(open_store(p)?, &p.journal, a),
@@ -964,64 +810,6 @@ fn client_config(
     }
 }
 
-/// `right=delegate` added to the minted rights (or a rights caveat of its
-/// own when the flags named none).
-fn add_delegate_right(caveats: &mut Vec<Caveat>) {
-    use toolhost::capability::{Right, Rights};
-    let delegate = Rights::of(&[Right::Delegate]);
-    match caveats.iter_mut().find_map(|c| match c {
-        Caveat::Rights(r) => Some(r),
-        _ => None,
-    }) {
-        Some(r) => *r = r.union(delegate),
-        None => caveats.push(Caveat::Rights(delegate)),
-    }
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// The capability ledger of the record store (budgets, revocations,
-/// issued tokens).
-fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
-    open_store(p)?
-        .capability_ledger()
-        .context("the record store keeps no capability ledger")
-}
-
-/// Notes a minted or attenuated token in the store's ledger for `cap list`
-/// when this command names the host's store: `--store` (or
-/// `TOOLHOST_STORE`), or the default store when it exists and no other key
-/// file is named. A store that cannot be opened is a warning, not a
-/// failure.
-fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
-    let default_store = || {
-        p.key_file.is_none() && default_state_dir().is_ok_and(|d| d.join("records.sqlite").exists())
-    };
-    if p.store.is_none() && !default_store() {
-        return;
-    }
-    let issued = toolhost::budget::Issued {
-        id: token.token_id(),
-        parent: token.parent_id(),
-        via,
-        caveats: token
-            .caveats()
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; "),
-        issued_at: now_secs(),
-        expires_at: token.grant_unverified().ok().and_then(|g| g.expires_at()),
-    };
-    if let Err(e) = ledger(p).and_then(|l| Ok(l.record_issued(&issued)?)) {
-        eprintln!("toolhost: warning: the token is not listed by `cap list`: {e:#}");
-    }
-}
-
 /// The record store: `--store` (a SQLite path or a postgres:// URL), by
 /// default records.sqlite beside the root key.
 fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
@@ -1116,35 +904,31 @@ fn grants_session(
     [allow_read, allow_write, allow_net, allow_exec]: [&Vec<String>; 4],
     allow_secrets: bool,
 ) -> Result<Session> {
-    let token = match token {
-        Some(t) => t.to_string(),
-        None => {
-            let ws = Workspace::open(workspace)
-                .with_context(|| format!("opening workspace {}", workspace.display()))?;
-            let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
-            let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
-            toolhost::paths::Grants::new(&ws, &read, &write)
-                .context("checking --allow-read/--allow-write")?;
-            let net = allow_net
-                .iter()
-                .map(|o| toolhost::sandbox::normalize_origin(o))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
-            let flags = CaveatArgs {
-                tools: vec!["*".into()],
-                read: allow_read.clone(),
-                write: allow_write.clone(),
-                net,
-                exec: allow_exec.clone(),
-                secrets: allow_secrets,
-                ..CaveatArgs::default()
-            };
-            // The same flags give the same token: a plan and the call it
-            // approves (plans are bound to the token) can be two commands.
-            Token::mint_deterministic(&root_key(p)?, &flags.caveats(true)?)?.encode()
-        }
+    if let Some(token) = token {
+        return open_session(p, token, workspace.to_path_buf());
+    }
+    let ws = Workspace::open(workspace)
+        .with_context(|| format!("opening workspace {}", workspace.display()))?;
+    let read: Vec<&str> = allow_read.iter().map(String::as_str).collect();
+    let write: Vec<&str> = allow_write.iter().map(String::as_str).collect();
+    let net = allow_net
+        .iter()
+        .map(|o| toolhost::sandbox::normalize_origin(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
+    let net: Vec<&str> = net.iter().map(String::as_str).collect();
+    let exec: Vec<&str> = allow_exec.iter().map(String::as_str).collect();
+    let allow = toolhost::session::Allow {
+        read: &read,
+        write: &write,
+        net: &net,
+        exec: &exec,
+        secrets: allow_secrets,
     };
-    open_session(p, &token, workspace.to_path_buf())
+    // Minted deterministically: a plan and the call it approves
+    // (plans are bound to the token) can be two commands.
+    Session::allowing(&root_key(p)?, ws, &allow)
+        .context("checking --allow-read/--allow-write/--allow-net/--allow-exec")
 }
 
 fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
@@ -1204,90 +988,6 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         Status::Denied => 3,
         Status::Unknown | Status::Partial => 4,
     }))
-}
-
-fn cap(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
-    match cmd {
-        CapCommand::Mint {
-            caveats: flags,
-            delegate,
-        } => {
-            let mut flags_rights = flags.caveats(true)?;
-            if *delegate {
-                add_delegate_right(&mut flags_rights);
-            }
-            let caveats = flags_rights;
-            if caveats.is_empty() {
-                bail!("a token with no caveats grants nothing; give at least --tool");
-            }
-            let token = Token::mint(&root_key(p)?, &caveats)?;
-            record_issued(p, &token, toolhost::budget::Issue::Mint);
-            emit(token.encode())?;
-        }
-        CapCommand::Attenuate { token, caveats } => {
-            let parent = Token::decode(token.trim()).context("decoding the token")?;
-            let child = parent.delegate(&caveats.caveats(false)?)?;
-            record_issued(p, &child, toolhost::budget::Issue::Attenuate);
-            emit(child.encode())?;
-        }
-        CapCommand::Revoke { token_or_id } => {
-            let ledger = ledger(p)?;
-            let (id, expires_at) = match token_or_id.trim().parse::<TokenId>() {
-                Ok(id) => {
-                    // Known here: the revocation lives as long as the token.
-                    let expires = ledger
-                        .issued(now_secs())?
-                        .into_iter()
-                        .find(|i| i.issued.id == id)
-                        .and_then(|i| i.issued.expires_at);
-                    (id, expires)
-                }
-                Err(_) => {
-                    let t = Token::decode(token_or_id.trim())
-                        .context("neither a token id (32 hex digits) nor a token")?;
-                    let expires = t.grant_unverified().ok().and_then(|g| g.expires_at());
-                    (t.token_id(), expires)
-                }
-            };
-            let fresh = ledger.revoke(id, expires_at)?;
-            emit(serde_json::to_string_pretty(&serde_json::json!({
-                "revoked": id.to_string(),
-                "already_revoked": !fresh,
-                "until": expires_at,
-                "staleness_ms": toolhost::ledger::REVOCATION_STALENESS.as_millis() as u64,
-            }))?)?;
-        }
-        CapCommand::List => {
-            let list = ledger(p)?.issued(now_secs())?;
-            emit(serde_json::to_string_pretty(&list)?)?;
-        }
-        CapCommand::Inspect { token } => {
-            let t = Token::decode(token.trim()).context("decoding the token")?;
-            let verified = match root_key(p) {
-                Ok(key) => match key.verify(&t, std::time::SystemTime::now()) {
-                    Ok(_) => serde_json::json!({"valid": true}),
-                    Err(e) => serde_json::json!({"valid": false, "error": e.to_string()}),
-                },
-                Err(e) => serde_json::json!({"valid": null, "error": format!("{e:#}")}),
-            };
-            let expires_at = t.grant_unverified().ok().and_then(|g| g.expires_at());
-            let out = serde_json::json!({
-                "key_id": t.key_id().to_string(),
-                "token_id": t.id_hex(),
-                "id": t.token_id().to_string(),
-                "chain_ids": t.chain_ids().iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-                "caveats": t.caveats().iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-                "minted_caveats": t.minted_len(),
-                // The earliest `expires` caveat, for a person (RFC 3339, UTC)
-                // and for a program (Unix seconds, as in the caveat text).
-                "expires": expires_at.map(toolhost::capability::format_rfc3339),
-                "expires_unix": expires_at,
-                "verification": verified,
-            });
-            emit(serde_json::to_string_pretty(&out)?)?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<ExitCode> {
@@ -1371,7 +1071,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
             ..CallOptions::default()
         },
     };
-    let result = host.batch_in(&session, &items, &opts);
+    let result = host.batch(&session, &items, &opts);
     let text = if a.pretty || std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(&result)?
     } else {

@@ -32,10 +32,10 @@
 use serde_json::Value;
 
 pub(crate) use crate::call::denial_error;
+pub(crate) use crate::call::Scope;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
-    new_call_id, Call, CallOptions, Mode, Scope, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES,
-    MAX_ARGS_BYTES,
+    new_call_id, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
 };
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
@@ -143,39 +143,6 @@ impl Host {
 
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
-    }
-
-    /// Runs one call through the whole pipeline.
-    pub fn call(
-        &self,
-        tool: &str,
-        args: &str,
-        scope: &Scope<'_>,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.call_cancellable(tool, args, scope, opts, None)
-    }
-
-    /// [`call`](Self::call), stoppable: cancelling `cancel` stops the
-    /// running instance at its next epoch tick. A side-effecting call
-    /// stopped that way is reported `unknown` (it may have acted).
-    pub fn call_cancellable(
-        &self,
-        tool: &str,
-        args: &str,
-        scope: &Scope<'_>,
-        opts: &CallOptions,
-        cancel: Option<&CancelToken>,
-    ) -> Observation {
-        let caller = crate::record::Caller {
-            tool,
-            args,
-            opts,
-            chain: &[],
-        };
-        self.recorded(&caller, || {
-            self.call_unrecorded(tool, args, scope, opts, cancel)
-        })
     }
 
     /// Steps 1–7 of one call, without step 8 ([`crate::record`]).
@@ -301,7 +268,7 @@ impl Host {
         }
         // The exfiltration half of redaction: a tool that can reach the
         // network gets no argument that carries a secret.
-        let secrets = scope.capability.is_some_and(|c| c.sees_secrets());
+        let secrets = scope.capability.sees_secrets();
         if !secrets && !t.descriptor.needs.network_hosts.is_empty() {
             if let Some(found) = crate::redact::contains_secret(&value).first() {
                 let info = ErrorCode::SecretInArguments
@@ -325,10 +292,14 @@ impl Host {
             let access = arg.access;
             // What the tool may read is where its output may come from.
             let read = access == Access::Read || t.descriptor.needs.fs_read;
-            if let Some(cap) = scope.capability {
-                if let Err(d) = cap.check_path(arg.value, access) {
-                    return fail(denial_error(&d).with_field(arg.pointer.clone()));
-                }
+            // A path that is no workspace path at all (absolute, leaving
+            // the root, malformed) is a correctable argument, whatever the
+            // token grants: say so before any permission matter.
+            if let Err(e) = crate::paths::RelPath::parse(arg.value) {
+                return fail(e.to_error_info(Some(&arg.pointer)));
+            }
+            if let Err(d) = scope.capability.check_path(arg.value, access) {
+                return fail(denial_error(&d).with_field(arg.pointer.clone()));
             }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
@@ -382,10 +353,10 @@ impl Host {
             }
         }
         let mut limits = limits_for(t, opts);
-        if let Some(cap) = scope.capability {
-            limits.fuel = cap.fuel(limits.fuel);
-            limits.timeout = cap.deadline(limits.timeout, std::time::SystemTime::now());
-        }
+        limits.fuel = scope.capability.fuel(limits.fuel);
+        limits.timeout = scope
+            .capability
+            .deadline(limits.timeout, std::time::SystemTime::now());
         if !inputs.files.is_empty() {
             inputs.root = Some(scope.workspace.dir().clone());
         }
@@ -423,7 +394,7 @@ impl Host {
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
             inputs,
-            capability: scope.capability.map(|g| g.binding_hex()),
+            capability: Some(scope.capability.binding_hex()),
         })
     }
 
@@ -571,8 +542,8 @@ impl Host {
     /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
     /// run as for a call, then the plan comes back as the output with a
     /// `plan_token` that approves exactly this call while its targets stay
-    /// as they are.
-    pub fn plan(
+    /// as they are ([`Mode::Plan`] of [`Host::run`]).
+    fn plan_unrecorded(
         &self,
         tool: &str,
         args: &str,
@@ -706,7 +677,7 @@ impl Host {
             chain: session.chain_ids(),
         };
         match mode {
-            Mode::Run => self.recorded(&caller, || {
+            Mode::Run => self.recorder.around(&self.catalog, &caller, || {
                 self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel)
             }),
             Mode::Plan => self.run_unrecorded(session, tool, args, opts.clone(), mode, cancel),
@@ -747,52 +718,10 @@ impl Host {
         let scope = session.scope();
         let obs = match mode {
             Mode::Run => self.call_unrecorded(tool, args, &scope, &opts, cancel),
-            Mode::Plan => self.plan(tool, args, &scope, &opts),
+            Mode::Plan => self.plan_unrecorded(tool, args, &scope, &opts),
         };
         session.settle_fuel(self.budgets(), admission, &obs);
         obs
-    }
-
-    /// [`run`](Self::run) with [`Mode::Run`].
-    pub fn call_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.run(session, Call::new(tool, args, opts))
-    }
-
-    /// [`run`](Self::run) with [`Mode::Run`], stoppable with a cancel token.
-    pub fn call_in_cancellable(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-        cancel: Option<&CancelToken>,
-    ) -> Observation {
-        self.run(
-            session,
-            Call {
-                cancel,
-                ..Call::new(tool, args, opts)
-            },
-        )
-    }
-
-    /// [`run`](Self::run) with [`Mode::Plan`]: a plan runs the tool's
-    /// dry-run, so it passes the call's gates and counts against
-    /// `max_calls` too.
-    pub fn plan_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        args: &str,
-        opts: &CallOptions,
-    ) -> Observation {
-        self.run(session, Call::new(tool, args, opts).plan())
     }
 
     fn level_of(&self, tool: &str) -> SideEffect {
@@ -801,21 +730,9 @@ impl Host {
             .map_or(SideEffect::ReadOnly, |t| t.descriptor.side_effect)
     }
 
-    /// Runs a batch in `scope`.
-    pub fn batch(
-        &self,
-        items: &[BatchItem],
-        scope: &Scope<'_>,
-        opts: &BatchOptions,
-    ) -> BatchResult {
-        crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
-            self.call(&item.tool, item.arguments.get(), scope, call)
-        })
-    }
-
     /// Runs a batch for a session: each item is admitted (and counted) as
-    /// a [`call_in`](Host::call_in).
-    pub fn batch_in(
+    /// one [`run`](Host::run).
+    pub fn batch(
         &self,
         session: &Session,
         items: &[BatchItem],

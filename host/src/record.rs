@@ -1,7 +1,7 @@
 //! Step 8, record: what happens around every call once, whatever entry
 //! point it came through.
 //!
-//! `Host::recorded` wraps a call: before it runs, the circuit breaker
+//! `Recorder::around` wraps a call: before it runs, the circuit breaker
 //! ([`crate::breaker`]) may answer `circuit_open` instead; once its
 //! observation is final, the breaker counts it (`consecutive_failures`),
 //! the metrics ([`crate::metrics`]) count it and the journal
@@ -17,11 +17,12 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use crate::breaker::Breaker;
+use crate::catalog::Catalog;
 use crate::effects::KeySource;
 use crate::journal::{self, Journal, Pending};
 use crate::metrics::Metrics;
 use crate::observation::{Observation, Status};
-use crate::pipeline::{CallOptions, Host};
+use crate::pipeline::CallOptions;
 
 /// The journal, breaker and metrics of a host; cheap to clone, so every
 /// generation of a server's host shares one.
@@ -64,21 +65,22 @@ impl Caller<'_> {
     }
 }
 
-impl Host {
-    /// Runs `run` (one call) between the breaker and the record (see the
-    /// module docs).
-    pub(crate) fn recorded(
+impl Recorder {
+    /// Runs `run` (one call of a tool of `catalog`) between the breaker and
+    /// the record (see the module docs).
+    pub(crate) fn around(
         &self,
+        catalog: &Catalog,
         c: &Caller<'_>,
         run: impl FnOnce() -> Observation,
     ) -> Observation {
         let started = SystemTime::now();
         let clock = Instant::now();
-        let r = self.recorder();
+        let r = self;
         let conversation = c.conversation();
         if let Some((conv, is_trajectory)) = &conversation {
             if *is_trajectory {
-                self.seed_breaker(r, conv, c);
+                self.seed_breaker(conv, c);
             }
         }
         let refused = conversation.as_ref().and_then(|(conv, _)| {
@@ -99,8 +101,7 @@ impl Host {
                     .call_id
                     .clone()
                     .unwrap_or_else(crate::pipeline::new_call_id);
-                let level = self
-                    .catalog()
+                let level = catalog
                     .get(c.tool)
                     .map_or(crate::descriptor::SideEffect::ReadOnly, |t| {
                         t.descriptor.side_effect
@@ -136,7 +137,7 @@ impl Host {
             m.observe(&obs, elapsed);
         }
         if let Some(j) = &r.journal {
-            j.append(self.pending(c, &obs, started, elapsed));
+            j.append(pending(catalog, c, &obs, started, elapsed));
         }
         obs
     }
@@ -144,12 +145,13 @@ impl Host {
     /// Records a call refused before it reached the pipeline (an MCP
     /// `tools/call` of a tool the session cannot see, answered with a
     /// protocol error): journaled and counted like any refusal.
-    pub(crate) fn record_refusal(
+    pub(crate) fn refusal(
         &self,
+        catalog: &Catalog,
         c: &Caller<'_>,
         info: crate::observation::ErrorInfo,
     ) -> Observation {
-        self.recorded(c, || {
+        self.around(catalog, c, || {
             let call_id = c
                 .opts
                 .call_id
@@ -167,7 +169,8 @@ impl Host {
     /// A trajectory's earlier calls of the tool, from the journal, into the
     /// breaker (once per trajectory and tool): the CLI runs one call per
     /// process.
-    fn seed_breaker(&self, r: &Recorder, conv: &str, c: &Caller<'_>) {
+    fn seed_breaker(&self, conv: &str, c: &Caller<'_>) {
+        let r = self;
         let (Some(j), Some((trajectory, _))) = (&r.journal, c.trajectory()) else {
             return;
         };
@@ -193,42 +196,43 @@ impl Host {
             }
         });
     }
+}
 
-    fn pending(
-        &self,
-        c: &Caller<'_>,
-        obs: &Observation,
-        started: SystemTime,
-        elapsed: std::time::Duration,
-    ) -> Pending {
-        let started_us = journal::unix_us(started);
-        let code = obs.error.as_ref().map(|e| e.code.clone());
-        let args_valid = !code
-            .as_deref()
-            .is_some_and(|c| journal::stats::INVALID_CODES.contains(&c));
-        let (trajectory, turn) = match c.trajectory() {
-            Some((t, n)) => (Some(t.to_string()), Some(n)),
-            None => (None, None),
-        };
-        Pending {
-            call_id: obs.call_id.clone(),
-            trajectory,
-            turn,
-            logical_key: c.opts.idempotency.as_ref().map(journal::logical_key),
-            tool: obs.tool.clone(),
-            tool_ref: self.catalog().get(c.tool).cloned(),
-            token_chain: c.chain.iter().map(ToString::to_string).collect(),
-            started_us,
-            ended_us: started_us + i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
-            status: obs.status.as_str(),
-            error_code: code,
-            args: c.args.to_string(),
-            args_valid,
-            output: (obs.status == Status::Ok)
-                .then(|| obs.output.clone())
-                .flatten(),
-            output_bytes: obs.usage.output_bytes,
-            idempotency_key: obs.effects.idempotency_key.clone(),
-        }
+/// The journal entry of a finished call.
+fn pending(
+    catalog: &Catalog,
+    c: &Caller<'_>,
+    obs: &Observation,
+    started: SystemTime,
+    elapsed: std::time::Duration,
+) -> Pending {
+    let started_us = journal::unix_us(started);
+    let code = obs.error.as_ref().map(|e| e.code.clone());
+    let args_valid = !code
+        .as_deref()
+        .is_some_and(|c| journal::stats::INVALID_CODES.contains(&c));
+    let (trajectory, turn) = match c.trajectory() {
+        Some((t, n)) => (Some(t.to_string()), Some(n)),
+        None => (None, None),
+    };
+    Pending {
+        call_id: obs.call_id.clone(),
+        trajectory,
+        turn,
+        logical_key: c.opts.idempotency.as_ref().map(journal::logical_key),
+        tool: obs.tool.clone(),
+        tool_ref: catalog.get(c.tool).cloned(),
+        token_chain: c.chain.iter().map(ToString::to_string).collect(),
+        started_us,
+        ended_us: started_us + i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
+        status: obs.status.as_str(),
+        error_code: code,
+        args: c.args.to_string(),
+        args_valid,
+        output: (obs.status == Status::Ok)
+            .then(|| obs.output.clone())
+            .flatten(),
+        output_bytes: obs.usage.output_bytes,
+        idempotency_key: obs.effects.idempotency_key.clone(),
     }
 }

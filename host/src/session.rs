@@ -71,6 +71,105 @@ impl From<crate::paths::PathError> for SessionError {
     }
 }
 
+/// A grant as plain lists: what the CLI's `--allow-read`, `--allow-write`,
+/// `--allow-net`, `--allow-exec` and `--allow-secrets` flags (and a library caller that
+/// holds the root key) hand to [`Session::allowing`]. Every list starts
+/// empty: an `Allow::default()` grants no path, no origin and no right.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Allow<'a> {
+    /// Workspace prefixes the calls may read (`.` for all of it).
+    pub read: &'a [&'a str],
+    /// Workspace prefixes the calls may write (and read).
+    pub write: &'a [&'a str],
+    /// Network origins, `scheme://host:port`.
+    pub net: &'a [&'a str],
+    /// Native programs: names looked up on the host's `PATH`, or absolute
+    /// paths.
+    pub exec: &'a [&'a str],
+    /// Outputs are not redacted and a network tool's arguments may carry a
+    /// secret.
+    pub secrets: bool,
+}
+
+impl Allow<'_> {
+    /// The caveats of a token for every tool and exactly this grant, with
+    /// the rights the lists need.
+    ///
+    /// # Errors
+    ///
+    /// [`CapError::Malformed`] for a prefix or an origin the caveat grammar
+    /// refuses.
+    pub fn caveats(&self) -> Result<Vec<Caveat>, CapError> {
+        use crate::capability::{RelPath, Right, Rights, ToolPattern};
+        let malformed = |what: &str, value: &str, e: &dyn std::fmt::Display| {
+            CapError::Malformed(format!("{what} `{value}`: {e}"))
+        };
+        // A token lists values with commas: a value holding one would come
+        // back as two.
+        let one = |what: &str, value: &str| match value.contains(',') {
+            true => Err(malformed(what, value, &"a comma cannot be granted")),
+            false => Ok(()),
+        };
+        let paths = |list: &[&str], what: &str| -> Result<Vec<RelPath>, CapError> {
+            list.iter()
+                .map(|p| {
+                    one(what, p)?;
+                    RelPath::parse(p).map_err(|e| malformed(what, p, &e))
+                })
+                .collect()
+        };
+        let mut rights = Vec::new();
+        if !self.read.is_empty() || !self.write.is_empty() {
+            rights.push(Right::Read);
+        }
+        if !self.write.is_empty() {
+            rights.push(Right::Write);
+        }
+        if !self.net.is_empty() {
+            rights.push(Right::Net);
+        }
+        if !self.exec.is_empty() {
+            rights.push(Right::Exec);
+        }
+        if self.secrets {
+            rights.push(Right::Secrets);
+        }
+        let mut caveats = vec![Caveat::Tools(vec![ToolPattern::parse("*")?])];
+        if !rights.is_empty() {
+            caveats.push(Caveat::Rights(Rights::of(&rights)));
+        }
+        if !self.read.is_empty() {
+            caveats.push(Caveat::Read(paths(self.read, "read prefix")?));
+        }
+        if !self.write.is_empty() {
+            caveats.push(Caveat::Write(paths(self.write, "write prefix")?));
+        }
+        if !self.net.is_empty() {
+            let origins = self
+                .net
+                .iter()
+                .map(|o| {
+                    one("origin", o)?;
+                    crate::origin::Origin::parse(o).map_err(|e| malformed("origin", o, &e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            caveats.push(Caveat::Net(origins));
+        }
+        if !self.exec.is_empty() {
+            let programs = self
+                .exec
+                .iter()
+                .map(|p| {
+                    one("program", p)?;
+                    crate::capability::Program::parse(p).map_err(|e| malformed("program", p, &e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            caveats.push(Caveat::Exec(programs));
+        }
+        Ok(caveats)
+    }
+}
+
 /// A caller bound to a verified capability.
 pub struct Session {
     workspace: Workspace,
@@ -117,6 +216,33 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let token = Token::decode(token_text.trim())?;
         let grant = verifier.verify_token(&token, SystemTime::now())?;
+        let budgets = grant.call_budgets().to_vec();
+        Session::bind(token, grant, budgets, workspace)
+    }
+
+    /// A session under a token minted with `key` for exactly `allow`
+    /// (every tool, no limit beyond the grant), bound to `workspace`: how
+    /// `toolhost call --allow-read …` runs, and how a library caller that
+    /// holds the root key runs calls without handing tokens around.
+    ///
+    /// The same grant gives the same token (it is minted
+    /// deterministically), so a plan and the call it approves may come from
+    /// two sessions.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Path`] when a prefix is not a directory inside the
+    /// workspace; [`SessionError::Token`] when a prefix or an origin is not
+    /// one the caveat grammar accepts.
+    pub fn allowing(
+        key: &RootKey,
+        workspace: Workspace,
+        allow: &Allow<'_>,
+    ) -> Result<Session, SessionError> {
+        // Checked here to name the prefix; `bind` would leave it unmounted.
+        Grants::new(&workspace, allow.read, allow.write)?;
+        let token = Token::mint_deterministic(key, &allow.caveats()?)?;
+        let grant = key.verify(&token, SystemTime::now())?;
         let budgets = grant.call_budgets().to_vec();
         Session::bind(token, grant, budgets, workspace)
     }
@@ -372,7 +498,129 @@ impl Session {
             grants: &self.grants,
             net: self.net.clone(),
             exec: self.exec.clone(),
-            capability: Some(&self.grant),
+            capability: &self.grant,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::Right;
+
+    fn key() -> RootKey {
+        RootKey::from_hex(&"3c".repeat(32)).unwrap()
+    }
+
+    fn workspace(dirs: &[&str]) -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let ws = Workspace::open(dir.path()).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn an_empty_allow_grants_no_path_no_origin_and_no_right() {
+        let (_dir, ws) = workspace(&["src"]);
+        let s = Session::allowing(&key(), ws, &Allow::default()).unwrap();
+        assert!(s.grant().rights().is_empty());
+        assert!(s
+            .grant()
+            .check_path("src/a.rs", crate::paths::Access::Read)
+            .is_err());
+        assert!(s.scope().net.is_empty());
+    }
+
+    #[test]
+    fn allowing_mints_the_rights_the_lists_need_and_nothing_more() {
+        let (_dir, ws) = workspace(&["src", "out"]);
+        let allow = Allow {
+            read: &["src"],
+            write: &["out"],
+            net: &["https://api.example.com:443"],
+            exec: &["cargo"],
+            secrets: false,
+        };
+        let s = Session::allowing(&key(), ws, &allow).unwrap();
+        let rights = s.grant().rights();
+        for right in [Right::Read, Right::Write, Right::Net, Right::Exec] {
+            assert!(rights.contains(right), "{right:?}");
+        }
+        assert!(!rights.contains(Right::Secrets));
+        assert!(s
+            .grant()
+            .check_path("src/a.rs", crate::paths::Access::Read)
+            .is_ok());
+        assert!(s
+            .grant()
+            .check_path("src/a.rs", crate::paths::Access::Write)
+            .is_err());
+        assert!(s
+            .grant()
+            .check_path("out/b", crate::paths::Access::Write)
+            .is_ok());
+        assert!(s
+            .grant()
+            .check_path("docs/c", crate::paths::Access::Read)
+            .is_err());
+        assert_eq!(s.scope().net, ["https://api.example.com:443"]);
+        assert_eq!(s.scope().exec, ["cargo"]);
+    }
+
+    #[test]
+    fn the_same_allow_gives_the_same_token() {
+        let (_dir, ws) = workspace(&["src"]);
+        let (_dir2, ws2) = workspace(&["src"]);
+        let allow = Allow {
+            read: &["src"],
+            ..Allow::default()
+        };
+        let a = Session::allowing(&key(), ws, &allow).unwrap();
+        let b = Session::allowing(&key(), ws2, &allow).unwrap();
+        assert_eq!(a.token().encode(), b.token().encode());
+    }
+
+    #[test]
+    fn what_a_token_cannot_carry_is_refused_not_dropped() {
+        for allow in [
+            Allow {
+                read: &["a,b"],
+                ..Allow::default()
+            },
+            Allow {
+                net: &["any"],
+                ..Allow::default()
+            },
+            Allow {
+                net: &["ftp://example.com"],
+                ..Allow::default()
+            },
+            Allow {
+                write: &["../up"],
+                ..Allow::default()
+            },
+            Allow {
+                exec: &["../bin/sh"],
+                ..Allow::default()
+            },
+            Allow {
+                exec: &["true,sh"],
+                ..Allow::default()
+            },
+        ] {
+            let err = allow.caveats().unwrap_err();
+            assert!(matches!(err, CapError::Malformed(_)), "{allow:?}: {err}");
+        }
+        // A prefix that names no directory is an error naming it.
+        let (_dir, ws) = workspace(&[]);
+        let allow = Allow {
+            read: &["missing"],
+            ..Allow::default()
+        };
+        let err = Session::allowing(&key(), ws, &allow).err().unwrap();
+        assert!(matches!(err, SessionError::Path(_)), "{err}");
+        assert!(err.to_string().contains("missing"), "{err}");
     }
 }

@@ -12,7 +12,7 @@ use toolhost::catalog::Source;
 use toolhost::effects::Records;
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::session::Session;
 
 use crate::mcp::{mint, observation_of, stateless_as, HttpServer, Setup};
@@ -31,11 +31,13 @@ fn open(ws: &Ws, token: &str) -> Session {
 }
 
 fn view(host: &Host, s: &Session) -> Value {
-    let obs = serde_json::to_value(host.call_in(
+    let obs = serde_json::to_value(host.run(
         s,
-        "file_view",
-        r#"{"path":"a/x.txt","offset":1,"limit":1}"#,
-        &CallOptions::default(),
+        Call::new(
+            "file_view",
+            r#"{"path":"a/x.txt","offset":1,"limit":1}"#,
+            &CallOptions::default(),
+        ),
     ))
     .unwrap();
     assert_valid_observation(&obs);
@@ -127,24 +129,31 @@ fn plans_count_against_max_calls_like_calls() {
     )
     .unwrap();
     let s = open(&ws, &token.encode());
-    let plan = serde_json::to_value(h.plan_in(
-        &s,
-        "file_delete",
-        r#"{"path":"old.txt"}"#,
-        &CallOptions::default(),
-    ))
+    let plan = serde_json::to_value(
+        h.run(
+            &s,
+            Call::new(
+                "file_delete",
+                r#"{"path":"old.txt"}"#,
+                &CallOptions::default(),
+            )
+            .plan(),
+        ),
+    )
     .unwrap();
     expect_ok(&plan);
     // The plan used the only call: the approved call itself is refused.
-    let obs = serde_json::to_value(h.call_in(
+    let obs = serde_json::to_value(h.run(
         &s,
-        "file_delete",
-        r#"{"path":"old.txt"}"#,
-        &CallOptions {
-            idempotency: Some(toolhost::effects::KeySource::Explicit("del-1".into())),
-            plan_token: plan["output"]["plan_token"].as_str().map(str::to_string),
-            ..CallOptions::default()
-        },
+        Call::new(
+            "file_delete",
+            r#"{"path":"old.txt"}"#,
+            &CallOptions {
+                idempotency: Some(toolhost::effects::KeySource::Explicit("del-1".into())),
+                plan_token: plan["output"]["plan_token"].as_str().map(str::to_string),
+                ..CallOptions::default()
+            },
+        ),
     ))
     .unwrap();
     assert_out_of_calls(&obs);

@@ -5,7 +5,7 @@ use crate::support::*;
 use serde_json::Value;
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::session::Session;
 
 fn key() -> RootKey {
@@ -27,7 +27,8 @@ fn session(ws: &Ws, token: &Token) -> Session {
 
 fn call_in(host: &Host, s: &Session, tool: &str, args: &str) -> Value {
     let obs =
-        serde_json::to_value(host.call_in(s, tool, args, &keyed(&CallOptions::default()))).unwrap();
+        serde_json::to_value(host.run(s, Call::new(tool, args, &keyed(&CallOptions::default()))))
+            .unwrap();
     assert_valid_observation(&obs);
     obs
 }
@@ -280,15 +281,17 @@ fn the_token_fuel_ceiling_caps_the_call() {
         &ws,
         &Token::mint(&key(), &caveats(&["tool=*", "fuel=2000000"])).unwrap(),
     );
-    let obs = serde_json::to_value(hostile_host().call_in(
+    let obs = serde_json::to_value(hostile_host().run(
         &s,
-        "spin_forever",
-        "{}",
-        &CallOptions {
-            fuel: Some(u64::MAX / 2),
-            timeout_ms: Some(20_000),
-            ..CallOptions::default()
-        },
+        Call::new(
+            "spin_forever",
+            "{}",
+            &CallOptions {
+                fuel: Some(u64::MAX / 2),
+                timeout_ms: Some(20_000),
+                ..CallOptions::default()
+            },
+        ),
     ))
     .unwrap();
     expect_error(&obs, "error", "fuel_exhausted");

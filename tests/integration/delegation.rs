@@ -13,7 +13,7 @@ use toolhost::catalog::Source;
 use toolhost::effects::Records;
 use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
 use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::session::Session;
 
 use crate::support::*;
@@ -166,11 +166,13 @@ fn session(ws: &Ws, token: &str) -> Session {
 }
 
 fn view(host: &Host, s: &Session) -> Value {
-    let obs = serde_json::to_value(host.call_in(
+    let obs = serde_json::to_value(host.run(
         s,
-        "file_view",
-        r#"{"path":"a/x.txt","offset":1,"limit":1}"#,
-        &CallOptions::default(),
+        Call::new(
+            "file_view",
+            r#"{"path":"a/x.txt","offset":1,"limit":1}"#,
+            &CallOptions::default(),
+        ),
     ))
     .unwrap();
     assert_valid_observation(&obs);
@@ -777,12 +779,17 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
         session(&ws, &parent.encode()),
         session(&ws, &child.encode()),
     );
-    let plan = serde_json::to_value(host.plan_in(
-        &c,
-        "file_delete",
-        r#"{"path":"old.txt"}"#,
-        &CallOptions::default(),
-    ))
+    let plan = serde_json::to_value(
+        host.run(
+            &c,
+            Call::new(
+                "file_delete",
+                r#"{"path":"old.txt"}"#,
+                &CallOptions::default(),
+            )
+            .plan(),
+        ),
+    )
     .unwrap();
     let plan_token = expect_ok(&plan)["plan_token"].as_str().unwrap().to_string();
     let opts = |k: &str| CallOptions {
@@ -791,11 +798,9 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
         ..CallOptions::default()
     };
     // The parent cannot use the child's plan (nor the reverse).
-    let obs = serde_json::to_value(host.call_in(
+    let obs = serde_json::to_value(host.run(
         &p,
-        "file_delete",
-        r#"{"path":"old.txt"}"#,
-        &opts("d-1"),
+        Call::new("file_delete", r#"{"path":"old.txt"}"#, &opts("d-1")),
     ))
     .unwrap();
     let err = expect_error(&obs, "denied", "denied");
@@ -808,11 +813,9 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
     );
     assert!(ws.path("old.txt").exists());
     // The child can.
-    let obs = serde_json::to_value(host.call_in(
+    let obs = serde_json::to_value(host.run(
         &c,
-        "file_delete",
-        r#"{"path":"old.txt"}"#,
-        &opts("d-2"),
+        Call::new("file_delete", r#"{"path":"old.txt"}"#, &opts("d-2")),
     ))
     .unwrap();
     expect_ok(&obs);

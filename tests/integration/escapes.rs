@@ -16,9 +16,9 @@ use serde_json::Value;
 use toolhost::catalog::{Catalog, Source};
 use toolhost::effects::{KeySource, Records};
 use toolhost::idempotency::sqlite::SqliteStore;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{CallRequest, CancelToken, Limits, Mount, DESCRIBE_TIMEOUT};
+use toolhost::session::{Allow, Session};
 
 use crate::support::*;
 
@@ -63,28 +63,12 @@ impl Site {
     }
 }
 
-fn call_in(host: &Host, ws: &Workspace, grants: &Grants, tool: &str, args: &str) -> Value {
-    call_opts(host, ws, grants, tool, args, &CallOptions::default())
+fn call_in(host: &Host, session: &Session, tool: &str, args: &str) -> Value {
+    call_opts(host, session, tool, args, &CallOptions::default())
 }
 
-fn call_opts(
-    host: &Host,
-    ws: &Workspace,
-    grants: &Grants,
-    tool: &str,
-    args: &str,
-    opts: &CallOptions,
-) -> Value {
-    let scope = Scope {
-        workspace: ws,
-        grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
-    let obs = serde_json::to_value(host.call(tool, args, &scope, &keyed(opts))).unwrap();
-    assert_valid_observation(&obs);
-    obs
+fn call_opts(host: &Host, session: &Session, tool: &str, args: &str, opts: &CallOptions) -> Value {
+    run_in(host, session, tool, args, &keyed(opts))
 }
 
 /// Runs `f` on a helper thread and returns its result, or fails the test
@@ -118,18 +102,17 @@ fn timeout_ms(ms: u64) -> CallOptions {
 #[test]
 fn a_grant_swapped_for_a_symlink_after_the_check_mounts_nothing_outside() {
     let site = Site::new();
-    let ws = Workspace::open(&site.ws()).unwrap();
     // The check: `sub` is a directory inside the workspace, granted for
     // reading and writing (as a cached session holds it).
-    let grants = Grants::new(&ws, &[], &["sub"]).unwrap();
-    site.swap();
-    let obs = call_in(
-        hostile_host(),
-        &ws,
-        &grants,
-        "mount_escape",
-        r#"{"dir":"sub"}"#,
+    let session = session_at(
+        &site.ws(),
+        &Allow {
+            write: &["sub"],
+            ..Allow::default()
+        },
     );
+    site.swap();
+    let obs = call_in(hostile_host(), &session, "mount_escape", r#"{"dir":"sub"}"#);
     let text = obs.to_string();
     assert!(
         !text.contains(SECRET),
@@ -146,13 +129,7 @@ fn a_grant_swapped_for_a_symlink_after_the_check_mounts_nothing_outside() {
 
     // Restored, the same grant works again (and sees the real directory).
     site.unswap();
-    let obs = call_in(
-        hostile_host(),
-        &ws,
-        &grants,
-        "mount_escape",
-        r#"{"dir":"sub"}"#,
-    );
+    let obs = call_in(hostile_host(), &session, "mount_escape", r#"{"dir":"sub"}"#);
     let out = expect_ok(&obs);
     assert_eq!(out["read"], "inside\n", "{out:#}");
     assert_eq!(out["wrote"], true, "{out:#}");
@@ -196,14 +173,20 @@ fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
 #[test]
 fn a_read_only_grant_swapped_for_a_symlink_reads_nothing_outside() {
     let site = Site::new();
-    let ws = Workspace::open(&site.ws()).unwrap();
-    let grants = Grants::new(&ws, &["sub"], &[]).unwrap();
+    let session = session_at(
+        &site.ws(),
+        &Allow {
+            read: &["sub"],
+            write: &[],
+            ..Allow::default()
+        },
+    );
     site.swap();
     for args in [
         r#"{"path":"sub/f.txt","offset":1,"limit":5}"#,
         r#"{"path":"sub/secret.txt","offset":1,"limit":5}"#,
     ] {
-        let obs = call_in(reference_host(), &ws, &grants, "file_view", args);
+        let obs = call_in(reference_host(), &session, "file_view", args);
         assert!(!obs.to_string().contains(SECRET), "{obs:#}");
         assert_eq!(obs["status"], "denied", "{obs:#}");
     }
@@ -212,8 +195,14 @@ fn a_read_only_grant_swapped_for_a_symlink_reads_nothing_outside() {
 #[test]
 fn reference_tools_never_read_outside_while_a_grant_is_flipped() {
     let site = Arc::new(Site::new());
-    let ws = Workspace::open(&site.ws()).unwrap();
-    let grants = Grants::new(&ws, &["sub"], &[]).unwrap();
+    let session = session_at(
+        &site.ws(),
+        &Allow {
+            read: &["sub"],
+            write: &[],
+            ..Allow::default()
+        },
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let flipper = {
         let (site, stop) = (site.clone(), stop.clone());
@@ -237,7 +226,7 @@ fn reference_tools_never_read_outside_while_a_grant_is_flipped() {
         } else {
             ("grep_search", r#"{"pattern":"line|SECRET","path":"sub"}"#)
         };
-        let obs = call_in(h, &ws, &grants, tool, args);
+        let obs = call_in(h, &session, tool, args);
         calls += 1;
         if obs["status"] == "ok" {
             ok += 1;
@@ -371,8 +360,14 @@ fn short_sleeps_still_work() {
 #[test]
 fn a_sleeping_call_is_cancelled_promptly() {
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &[]).unwrap();
+    let session = session_at(
+        ws.dir.path(),
+        &Allow {
+            read: &[],
+            write: &[],
+            ..Allow::default()
+        },
+    );
     let cancel = CancelToken::default();
     let canceller = {
         let cancel = cancel.clone();
@@ -382,19 +377,9 @@ fn a_sleeping_call_is_cancelled_promptly() {
         })
     };
     let started = Instant::now();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
-    let obs = hostile_host().call_cancellable(
-        "sleep",
-        r#"{"ms":30000}"#,
-        &scope,
-        &timeout_ms(30_000),
-        Some(&cancel),
+    let obs = hostile_host().run(
+        &session,
+        Call::new("sleep", r#"{"ms":30000}"#, &timeout_ms(30_000)).cancellable(&cancel),
     );
     canceller.join().unwrap();
     let obs = serde_json::to_value(obs).unwrap();
@@ -455,12 +440,17 @@ fn file_view_of_a_fifo_is_refused_before_it_is_opened() {
     let started = Instant::now();
     let observations = within(Duration::from_secs(60), "file_view of a FIFO", move || {
         ["src/fifo", "src/to_fifo"].map(|path| {
-            let workspace = Workspace::open(&dir).unwrap();
-            let grants = Grants::new(&workspace, &["."], &[]).unwrap();
+            let session = session_at(
+                &dir,
+                &Allow {
+                    read: &["."],
+                    write: &[],
+                    ..Allow::default()
+                },
+            );
             call_opts(
                 reference_host(),
-                &workspace,
-                &grants,
+                &session,
                 "file_view",
                 &view_args(path),
                 &timeout_ms(2000),
@@ -488,12 +478,17 @@ fn a_guest_open_of_a_fifo_is_refused_not_blocked() {
     let dir = ws.dir.path().to_path_buf();
     let started = Instant::now();
     let obs = within(Duration::from_secs(60), "open_raw of a FIFO", move || {
-        let workspace = Workspace::open(&dir).unwrap();
-        let grants = Grants::new(&workspace, &["."], &[]).unwrap();
+        let session = session_at(
+            &dir,
+            &Allow {
+                read: &["."],
+                write: &[],
+                ..Allow::default()
+            },
+        );
         call_opts(
             hostile_host(),
-            &workspace,
-            &grants,
+            &session,
             "open_raw",
             r#"{"path":"src/fifo"}"#,
             &timeout_ms(1000),
@@ -533,19 +528,20 @@ fn a_plan_cannot_write_even_with_a_write_grant() {
     let ws = Ws::new();
     ws.write("data/log.txt", "first\n");
     let before = ws.snapshot();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &["."]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let session = session_at(
+        ws.dir.path(),
+        &Allow {
+            read: &[],
+            write: &["."],
+            ..Allow::default()
+        },
+    );
     let args = r#"{"path":"data/log.txt","line":"second"}"#;
-    let plan =
-        serde_json::to_value(host.plan("sneaky_append", args, &scope, &CallOptions::default()))
-            .unwrap();
+    let plan = serde_json::to_value(host.run(
+        &session,
+        Call::new("sneaky_append", args, &CallOptions::default()).plan(),
+    ))
+    .unwrap();
     assert_valid_observation(&plan);
     let out = expect_ok(&plan);
     let warnings = out["plan"]["warnings"].to_string();
@@ -557,7 +553,8 @@ fn a_plan_cannot_write_even_with_a_write_grant() {
         idempotency: Some(KeySource::Explicit("sneaky-1".into())),
         ..CallOptions::default()
     };
-    let obs = serde_json::to_value(host.call("sneaky_append", args, &scope, &opts)).unwrap();
+    let obs =
+        serde_json::to_value(host.run(&session, Call::new("sneaky_append", args, &opts))).unwrap();
     expect_ok(&obs);
     assert_eq!(ws.read("data/log.txt"), b"first\nsecond\n");
 }
@@ -570,22 +567,23 @@ fn a_plan_cannot_reach_the_network_even_with_a_granted_origin() {
     let host = host_with(&[Source::File(test_plugin("tp_effects"))])
         .with_records(Records::new(Arc::new(store), b"test-host-key"));
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &[]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: vec![server.origin()],
-        exec: Vec::new(),
-        capability: None,
-    };
+    let origin = server.origin();
+    let session = session_allowing(
+        &ws,
+        &Allow {
+            net: &[origin.as_str()],
+            ..Allow::default()
+        },
+    );
     let args = serde_json::json!({
         "authority": server.origin().trim_start_matches("http://")
     })
     .to_string();
-    let plan =
-        serde_json::to_value(host.plan("sneaky_get", &args, &scope, &CallOptions::default()))
-            .unwrap();
+    let plan = serde_json::to_value(host.run(
+        &session,
+        Call::new("sneaky_get", &args, &CallOptions::default()).plan(),
+    ))
+    .unwrap();
     assert_valid_observation(&plan);
     let out = expect_ok(&plan);
     let warnings = out["plan"]["warnings"].to_string();
@@ -600,7 +598,8 @@ fn a_plan_cannot_reach_the_network_even_with_a_granted_origin() {
         idempotency: Some(KeySource::Explicit("get-1".into())),
         ..CallOptions::default()
     };
-    let obs = serde_json::to_value(host.call("sneaky_get", &args, &scope, &opts)).unwrap();
+    let obs =
+        serde_json::to_value(host.run(&session, Call::new("sneaky_get", &args, &opts))).unwrap();
     assert_eq!(expect_ok(&obs)["status"], 200, "{obs:#}");
     assert_eq!(server.hits(), 1);
 }

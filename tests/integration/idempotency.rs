@@ -224,18 +224,8 @@ fn irreversible_calls_need_an_approved_current_plan() {
     };
     expect_error(&run(None, "d1"), "error", "approval_required");
 
-    let workspace = toolhost::paths::Workspace::open(ws.dir.path()).unwrap();
-    let grants = toolhost::paths::Grants::new(&workspace, &[], &["."]).unwrap();
-    let scope = toolhost::pipeline::Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
-    let plan =
-        serde_json::to_value(h.plan("file_delete", args, &scope, &CallOptions::default())).unwrap();
-    assert_valid_observation(&plan);
+    let session = session(&ws, &WRITE_ALL);
+    let plan = plan_in(&h, &session, "file_delete", args, &CallOptions::default());
     let out = expect_ok(&plan);
     assert_eq!(out["plan"]["changes"][0]["action"], "delete", "{out:#}");
     assert!(ws.path("old.txt").exists(), "planning deleted the file");
@@ -263,8 +253,7 @@ fn irreversible_calls_need_an_approved_current_plan() {
     assert!(ws.path("old.txt").exists());
 
     // Plan again; the approved call runs once.
-    let plan =
-        serde_json::to_value(h.plan("file_delete", args, &scope, &CallOptions::default())).unwrap();
+    let plan = plan_in(&h, &session, "file_delete", args, &CallOptions::default());
     let token = plan["output"]["plan_token"].as_str().unwrap().to_string();
     expect_ok(&run(Some(&token), "d4"));
     assert!(!ws.path("old.txt").exists());

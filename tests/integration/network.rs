@@ -16,8 +16,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Scope};
+use toolhost::pipeline::CallOptions;
+use toolhost::session::Allow;
 
 use crate::support::*;
 
@@ -167,23 +167,20 @@ pub(crate) fn ok_text(body: &str) -> Reply {
 /// against the published schema.
 fn fetch_with(args: Value, net: &[&str], opts: &CallOptions) -> Value {
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &[]).unwrap();
-    let obs = reference_host().call(
+    let session = session_allowing(
+        &ws,
+        &Allow {
+            net,
+            ..Allow::default()
+        },
+    );
+    run_in(
+        reference_host(),
+        &session,
         "http_get",
         &args.to_string(),
-        &Scope {
-            workspace: &workspace,
-            grants: &grants,
-            net: net.iter().map(|s| s.to_string()).collect(),
-            exec: Vec::new(),
-            capability: None,
-        },
         opts,
-    );
-    let value = serde_json::to_value(&obs).unwrap();
-    assert_valid_observation(&value);
-    value
+    )
 }
 
 fn fetch(url: &str, net: &[&str]) -> Value {
@@ -426,7 +423,13 @@ fn a_granted_dns_name_that_resolves_to_loopback_is_refused() {
 #[test]
 fn the_metadata_address_is_refused_without_a_grant() {
     let start = Instant::now();
-    for net in [&[][..], &["http://127.0.0.1:9"][..], &["any"][..]] {
+    // `any` is what a tool declares, never a grant: no token can hold it.
+    let any = Allow {
+        net: &["any"],
+        ..Allow::default()
+    };
+    assert!(any.caveats().is_err());
+    for net in [&[][..], &["http://127.0.0.1:9"][..]] {
         let obs = fetch("http://169.254.169.254/latest/meta-data/", net);
         expect_denied(&obs);
         assert!(
@@ -603,7 +606,7 @@ fn https_to_a_server_that_speaks_no_tls_fails_cleanly() {
 #[test]
 fn bad_urls_are_caught() {
     // The schema's pattern, before the plugin runs.
-    let obs = fetch("ftp://example.com/", &["any"]);
+    let obs = fetch("ftp://example.com/", &["http://example.com:80"]);
     expect_error(&obs, "error", "invalid_arguments");
     // The tool's own parsing: correctable, at /url.
     let obs = fetch("http://user@127.0.0.1:9/", &["http://127.0.0.1:9"]);

@@ -8,8 +8,7 @@ use serde_json::Value;
 use toolhost::catalog::Source;
 use toolhost::effects::{KeySource, Records};
 use toolhost::idempotency::sqlite::SqliteStore;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::pipeline::{CallOptions, Host};
 
 use crate::support::*;
 
@@ -24,17 +23,8 @@ fn host(records: Records) -> Host {
 
 /// Plans `tool(args)` with write access to the whole workspace.
 fn plan(h: &Host, ws: &Ws, tool: &str, args: &str) -> Value {
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &["."]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
-    let obs = serde_json::to_value(h.plan(tool, args, &scope, &CallOptions::default())).unwrap();
-    assert_valid_observation(&obs);
+    let session = session(ws, &WRITE_ALL);
+    let obs = plan_in(h, &session, tool, args, &CallOptions::default());
     expect_ok(&obs).clone()
 }
 

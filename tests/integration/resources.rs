@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::catalog::Source;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::pipeline::{CallOptions, Host};
 use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
 use toolhost::resource::Locks;
+use toolhost::session::Allow;
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
@@ -43,23 +43,14 @@ fn assert_all_edits_landed(text: &str, ok: &[bool]) {
 }
 
 fn scope_call(host: &Host, root: &Path, tool: &str, args: &str, opts: &CallOptions) -> Value {
-    let workspace = Workspace::open(root).unwrap();
-    let grants = Grants::new(&workspace, &[], &["."]).unwrap();
-    let obs = host.call(
-        tool,
-        args,
-        &Scope {
-            workspace: &workspace,
-            grants: &grants,
-            net: Vec::new(),
-            exec: Vec::new(),
-            capability: None,
+    let session = session_at(
+        root,
+        &Allow {
+            write: &["."],
+            ..Allow::default()
         },
-        &keyed(opts),
     );
-    let v = serde_json::to_value(&obs).unwrap();
-    assert_valid_observation(&v);
-    v
+    run_in(host, &session, tool, args, &keyed(opts))
 }
 
 #[test]
@@ -494,15 +485,7 @@ fn a_batch_of_independent_reads_runs_in_parallel() {
     for i in 0..300 {
         ws.write(&format!("tree/d{}/f{i}.txt", i % 10), &body);
     }
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &["."], &[]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let session = session(&ws, &READ_ALL);
     let list = items(Value::Array(
         (0..8)
             .map(|i| {
@@ -511,7 +494,7 @@ fn a_batch_of_independent_reads_runs_in_parallel() {
             })
             .collect(),
     ));
-    let result = host.batch(&list, &scope, &BatchOptions::default());
+    let result = host.batch(&session, &list, &BatchOptions::default());
     assert_eq!(result.status, BatchStatus::Ok, "{:#?}", result.items[0]);
     let s = result.summary;
     assert_eq!((s.completed, s.failed), (8, 0));
@@ -526,8 +509,8 @@ fn a_batch_of_independent_reads_runs_in_parallel() {
     }
     // One worker: no overlap, wall ≥ the items' own time.
     let serial = host.batch(
+        &session,
         &list,
-        &scope,
         &BatchOptions {
             max_parallel: 1,
             ..BatchOptions::default()
@@ -540,15 +523,7 @@ fn a_batch_of_independent_reads_runs_in_parallel() {
 fn conflicting_writes_in_a_batch_run_in_input_order() {
     let host = effects_host();
     let ws = Ws::new();
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, &[], &["."]).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
+    let session = session(&ws, &WRITE_ALL);
     // Six appends to one file and six to others, the first with a hold so
     // that a later item would overtake it if it could.
     let mut list = Vec::new();
@@ -564,8 +539,8 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
         );
     }
     let result = host.batch(
+        &session,
         &items(Value::Array(list)),
-        &scope,
         &BatchOptions {
             max_parallel: 4,
             // Each item's key: derived from its own call id.

@@ -6,10 +6,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
+use toolhost::capability::RootKey;
 use toolhost::catalog::{Catalog, Source};
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host, Scope};
+use toolhost::paths::Workspace;
+use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{Sandbox, SandboxConfig};
+use toolhost::session::{Allow, Session};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -216,6 +218,59 @@ pub const NOTHING: Grant<'static> = Grant {
     write: &[],
 };
 
+/// The root key the library-level tests mint their sessions with.
+pub fn test_key() -> &'static RootKey {
+    static KEY: OnceLock<RootKey> = OnceLock::new();
+    KEY.get_or_init(|| RootKey::from_hex(&"7e".repeat(32)).unwrap())
+}
+
+/// A session of the workspace at `dir` under a token minted for exactly
+/// `allow`, as the CLI mints one for its `--allow-*` flags.
+pub fn session_at(dir: &Path, allow: &Allow<'_>) -> Session {
+    Session::allowing(test_key(), Workspace::open(dir).unwrap(), allow).unwrap()
+}
+
+/// [`session_at`] of a test workspace.
+pub fn session_allowing(ws: &Ws, allow: &Allow<'_>) -> Session {
+    session_at(ws.dir.path(), allow)
+}
+
+/// A session of `ws` allowed `grant`'s paths.
+pub fn session(ws: &Ws, grant: &Grant<'_>) -> Session {
+    session_allowing(
+        ws,
+        &Allow {
+            read: grant.read,
+            write: grant.write,
+            ..Allow::default()
+        },
+    )
+}
+
+/// Runs one call in `session` and returns the observation as JSON, after
+/// checking it against the published observation schema.
+pub fn run_in(host: &Host, session: &Session, tool: &str, args: &str, opts: &CallOptions) -> Value {
+    let obs = host.run(session, Call::new(tool, args, opts));
+    let value = serde_json::to_value(&obs).unwrap();
+    assert_valid_observation(&value);
+    value
+}
+
+/// Plans one call in `session` (the tool's dry-run) and returns the
+/// observation as JSON, checked like [`run_in`]'s.
+pub fn plan_in(
+    host: &Host,
+    session: &Session,
+    tool: &str,
+    args: &str,
+    opts: &CallOptions,
+) -> Value {
+    let obs = host.run(session, Call::new(tool, args, opts).plan());
+    let value = serde_json::to_value(&obs).unwrap();
+    assert_valid_observation(&value);
+    value
+}
+
 /// Calls a tool and returns the observation as JSON, after checking it
 /// against the published observation schema.
 pub fn call_with(
@@ -226,41 +281,19 @@ pub fn call_with(
     grant: &Grant<'_>,
     opts: &CallOptions,
 ) -> Value {
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, grant.read, grant.write).unwrap();
-    let obs = host.call(
-        tool,
-        args,
-        &Scope {
-            workspace: &workspace,
-            grants: &grants,
-            net: Vec::new(),
-            exec: Vec::new(),
-            capability: None,
-        },
-        &keyed(opts),
-    );
-    let value = serde_json::to_value(&obs).unwrap();
-    assert_valid_observation(&value);
-    value
+    run_in(host, &session(ws, grant), tool, args, &keyed(opts))
 }
 
 /// [`call_with`] as it is: no idempotency key is added (for the checks
 /// that a side-effecting call without one is refused).
 pub fn call_unkeyed(host: &Host, ws: &Ws, tool: &str, args: &str, grant: &Grant<'_>) -> Value {
-    let workspace = Workspace::open(ws.dir.path()).unwrap();
-    let grants = Grants::new(&workspace, grant.read, grant.write).unwrap();
-    let scope = Scope {
-        workspace: &workspace,
-        grants: &grants,
-        net: Vec::new(),
-        exec: Vec::new(),
-        capability: None,
-    };
-    let value =
-        serde_json::to_value(host.call(tool, args, &scope, &CallOptions::default())).unwrap();
-    assert_valid_observation(&value);
-    value
+    run_in(
+        host,
+        &session(ws, grant),
+        tool,
+        args,
+        &CallOptions::default(),
+    )
 }
 
 /// [`call_with`] with default options.

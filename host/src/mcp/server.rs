@@ -259,7 +259,10 @@ impl McpServer {
         let info = code.info(format!(
             "`{name}`: refused before it ran (see the protocol error)"
         ));
-        let _ = generation.host.record_refusal(&caller, info);
+        let _ = generation
+            .host
+            .recorder()
+            .refusal(generation.host.catalog(), &caller, info);
     }
 
     /// Parse: the tool must be one this session may see (else JSON-RPC
