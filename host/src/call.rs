@@ -155,7 +155,9 @@ impl Prepared<'_> {
     pub(crate) fn request<'p>(&'p self, key: Option<&'p str>) -> CallRequest<'p> {
         let p = self;
         CallRequest {
-            tool: &p.tool.descriptor.name,
+            // The plugin is called with the name it declared, not the
+            // namespaced one ([`crate::toolname`]).
+            tool: &p.tool.guest_name,
             args_json: &p.args,
             call_id: &p.call_id,
             workspace_root: GUEST_ROOT,
@@ -208,6 +210,7 @@ pub(crate) fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
             .max_output_bytes
             .unwrap_or(tool_output)
             .min(HARD_MAX_OUTPUT_BYTES),
+        spill_output_bytes: 0,
         max_log_bytes: d.max_log_bytes,
     }
 }

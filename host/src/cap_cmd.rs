@@ -27,7 +27,8 @@ use crate::{default_state_dir, emit, open_store, root_key, PluginArgs};
 /// Caveats, as flags (each repeatable).
 #[derive(Args, Default)]
 pub(crate) struct CaveatArgs {
-    /// Tools the token may call: a name, `ns_*`, or `*`.
+    /// Tools the token may call: a name (`file_view`, `ns.view`), a prefix
+    /// ending in `_` or `.` then `*` (`file_*`, `ns.*`), or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
     /// Rights: read, write, net, exec, delegate, secrets (implied by

@@ -19,6 +19,13 @@
 //! ([`Catalog::refusal`]), so a call to one of them is answered with the
 //! refusal rather than `unknown_tool`. The embedded reference tools are part
 //! of the binary and are not judged.
+//!
+//! A plugin loaded under a namespace ([`Source::Namespaced`], `--plugin
+//! fs=PATH`) joins with its tools named `fs.<name>` ([`crate::toolname`]):
+//! that is the name in the catalog, in every listing, call, journal entry
+//! and token caveat, while the plugin is still called with the name it
+//! declared ([`Tool::guest_name`]). Two plugins may then declare the same
+//! name under different namespaces.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +49,21 @@ pub enum Source {
     Embedded { name: String, bytes: &'static [u8] },
     /// A component file.
     File(PathBuf),
+    /// A component file whose tools are loaded under a namespace:
+    /// `namespace.tool` ([`crate::toolname`]).
+    Namespaced { namespace: String, path: PathBuf },
+}
+
+impl From<crate::toolname::PluginSpec> for Source {
+    fn from(spec: crate::toolname::PluginSpec) -> Source {
+        match spec.namespace {
+            Some(namespace) => Source::Namespaced {
+                namespace,
+                path: spec.path,
+            },
+            None => Source::File(spec.path),
+        }
+    }
 }
 
 impl Source {
@@ -67,14 +89,34 @@ impl Source {
     pub fn name(&self) -> String {
         match self {
             Source::Embedded { name, .. } => name.clone(),
-            Source::File(p) => p.display().to_string(),
+            Source::File(p) | Source::Namespaced { path: p, .. } => p.display().to_string(),
+        }
+    }
+
+    /// The component file, unless the source is embedded.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Source::Embedded { .. } => None,
+            Source::File(p) | Source::Namespaced { path: p, .. } => Some(p),
+        }
+    }
+
+    /// The namespace the source's tools are loaded under, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            Source::Namespaced { namespace, .. } => Some(namespace),
+            _ => None,
         }
     }
 }
 
 /// One tool, ready to call.
 pub struct Tool {
+    /// The descriptor, its `name` the host's name of the tool: under a
+    /// namespace, `namespace.name` ([`crate::toolname`]).
     pub descriptor: ToolDescriptor,
+    /// The name the plugin declared, which the plugin is called with.
+    pub guest_name: String,
     pub plugin_name: String,
     pub plugin: Plugin,
     pub input: CompiledSchema,
@@ -218,17 +260,20 @@ impl Catalog {
         progress: &dyn Fn(&str, LoadEvent),
     ) {
         let name = source.name();
+        let namespace = source.namespace();
+        let qualify = |tool: &str| crate::toolname::qualify(namespace, tool);
         let mut status = PluginStatus {
-            name: match source {
-                Source::Embedded { name, .. } => name.clone(),
-                Source::File(p) => plugin_name(p),
+            name: match (source, source.path()) {
+                (Source::Embedded { name, .. }, _) => name.clone(),
+                (_, Some(p)) => plugin_name(p),
+                (_, None) => name.clone(),
             },
             source: name.clone(),
             digest: None,
             signer: None,
             lock: match source {
                 Source::Embedded { .. } => "builtin",
-                Source::File(_) => "unpinned",
+                Source::File(_) | Source::Namespaced { .. } => "unpinned",
             },
             tools: Vec::new(),
             refused: None,
@@ -246,12 +291,14 @@ impl Catalog {
             .descriptors
             .iter()
             .map(|d| match d {
-                Ok(d) => d.name.clone(),
-                Err((t, _)) => t.clone(),
+                Ok(d) => qualify(&d.name),
+                Err((t, _)) => qualify(t),
             })
             .collect();
         let mut refused_tools = BTreeMap::new();
-        if let (Some(trust), Source::File(path)) = (trust, source) {
+        // The trust policy judges the plugin as it is (the lock names the
+        // tools it declares), whatever namespace it is loaded under.
+        if let (Some(trust), Some(path)) = (trust, source.path()) {
             let signature = match signature::read_signature(path) {
                 Ok(s) => s,
                 Err(e) => {
@@ -291,25 +338,27 @@ impl Catalog {
         self.plugins.push(status);
         let mut seen_here = std::collections::HashSet::new();
         for (desc, report) in inspected.descriptors.into_iter().zip(inspected.reports) {
-            let desc = match desc {
+            let mut desc = match desc {
                 Ok(d) => d,
                 Err((tool, reason)) => {
                     self.problems.push(Problem {
                         plugin: name.clone(),
-                        tool: Some(tool),
+                        tool: Some(qualify(&tool)),
                         code: None,
                         reason,
                     });
                     continue;
                 }
             };
+            let guest_name = std::mem::take(&mut desc.name);
+            desc.name = qualify(&guest_name);
             let refuse = |reason: String| Problem {
                 plugin: name.clone(),
                 tool: Some(desc.name.clone()),
                 code: None,
                 reason,
             };
-            if let Some(r) = refused_tools.remove(&desc.name) {
+            if let Some(r) = refused_tools.remove(&guest_name) {
                 let problem = Problem::trust(&name, Some(&desc.name), r);
                 self.refused.insert(desc.name.clone(), problem.clone());
                 self.problems.push(problem);
@@ -356,6 +405,7 @@ impl Catalog {
                 desc.name.clone(),
                 Arc::new(Tool {
                     descriptor: desc,
+                    guest_name,
                     plugin_name: name.clone(),
                     plugin: inspected.plugin.clone(),
                     input,
@@ -441,7 +491,7 @@ impl Catalog {
 fn source_bytes(source: &Source) -> Result<std::borrow::Cow<'static, [u8]>, String> {
     match source {
         Source::Embedded { bytes, .. } => Ok(std::borrow::Cow::Borrowed(bytes)),
-        Source::File(p) => std::fs::read(p)
+        Source::File(p) | Source::Namespaced { path: p, .. } => std::fs::read(p)
             .map(std::borrow::Cow::Owned)
             .map_err(|e| format!("cannot read {}: {e}", p.display())),
     }

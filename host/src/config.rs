@@ -17,7 +17,8 @@
 //!   `--token`, is left out);
 //! - a key that is no such flag is an error naming the keys there are;
 //! - paths (`workspace`, `plugin`, `plugins_dir`, `store`, `key_file`, …)
-//!   are relative to the file's directory; grants (`allow_read`,
+//!   are relative to the file's directory (`plugin = ["fs=plugins/a.wasm"]`
+//!   loads `a.wasm` under the namespace `fs`, see `toolhost::toolname`); grants (`allow_read`,
 //!   `allow_write`) are relative to the workspace, as on the command line.
 //!
 //! The file is turned into the flags it stands for and the command line is
@@ -38,7 +39,7 @@ pub const FILE_NAME: &str = "toolhost.toml";
 const COMMANDS: [&str; 4] = ["call", "plan", "batch", "serve"];
 
 /// Keys that name paths, resolved against the file's directory.
-const PATH_KEYS: [&str; 9] = [
+const PATH_KEYS: [&str; 10] = [
     "workspace",
     "plugin",
     "plugins_dir",
@@ -48,6 +49,7 @@ const PATH_KEYS: [&str; 9] = [
     "lock",
     "trusted_signers",
     "lock_dir",
+    "artifact_dir",
 ];
 
 /// Flags that are not settings: the file's own, and those that name one
@@ -277,7 +279,18 @@ fn flags(
                 toml::Value::Boolean(b) => b.to_string(),
                 other => return Err(bad(format!("a string or a number, not {other}"))),
             };
-            let text = if PATH_KEYS.contains(&key.as_str()) && !text.contains("://") {
+            let text = if key == "plugin" {
+                // `NS=PATH`: the path is relative to the file, the namespace
+                // stays (a bad one is refused by the flag's own parser).
+                match text.parse::<toolhost::toolname::PluginSpec>() {
+                    Ok(spec) => toolhost::toolname::PluginSpec {
+                        path: base.join(&spec.path),
+                        ..spec
+                    }
+                    .to_string(),
+                    Err(_) => text,
+                }
+            } else if PATH_KEYS.contains(&key.as_str()) && !text.contains("://") {
                 base.join(&text).display().to_string()
             } else {
                 text

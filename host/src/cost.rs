@@ -56,6 +56,19 @@ pub struct CatalogCost {
     pub turns: u64,
     /// `N · K · S`.
     pub total_tokens: u64,
+    /// The same catalog in lazy mode (`serve --lazy-tools`).
+    pub lazy: LazyCost,
+}
+
+/// What a lazy session (`serve --lazy-tools`) sends the model every turn:
+/// the `find_tools` definition alone; a tool joins the list once it is
+/// found, and then costs what it costs in the full catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LazyCost {
+    /// Tokens of the `find_tools` definition: every lazy turn's base.
+    pub per_turn_tokens: u64,
+    /// `N` times that: before any tool is found.
+    pub total_tokens: u64,
 }
 
 fn tokenizer() -> Result<&'static CoreBPE, CostError> {
@@ -95,7 +108,20 @@ pub fn catalog_cost<'a>(
         })
         .collect::<Result<Vec<_>, CostError>>()?;
     let per_turn_tokens: u64 = tools.iter().map(|t| t.tokens).sum();
+    let find = crate::discovery::tool_definition();
+    let lazy_turn = count_tokens(
+        &json!({
+            "name": find["name"],
+            "description": find["description"],
+            "parameters": find["inputSchema"],
+        })
+        .to_string(),
+    )?;
     Ok(CatalogCost {
+        lazy: LazyCost {
+            per_turn_tokens: lazy_turn,
+            total_tokens: lazy_turn.saturating_mul(turns),
+        },
         tokenizer: TOKENIZER,
         average_tokens_per_tool: per_turn_tokens.checked_div(tools.len() as u64).unwrap_or(0),
         tools,
@@ -127,10 +153,15 @@ impl CatalogCost {
             "per turn: {} tokens for {k} tools ({} per tool on average)",
             self.per_turn_tokens, self.average_tokens_per_tool
         );
-        let _ = write!(
+        let _ = writeln!(
             s,
             "over {} turns: T = N·K·S = {} × {} = {} tokens",
             self.turns, self.turns, self.per_turn_tokens, self.total_tokens
+        );
+        let _ = write!(
+            s,
+            "lazy mode (serve --lazy-tools): {} tokens per turn (find_tools alone), {} over {} turns, plus each tool found from the turn it is found",
+            self.lazy.per_turn_tokens, self.lazy.total_tokens, self.turns
         );
         s
     }

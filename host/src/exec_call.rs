@@ -289,25 +289,19 @@ impl CallExec {
         } else {
             cwd
         };
-        let rel = if rel.is_empty() {
-            String::new()
-        } else {
-            crate::capability::normalize_path(rel)
-                .map_err(|e| {
-                    CommandError::Invalid(format!("cwd `{cwd}` is not a workspace path: {e}"))
-                })?
-                .into_owned()
-        };
-        let target = if rel.is_empty() {
-            GUEST_ROOT.to_owned()
-        } else {
-            format!("{GUEST_ROOT}/{rel}")
-        };
+        let rel =
+            crate::paths::RelPath::parse(if rel.is_empty() { "." } else { rel }).map_err(|e| {
+                CommandError::Invalid(format!(
+                    "cwd `{cwd}` is not a workspace path: {}",
+                    e.message
+                ))
+            })?;
+        let target = rel.guest();
         let inside = |m: &str| target == m || target.starts_with(&format!("{m}/"));
         if self.mounts.iter().any(|(_, g, _)| inside(g)) {
             return Ok(target);
         }
-        let shown = if rel.is_empty() { "." } else { &rel };
+        let shown = rel.as_str();
         let granted: Vec<String> = self
             .mounts
             .iter()

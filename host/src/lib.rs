@@ -54,8 +54,14 @@
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
 //! - [`descriptor`]: tool descriptors as plain Rust,
-//! - `text`: small helpers for message text.
+//! - `text`: small helpers for message text,
+//! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
+//! - [`artifact`]: results too large to return, kept for the token that
+//!   made them, and the host's `artifact_view` tool that reads them back,
+//! - [`toolname`]: the one grammar of tool names, namespaces (`fs.read`)
+//!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
+pub mod artifact;
 pub mod breaker;
 pub mod budget;
 pub mod call;
@@ -65,6 +71,7 @@ pub mod catalog;
 pub mod cost;
 pub mod delegation;
 pub mod descriptor;
+pub mod discovery;
 pub mod effects;
 pub mod exec;
 pub mod exec_call;
@@ -88,4 +95,5 @@ pub mod sandbox;
 pub mod schema;
 pub mod session;
 pub(crate) mod text;
+pub mod toolname;
 pub mod trust;

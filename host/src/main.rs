@@ -70,9 +70,10 @@ struct PluginArgs {
     /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
     config: Option<PathBuf>,
-    /// Load this component (repeatable).
-    #[arg(long = "plugin", value_name = "FILE", global = true)]
-    plugins: Vec<PathBuf>,
+    /// Load this component (repeatable); `NS=FILE` loads its tools under
+    /// the namespace NS, named `NS.tool`.
+    #[arg(long = "plugin", value_name = "[NS=]FILE", global = true)]
+    plugins: Vec<toolhost::toolname::PluginSpec>,
     /// Load every *.wasm in this directory.
     #[arg(long, value_name = "DIR", env = "TOOLHOST_PLUGINS_DIR", global = true)]
     plugins_dir: Option<PathBuf>,
@@ -103,6 +104,14 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    /// Where results over their output limit are kept for the token that
+    /// made them, read back with `artifact_view` (default: `artifacts`
+    /// beside the root key file, ~/.local/share/toolhost/artifacts).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_ARTIFACT_DIR", global = true)]
+    artifact_dir: Option<PathBuf>,
+    /// How long a spilled result is kept: `30m`, `2h`, … (default 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1h", global = true, value_parser = humantime::parse_duration)]
+    artifact_retention: std::time::Duration,
     /// Where calls take the resource locks that keep conflicting calls of
     /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
     #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
@@ -532,13 +541,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => {
             let host = load(sandbox, &cli.plugins)?
                 .with_records(records(&cli.plugins)?)
-                .with_recorder(recorder(&cli.plugins, None)?);
+                .with_recorder(recorder(&cli.plugins, None)?)
+                .with_artifacts(artifacts(&cli.plugins)?);
             call(&host, &cli.plugins, args, false)
         }
         Command::Batch(args) => {
             let host = load(sandbox, &cli.plugins)?
                 .with_records(records(&cli.plugins)?)
-                .with_recorder(recorder(&cli.plugins, None)?);
+                .with_recorder(recorder(&cli.plugins, None)?)
+                .with_artifacts(artifacts(&cli.plugins)?);
             batch(&host, &cli.plugins, args)
         }
         Command::Plan(args) => {
@@ -636,6 +647,7 @@ fn serve(sandbox: Sandbox, p: &PluginArgs, mut args: toolhost::mcp::ServeArgs) -
         trust: Some(policy),
     };
     let records = records(p)?;
+    args.artifacts = Some(artifacts(p)?);
     let metrics = args
         .http
         .is_some()
@@ -659,7 +671,7 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
     if let Some(dir) = &p.plugins_dir {
         sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);
     }
-    sources.extend(p.plugins.iter().cloned().map(Source::File));
+    sources.extend(p.plugins.iter().cloned().map(Source::from));
     Ok(sources)
 }
 
@@ -677,7 +689,11 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
     }
     // A plugin named on the command line that did not load is an error,
     // not a warning followed by `unknown_tool` later.
-    let named: Vec<String> = p.plugins.iter().map(|f| f.display().to_string()).collect();
+    let named: Vec<String> = p
+        .plugins
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
     if let Some(problem) = catalog
         .problems()
         .iter()
@@ -771,7 +787,11 @@ fn client_config(
     let mut args: Vec<String> = Vec::new();
     let mut notes: Vec<&str> = Vec::new();
     for plugin in &p.plugins {
-        args.extend(["--plugin".into(), abs(plugin)]);
+        let spec = toolhost::toolname::PluginSpec {
+            namespace: plugin.namespace.clone(),
+            path: abs(&plugin.path).into(),
+        };
+        args.extend(["--plugin".into(), spec.to_string()]);
     }
     if let Some(dir) = &p.plugins_dir {
         args.extend(["--plugins-dir".into(), abs(dir)]);
@@ -859,6 +879,24 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )
+}
+
+/// The artifact store: `--artifact-dir`, by default `artifacts` beside the
+/// root key, keeping results for `--artifact-retention`.
+fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifacts>> {
+    let beside_key = p
+        .key_file
+        .as_deref()
+        .and_then(|k| k.parent())
+        .filter(|d| !d.as_os_str().is_empty());
+    let dir = match (&p.artifact_dir, beside_key) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d.join("artifacts"),
+        (None, None) => default_state_dir()?.join("artifacts"),
+    };
+    let store = toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
+        .with_context(|| format!("opening the artifact store {}", dir.display()))?;
+    Ok(std::sync::Arc::new(store))
 }
 
 /// Where calls take their resource locks: the lock directory (without one,

@@ -59,6 +59,9 @@ pub struct Host {
     locks: crate::resource::Locks,
     /// Runs the native programs of calls ([`crate::exec_call`]).
     executor: Arc<crate::exec::Executor>,
+    /// Where outputs over their limit are spilled ([`crate::artifact`]);
+    /// without it such an output is `output_too_large`.
+    artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
     recorder: crate::record::Recorder,
 }
@@ -76,6 +79,7 @@ impl Host {
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
             executor: crate::exec_call::default_executor(),
+            artifacts: None,
             recorder: crate::record::Recorder::default(),
         }
     }
@@ -85,6 +89,19 @@ impl Host {
     pub fn with_executor(mut self, executor: Arc<crate::exec::Executor>) -> Host {
         self.executor = executor;
         self
+    }
+
+    /// Spills outputs over their call's limit to `artifacts` instead of
+    /// failing them: the call is `ok` with a head and tail and a follow-up
+    /// `artifact_view` call ([`crate::artifact`]).
+    pub fn with_artifacts(mut self, artifacts: Arc<crate::artifact::Artifacts>) -> Host {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
+    /// The artifact store, when outputs spill.
+    pub fn artifacts(&self) -> Option<&crate::artifact::Artifacts> {
+        self.artifacts.as_deref()
     }
 
     /// Journals, breaks and counts calls with `recorder` ([`crate::record`]).
@@ -353,6 +370,9 @@ impl Host {
             }
         }
         let mut limits = limits_for(t, opts);
+        if self.artifacts.is_some() {
+            limits.spill_output_bytes = HARD_MAX_OUTPUT_BYTES;
+        }
         limits.fuel = scope.capability.fuel(limits.fuel);
         limits.timeout = scope
             .capability
@@ -440,7 +460,12 @@ impl Host {
                 hidden.extend(found.into_iter().map(|r| note(r, "")));
             }
         }
+        let mut over_limit = None;
         let obs = match outcome.result {
+            Ok(Ok(out)) if out.json.len() > limits.max_output_bytes => {
+                over_limit = Some(out.json.len());
+                self.normalize_output(p, &out.json, None)
+            }
             Ok(Ok(out)) => self.normalize_output(p, &out.json, out.text.as_deref()),
             Ok(Err(e)) => {
                 let declared = t.descriptor.error_codes.contains(&e.code);
@@ -478,9 +503,45 @@ impl Host {
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
         let obs = self.with_sources(obs, p, &outcome.net_requested);
+        let obs = match over_limit {
+            Some(bytes) => self.spill(p, obs, bytes),
+            None => obs,
+        };
         match key {
             Some(k) => obs.with_idempotency_key(k),
             None => obs,
+        }
+    }
+
+    /// An `ok` observation whose output was over the call's limit, spilled
+    /// to an artifact owned by the call's token; `output_too_large` when
+    /// the host keeps no artifacts or the store fails.
+    fn spill(&self, p: &Prepared<'_>, obs: Observation, bytes: usize) -> Observation {
+        if !obs.is_ok() {
+            return obs;
+        }
+        let (tool, level) = (&p.tool.descriptor.name, p.tool.descriptor.side_effect);
+        let too_large = |why: String| {
+            let info = failure_error(&Failure::OutputTooLarge { bytes }, &p.limits);
+            let info = ErrorInfo {
+                message: format!("{} ({why})", info.message),
+                ..info
+            };
+            Observation::failure(&p.call_id, tool, level, info)
+                .with_usage(obs.usage)
+                .with_logs(obs.logs.clone())
+        };
+        let Some(store) = &self.artifacts else {
+            return too_large("this host keeps no artifacts".into());
+        };
+        let content = match obs.output.as_ref().map(serde_json::to_string) {
+            Some(Ok(c)) => c,
+            _ => return too_large("the output could not be serialized".into()),
+        };
+        let owner = p.capability.as_deref().unwrap_or(crate::artifact::NO_TOKEN);
+        match store.put(owner, tool, content.as_bytes(), &obs.provenance) {
+            Ok(id) => obs.spilled(&content, &id, crate::artifact::TOOL_NAME, p.text_bytes),
+            Err(e) => too_large(e.to_string()),
         }
     }
 
@@ -684,6 +745,50 @@ impl Host {
         }
     }
 
+    /// The host's own tools, when `tool` names one and no plugin tool of
+    /// that name shadows it: `find_tools` over what this session may see
+    /// ([`crate::discovery`]) and `artifact_view` of this token's spilled
+    /// results ([`crate::artifact`]). No plugin runs, so no budget is
+    /// charged, but the token must be live. `None`: a catalog tool.
+    fn host_tool(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: &str,
+        opts: &CallOptions,
+    ) -> Option<Observation> {
+        let call_id = opts.call_id.clone().unwrap_or_default();
+        let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
+        let artifacts = match tool {
+            _ if self.catalog().get(tool).is_some() => return None,
+            crate::discovery::TOOL_NAME => None,
+            crate::artifact::TOOL_NAME => Some(self.artifacts.as_deref()?),
+            _ => return None,
+        };
+        if let Err(info) = session.check_live(self.budgets()) {
+            return Some(Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                *info,
+            ));
+        }
+        Some(match artifacts {
+            Some(store) => crate::artifact::view(
+                store,
+                &session.grant().binding_hex(),
+                args,
+                &call_id,
+                text_bytes,
+            ),
+            None => {
+                let index =
+                    crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
+                crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+            }
+        })
+    }
+
     /// [`run`](Self::run) without step 8: the gates, then steps 1–7.
     fn run_unrecorded(
         &self,
@@ -695,6 +800,9 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let call_id = opts.call_id.clone().unwrap_or_default();
+        if let Some(obs) = self.host_tool(session, tool, args, &opts) {
+            return obs;
+        }
         let admission = match session.admit(
             self.budgets(),
             self.catalog(),

@@ -39,6 +39,7 @@ use clap::Subcommand;
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::descriptor::ToolDescriptor;
 use toolhost::sandbox::Sandbox;
+use toolhost::toolname::PluginSpec;
 use toolhost::trust::lock::{Lock, PluginEntry, Signer, LOCK_FILE_NAME};
 use toolhost::trust::oci::{self, Credentials, OciOptions, OciReference};
 use toolhost::trust::policy::{plugin_name, TrustPolicy};
@@ -90,7 +91,8 @@ pub struct Ctx<'a> {
     pub sandbox: &'a Sandbox,
     pub builtin: bool,
     pub dir: Option<PathBuf>,
-    pub files: Vec<PathBuf>,
+    /// `--plugin` files, each maybe under a namespace.
+    pub files: Vec<PluginSpec>,
     pub policy: TrustPolicy,
 }
 
@@ -128,7 +130,7 @@ impl Ctx<'_> {
         if let Some(dir) = &self.dir {
             sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);
         }
-        sources.extend(self.files.iter().cloned().map(Source::File));
+        sources.extend(self.files.iter().cloned().map(Source::from));
         Ok(sources)
     }
 }
@@ -240,12 +242,10 @@ fn lock(ctx: &Ctx<'_>) -> Result<ExitCode> {
     let mut files: Vec<PathBuf> = Source::dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .into_iter()
-        .filter_map(|s| match s {
-            Source::File(p) => Some(p),
-            Source::Embedded { .. } => None,
-        })
+        .filter_map(|s| s.path().map(Path::to_path_buf))
         .collect();
-    files.extend(ctx.files.iter().cloned());
+    // The lock pins the file, whatever namespace it is loaded under.
+    files.extend(ctx.files.iter().map(|f| f.path.clone()));
     for path in files {
         let name = plugin_name(&path);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;

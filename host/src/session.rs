@@ -261,11 +261,7 @@ impl Session {
             }
             prefixes
                 .iter()
-                // The capability module spells the root "", paths spells it ".".
-                .map(|p| match p.as_str() {
-                    "" => ".".to_string(),
-                    s => s.to_string(),
-                })
+                .map(|p| p.as_str().to_string())
                 .filter(|p| workspace.root().join(p).is_dir())
                 .collect()
         };
@@ -282,8 +278,9 @@ impl Session {
         .flat_map(|(prefixes, _, kept)| {
             prefixes
                 .iter()
+                .filter(|p| !p.is_root())
                 .map(|p| p.as_str().to_string())
-                .filter(move |p| !p.is_empty() && !kept.contains(p))
+                .filter(move |p| !kept.contains(p))
         })
         .collect();
         // Write implies read only with the read right too.
@@ -398,35 +395,42 @@ impl Session {
                 }
             ))));
         }
-        let now = SystemTime::now();
-        self.grant
-            .check_time(now)
-            .map_err(|d| Box::new(denial_error(&d)))?;
+        self.check_live(ledger)?;
         if self.grant.max_calls().is_some() && self.budgets.is_empty() {
             // Cannot happen for a verified token; never let it through.
             return Err(Box::new(budget_denial(&BudgetError::Unavailable(
                 "the token's call budgets were not computed".into(),
             ))));
         }
-        let secs = now
+        let secs = SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        match ledger.revoked(&self.chain, secs) {
-            Ok(None) => {}
-            Ok(Some(id)) => {
-                return Err(Box::new(budget_denial(&BudgetError::Revoked {
-                    id,
-                    chain: self.chain.clone(),
-                })))
-            }
-            Err(e) => return Err(Box::new(budget_denial(&e))),
-        }
         let admission = ledger
             .admit(&self.budgets, fuel, secs)
             .map_err(|e| Box::new(budget_denial(&e)))?;
         ledger.note_use(&self.chain);
         self.calls.fetch_add(1, Ordering::Relaxed);
         Ok(admission)
+    }
+
+    /// The gates every use of the token passes, a host tool's too: it has
+    /// not expired and no id of its chain is revoked.
+    pub(crate) fn check_live(&self, ledger: &dyn BudgetLedger) -> Result<(), Box<ErrorInfo>> {
+        let now = SystemTime::now();
+        self.grant
+            .check_time(now)
+            .map_err(|d| Box::new(denial_error(&d)))?;
+        let secs = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match ledger.revoked(&self.chain, secs) {
+            Ok(None) => Ok(()),
+            Ok(Some(id)) => Err(Box::new(budget_denial(&BudgetError::Revoked {
+                id,
+                chain: self.chain.clone(),
+            }))),
+            Err(e) => Err(Box::new(budget_denial(&e))),
+        }
     }
 
     /// Whether a `budget_fuel` caveat is in the chain.

@@ -962,12 +962,16 @@ pub(crate) fn stateless_as(
     mut params: Value,
 ) -> Response {
     params["_meta"] = stateless_meta();
-    let name = params["name"].as_str().unwrap_or_default().to_string();
+    let name = params["name"]
+        .as_str()
+        .or(params["uri"].as_str())
+        .unwrap_or_default()
+        .to_string();
     let mut headers = vec![
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", method),
     ];
-    if method == "tools/call" {
+    if method == "tools/call" || method == "resources/read" {
         headers.push(("Mcp-Name", &name));
     }
     let auth = token.map(|t| format!("Bearer {t}"));

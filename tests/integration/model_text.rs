@@ -220,6 +220,10 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
     let average = sum / tools.len() as u64;
     assert_eq!(cost["average_tokens_per_tool"], average);
     assert!(average <= 300, "{average} tokens per tool on average");
+    // And each tool on its own (seed 000 §1.4's ~250-token target, with room).
+    for t in tools {
+        assert!(t["tokens"].as_u64().unwrap() <= 300, "{t}: over 300 tokens");
+    }
 
     let table = run(&["catalog", "--cost", "--turns", "40"]);
     assert!(

@@ -125,7 +125,7 @@ impl Caveat {
             Ok(items)
         };
         let path = |p: &str| {
-            RelPath::parse(p)
+            parse_prefix(p)
                 .map_err(|e| malformed(format!("`{s}`: `{p}` is not a workspace path: {e}")))
         };
         let number = || -> Result<u64, CapError> {

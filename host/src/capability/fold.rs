@@ -16,7 +16,7 @@ impl Covers for ToolPattern {
 
 impl Covers for RelPath {
     fn covers(&self, other: &Self) -> bool {
-        path_covers(&self.0, &other.0)
+        RelPath::covers(self, other)
     }
 }
 

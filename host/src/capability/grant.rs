@@ -142,24 +142,26 @@ impl Grant {
         };
         self.check_right(right, &format!("{verb} `{path}`"))?;
         let allowed = || list(prefixes);
-        let normal = match normalize_path(path) {
+        let normal = match RelPath::parse(path) {
             Ok(p) => p,
             Err(e) => {
                 return Err(Denial {
                     caveat: kind,
                     message: format!(
-                    "`{path}` is not a workspace path ({e}); the token's {kind} prefixes are ({})",
-                    allowed()
-                ),
+                        "`{}` is not a workspace path: {}; the token's {kind} prefixes are ({})",
+                        e.path.escape_debug(),
+                        e.message,
+                        allowed()
+                    ),
                     allowed: allowed(),
                     requested: path.to_owned(),
                 })
             }
         };
-        if prefixes.iter().any(|p| p.covers_path(&normal)) {
+        if prefixes.iter().any(|p| p.covers(&normal)) {
             return Ok(());
         }
-        let shown = if normal.is_empty() { "." } else { &normal };
+        let shown = normal.as_str();
         Err(Denial {
             caveat: kind,
             message: format!(

@@ -23,7 +23,7 @@
 //!
 //! | caveat | meaning |
 //! | --- | --- |
-//! | `tool=file_view,git_*` | tools the token may call: exact names, `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool) |
+//! | `tool=file_view,git_*` | tools the token may call: exact names (`file_view`, `fs.read`), `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool); names and prefixes follow the one tool-name grammar of [`crate::toolname`], so `ns.*` is the namespace `ns` and a pattern outside the grammar is refused |
 //! | `right=read,write,net` | rights: `read`, `write`, `net`, `exec` (run the `exec` caveat's programs), `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
@@ -125,7 +125,6 @@
 //! # }
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -758,7 +758,6 @@ fn paths_match_whole_segments_after_normalization() {
         "src/../etc",
         "docs/../secrets/key",
         ".",
-        "",
         "etc/passwd",
         " src",
         "src,docs",
@@ -772,6 +771,7 @@ fn paths_match_whole_segments_after_normalization() {
         );
     }
     for bad in [
+        "",
         "../x",
         "src/../../x",
         "/etc/passwd",
@@ -814,10 +814,7 @@ fn paths_match_whole_segments_after_normalization() {
     assert!(g.check_path("src/a", Access::Read).is_err());
     // Caveat paths are normalized and validated too.
     assert_eq!(cav("read=./src//a/../b/"), cav("read=src/b"));
-    assert_eq!(
-        cav("read=src/.."),
-        Caveat::Read(vec![RelPath::parse("").unwrap()])
-    );
+    assert_eq!(cav("read=src/.."), Caveat::Read(vec![RelPath::root()]));
     assert_eq!(cav("read=src/..").to_string(), "read=.");
     assert_malformed(&[
         "read=../x",
@@ -828,10 +825,10 @@ fn paths_match_whole_segments_after_normalization() {
         "read=src,,docs",
     ]);
     // Prefixes cannot carry what the list syntax would split or trim.
-    assert_eq!(RelPath::parse("a,b"), Err(PathError::ListChar));
-    assert_eq!(RelPath::parse(" a"), Err(PathError::ListChar));
+    assert_eq!(parse_prefix("a,b"), Err(PrefixError::ListChar));
+    assert_eq!(parse_prefix(" a"), Err(PrefixError::ListChar));
     assert_eq!(
-        Token::mint(&k, &[Caveat::Read(vec![RelPath("a,b".into())])])
+        Token::mint(&k, &[Caveat::Read(vec![RelPath::parse("a,b").unwrap()])])
             .unwrap_err()
             .kind(),
         CapErrorKind::Malformed
@@ -839,10 +836,13 @@ fn paths_match_whole_segments_after_normalization() {
     assert_malformed(&["read=a\nb"]);
     // The root covers everything.
     let g = grant(&k, &["tool=file_view", "right=read", "read=."]);
-    for p in ["", ".", "a", "a/b/c", "src2"] {
+    for p in [".", "a", "a/b/c", "src2"] {
         assert!(g.check_path(p, Access::Read).is_ok(), "{p}");
     }
+    // One grammar with the workspace paths: `..` leaves the root and the
+    // empty text is no path.
     assert!(g.check_path("..", Access::Read).is_err());
+    assert!(g.check_path("", Access::Read).is_err());
     assert_eq!(g.read_prefixes(), [RelPath::parse(".").unwrap()]);
     assert!(g.read_prefixes()[0].is_root());
 }
@@ -993,6 +993,19 @@ fn tool_patterns() {
     assert!(p("file_*").covers(&p("file_view")));
     assert!(!p("file_view").covers(&p("file_*")));
     assert!(!p("file_*").covers(&p("*")));
+    // Namespaces (crate::toolname): the namespace is part of the name.
+    assert!(p("fs.*").matches("fs.file_view"));
+    assert!(!p("fs.*").matches("file_view"));
+    assert!(!p("file_*").matches("fs.file_view"));
+    assert!(p("fs.file_*").matches("fs.file_view"));
+    assert!(!p("fs.file_*").matches("fs.grep_search"));
+    assert!(p("fs.file_view").matches("fs.file_view"));
+    assert!(!p("fs.file_view").matches("file_view"));
+    assert!(p("fs.*").covers(&p("fs.file_*")));
+    assert!(p("fs.*").covers(&p("fs.file_view")));
+    assert!(!p("fs.*").covers(&p("fsx.*")));
+    assert!(!p("fs.*").covers(&p("*")));
+    assert!(!p("file_*").covers(&p("fs.file_*")));
     for bad in [
         "fs*",
         "file*view",
@@ -1002,6 +1015,17 @@ fn tool_patterns() {
         "",
         "a b",
         "file_**",
+        // Outside the one tool-name grammar.
+        "fs.a.b",
+        "fs.a.*",
+        "fs..*",
+        "fs._*",
+        ".*",
+        "_*",
+        "fs-x.*",
+        "file-view",
+        "fs.View",
+        "Fs.*",
     ] {
         assert!(ToolPattern::parse(bad).is_err(), "{bad}");
     }
@@ -1015,6 +1039,42 @@ fn tool_patterns() {
         d.message,
         "tool `shell_run` is not allowed by the token (tools: file_view, git_*)"
     );
+}
+
+/// A token for one namespace: `tool=ns.*` allows `ns.a` and refuses
+/// `other.a` and the plain `a`; a holder cannot attenuate it into anything
+/// wider, and can narrow it to one tool of the namespace.
+#[test]
+fn namespace_caveats_allow_their_namespace_and_attenuation_cannot_widen() {
+    let k = key(1);
+    let g = grant(&k, &["tool=ns.*"]);
+    assert!(g.allows_tool("ns.a") && g.check_tool("ns.b_c").is_ok());
+    for other in ["other.a", "a", "nsx.a", "ns_a"] {
+        let d = g.check_tool(other).unwrap_err();
+        assert_eq!(d.caveat, CaveatKind::Tool, "{other}");
+        assert!(d.message.contains("(tools: ns.*)"), "{}", d.message);
+    }
+    let parent = mint(&k, &["tool=ns.*"]);
+    for wider in [
+        "tool=*",
+        "tool=other.*",
+        "tool=other.a",
+        "tool=a",
+        "tool=ns.a,x.a",
+    ] {
+        let err = parent.attenuate(&cavs(&[wider])).unwrap_err();
+        assert_eq!(err.component(), Some(CaveatKind::Tool), "{wider}: {err}");
+        assert!(err.to_string().contains("parent token"), "{wider}: {err}");
+    }
+    let child = parent.attenuate(&cavs(&["tool=ns.a"])).unwrap();
+    let g = k.verify(&child, at(T0)).unwrap();
+    assert!(g.allows_tool("ns.a") && !g.allows_tool("ns.b"));
+    // Appended by hand, past attenuate's checks, a wider caveat only
+    // intersects: the folded grant is still `ns.*` at most.
+    let sneaky = raw_append(&parent, &["tool=*", "tool=other.a,ns.a"]);
+    let g = k.verify(&sneaky, at(T0)).unwrap();
+    assert!(g.allows_tool("ns.a"));
+    assert!(!g.allows_tool("other.a") && !g.allows_tool("ns.b"));
 }
 
 #[test]

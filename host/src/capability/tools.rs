@@ -3,11 +3,13 @@
 
 use super::*;
 
-/// A tool pattern: an exact tool name (`file_view`), a namespace
-/// (`file_*`, `fs.*`: every name starting with `file_` / `fs.`), or `*`
-/// (every tool). A namespace must end in `_*` or `.*`, so `file_*` never
-/// covers `filesystem_x`. Names use `[a-z0-9_.-]`, start with a letter and
-/// are at most 128 characters.
+/// A tool pattern, in the host's one tool-name grammar
+/// ([`crate::toolname`]): an exact tool name (`file_view`, `fs.read`), a
+/// prefix ending in `_` or `.` then `*` (`file_*`, `fs.*`, `fs.file_*`:
+/// every name starting with `file_` / `fs.` / `fs.file_`), or `*` (every
+/// tool). A prefix must end in `_` or `.`, so `file_*` never covers
+/// `filesystem_x` and `fs.*` never covers `fsx.read`; the namespace is part
+/// of the name, so `file_*` never covers `fs.file_view`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ToolPattern {
     /// The name, or the namespace prefix without its `*` (`""` for `*`).
@@ -27,26 +29,29 @@ impl ToolPattern {
         let (stem, prefix) = match s.strip_suffix('*') {
             Some(stem) => {
                 if !(stem.ends_with('_') || stem.ends_with('.')) {
-                    return Err(bad("a namespace ends in `_*` or `.*` (e.g. `file_*`)"));
+                    return Err(bad(
+                        "a prefix pattern ends in `_*` or `.*` (e.g. `file_*`, `fs.*`)",
+                    ));
+                }
+                if !crate::toolname::is_pattern_prefix(stem) {
+                    return Err(bad(
+                        "before the `*` comes the start of a tool name: \
+                         `[namespace.]name`, each part a-z, 0-9 and `_`, starting with a letter",
+                    ));
                 }
                 (stem, true)
             }
-            None => (s, false),
+            None => {
+                if !crate::toolname::is_name(s) {
+                    return Err(bad(
+                        "a tool name is `[namespace.]name`: a namespace of 1 to 32 and a name \
+                         of 1 to 64 characters of a-z, 0-9 and `_`, each starting with a letter \
+                         (`*` only at the end)",
+                    ));
+                }
+                (s, false)
+            }
         };
-        if stem.is_empty() || stem.len() > 128 {
-            return Err(bad("names have 1 to 128 characters"));
-        }
-        if !stem.as_bytes()[0].is_ascii_lowercase() {
-            return Err(bad("names start with a lowercase letter"));
-        }
-        if !stem
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
-        {
-            return Err(bad(
-                "names use a-z, 0-9, `_`, `.` and `-` (`*` only at the end)",
-            ));
-        }
         Ok(ToolPattern {
             stem: Arc::from(stem),
             prefix,

@@ -110,6 +110,11 @@ pub const LIST_TTL_MS: u64 = 10_000;
 /// `toolhost serve` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
+    /// Where results over their output limit are kept
+    /// ([`crate::artifact`]); the binary always gives one. Without it such
+    /// a result is `output_too_large`.
+    #[arg(skip)]
+    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC).
     #[arg(long, conflicts_with = "http", required_unless_present = "http")]
     pub stdio: bool,
@@ -170,6 +175,11 @@ pub struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
+    /// Lazy discovery: a session's tools/list starts with `find_tools`
+    /// alone; the tools it finds join that session's list, announced with
+    /// notifications/tools/list_changed.
+    #[arg(long)]
+    pub lazy_tools: bool,
     /// How long the plugin directory must stay quiet after a change before
     /// the catalog is reloaded (and the polling period where the OS gives
     /// no change notifications), in milliseconds.
@@ -207,8 +217,9 @@ pub struct Plugins {
     pub builtin: bool,
     /// Every `*.wasm` here (watched).
     pub dir: Option<PathBuf>,
-    /// Single component files.
-    pub files: Vec<PathBuf>,
+    /// Single component files, each maybe under a namespace
+    /// ([`crate::toolname`]).
+    pub files: Vec<crate::toolname::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
     pub trust: Option<crate::trust::policy::TrustPolicy>,
@@ -226,7 +237,7 @@ impl Plugins {
                 Err(e) => log!("toolhost: cannot read {}: {e}", dir.display()),
             }
         }
-        sources.extend(self.files.iter().cloned().map(Source::File));
+        sources.extend(self.files.iter().cloned().map(Source::from));
         sources
     }
 }
@@ -425,8 +436,12 @@ pub(crate) struct State {
     pub changed: broadcast::Sender<()>,
     pub defaults: CallOptions,
     pub page_size: usize,
+    /// `--lazy-tools`: sessions list `find_tools` and what it found.
+    pub lazy: bool,
     /// The idempotency record store every generation's host uses.
     pub records: Option<Records>,
+    /// The artifact store every generation's host spills to.
+    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// The journal, breaker and metrics every generation's host shares.
     pub recorder: crate::record::Recorder,
     /// What `delegate` results say about reaching this host.
@@ -476,6 +491,7 @@ fn load(
     plugins: &Plugins,
     records: Option<&Records>,
     recorder: &crate::record::Recorder,
+    artifacts: Option<&Arc<crate::artifact::Artifacts>>,
 ) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
@@ -506,7 +522,10 @@ fn load(
             None => warn!("toolhost: warning: {problem}"),
         }
     }
-    let host = Host::new(sandbox.clone(), catalog).with_recorder(recorder.clone());
+    let mut host = Host::new(sandbox.clone(), catalog).with_recorder(recorder.clone());
+    if let Some(a) = artifacts {
+        host = host.with_artifacts(a.clone());
+    }
     Generation::new(match records {
         Some(r) => host.with_records(r.clone()),
         None => host,
@@ -593,13 +612,19 @@ pub fn serve(
             bail!("refusing to serve on {addr}: not a loopback address (pass --allow-remote to allow it)");
         }
     }
-    let first = load(&sandbox, &plugins, records.as_ref(), &recorder);
+    let first = load(
+        &sandbox,
+        &plugins,
+        records.as_ref(),
+        &recorder,
+        args.artifacts.as_ref(),
+    );
     // A plugin named on the command line that does not load stops the
     // server at start (on a later reload it is only logged).
     let named: Vec<String> = plugins
         .files
         .iter()
-        .map(|f| f.display().to_string())
+        .map(|f| f.path.display().to_string())
         .collect();
     if let Some(p) = first
         .host
@@ -613,6 +638,7 @@ pub fn serve(
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
         records,
+        artifacts: args.artifacts.clone(),
         recorder,
         client: args.client.clone(),
         http_url: std::sync::OnceLock::new(),
@@ -626,6 +652,7 @@ pub fn serve(
             ..CallOptions::default()
         },
         page_size: args.page_size.max(1),
+        lazy: args.lazy_tools,
         running: tokio::sync::Semaphore::new(call_slots()),
     });
     if let Some(dir) = plugins.dir.clone() {

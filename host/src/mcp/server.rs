@@ -9,8 +9,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, InitializeResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, SetLevelRequestParams, SubscriptionFilter,
-    Tool,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourceContents, ServerCapabilities, SetLevelRequestParams,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -42,6 +43,9 @@ pub(super) struct McpServer {
     kept: KeptArguments,
     /// The stdio session's warm call thread ([`warm`]).
     warm: Option<Arc<WarmThread>>,
+    /// Lazy mode: the tools `find_tools` revealed to this session, on top
+    /// of `find_tools` itself.
+    revealed: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Dropped with the last clone of this session's handler (the session
     /// ended): its receivers see the channel close and the tasks the
     /// session spawned stop.
@@ -58,6 +62,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             kept: KeptArguments::default(),
             warm: None,
+            revealed: Arc::default(),
             alive: Arc::new(tokio::sync::watch::channel(()).0),
             conversation: new_call_id().replacen("call-", "mcp-", 1).into(),
         }
@@ -103,6 +108,24 @@ impl McpServer {
         } else {
             Vec::new()
         };
+        // A spilled result: its artifact is also a resource this session's
+        // token may read (`resources/read`).
+        if let Some(t) = obs
+            .truncated
+            .as_ref()
+            .filter(|_| name != crate::artifact::TOOL_NAME)
+        {
+            if let Some(id) = &t.artifact {
+                blocks.push(json!({
+                    "type": "resource_link",
+                    "uri": crate::artifact::uri(id),
+                    "name": format!("{name} output {id}"),
+                    "description": "the whole output of this call, as JSON",
+                    "mimeType": "application/json",
+                    "size": t.original_bytes,
+                }));
+            }
+        }
         if obs.untrusted {
             listing::mark_untrusted(&mut blocks);
         }
@@ -177,6 +200,36 @@ impl McpServer {
         crate::delegation::delegate(session, host.budgets(), arguments, &config, &call_id)
     }
 
+    /// What a call adds to this session's list: `artifact_view` after its
+    /// first spilled result and, in lazy mode, the tools a `find_tools`
+    /// call found. A change is announced with
+    /// `notifications/tools/list_changed` (before the result, so the client
+    /// can list again as soon as it reads it).
+    async fn reveal(&self, cx: &RequestContext<RoleServer>, name: &str, obs: &Observation) {
+        let mut found: Vec<String> = Vec::new();
+        if self.state.lazy && name == crate::discovery::TOOL_NAME {
+            if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
+                found.extend(
+                    tools
+                        .iter()
+                        .filter_map(|t| t["name"].as_str().map(String::from)),
+                );
+            }
+        }
+        if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
+            found.push(crate::artifact::TOOL_NAME.to_string());
+        }
+        let added = {
+            let mut revealed = self.revealed.lock().unwrap_or_else(|e| e.into_inner());
+            let before = revealed.len();
+            revealed.extend(found);
+            revealed.len() > before
+        };
+        if added {
+            let _ = cx.peer.notify_tool_list_changed().await;
+        }
+    }
+
     /// Whether stderr lines of a call go out as `notifications/message`.
     fn logs_enabled(&self, cx: &RequestContext<RoleServer>) -> bool {
         if let Some(level) = cx.meta.log_level() {
@@ -190,6 +243,21 @@ impl McpServer {
             None => true,
         }
     }
+}
+
+/// Whether `name` is the host's own `artifact_view` on this host: it spills
+/// and no plugin tool of that name shadows it.
+fn is_host_artifact_tool(host: &crate::pipeline::Host, name: &str) -> bool {
+    name == crate::artifact::TOOL_NAME
+        && host.artifacts().is_some()
+        && host.catalog().get(name).is_none()
+}
+
+/// Whether `name` is one of the host's own tools that `Host::run` serves
+/// (`artifact_view`, `find_tools`) and no plugin tool shadows.
+fn is_host_tool(host: &crate::pipeline::Host, name: &str) -> bool {
+    is_host_artifact_tool(host, name)
+        || (name == crate::discovery::TOOL_NAME && host.catalog().get(name).is_none())
 }
 
 fn is_stateless(cx: &RequestContext<RoleServer>) -> bool {
@@ -275,11 +343,15 @@ impl McpServer {
         scope: &SessionScope,
         name: &str,
     ) -> Result<ParsedCall, ErrorData> {
-        let Some(tool) = generation
+        let tool = generation
             .host
             .catalog()
             .get(name)
-            .filter(|_| scope.allows(name))
+            .filter(|_| scope.allows(name));
+        let host_tool = tool.is_none() && is_host_tool(&generation.host, name);
+        let Some(budget) = tool
+            .map(|t| t.descriptor.default_timeout_ms)
+            .or(host_tool.then_some(0))
         else {
             if let Some(p) = generation.host.catalog().refusal(name) {
                 return Err(ErrorData::invalid_params(
@@ -297,7 +369,7 @@ impl McpServer {
             .defaults
             .timeout_ms
             .map(Duration::from_millis)
-            .unwrap_or(match tool.descriptor.default_timeout_ms {
+            .unwrap_or(match budget {
                 0 => Limits::default().timeout,
                 ms => Duration::from_millis(ms.into()),
             });
@@ -509,9 +581,10 @@ fn next_heartbeat(previous: Duration) -> Duration {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        let capabilities: ServerCapabilities =
-            serde_json::from_value(json!({"tools": {"listChanged": true}, "logging": {}}))
-                .expect("static capabilities");
+        let capabilities: ServerCapabilities = serde_json::from_value(
+            json!({"tools": {"listChanged": true}, "logging": {}, "resources": {}}),
+        )
+        .expect("static capabilities");
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -531,12 +604,32 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let scope = self.scope(&cx)?;
         let generation = self.state.current();
+        let revealed = self
+            .revealed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut visible: Vec<(String, &Value)> = generation
             .tools
             .iter()
             .filter(|(name, _)| scope.allows(name))
+            .filter(|(name, _)| !self.state.lazy || revealed.contains(name))
             .map(|(name, def)| (name.clone(), def))
             .collect();
+        // Lazy mode: `find_tools` first of all.
+        let find_def;
+        if self.state.lazy
+            && generation
+                .host
+                .catalog()
+                .get(crate::discovery::TOOL_NAME)
+                .is_none()
+        {
+            find_def = crate::discovery::tool_definition();
+            let name = crate::discovery::TOOL_NAME;
+            let at = visible.partition_point(|(n, _)| n.as_str() < name);
+            visible.insert(at, (name.to_string(), &find_def));
+        }
         // The host's own `delegate` tool (it shadows a plugin's of that name).
         let delegate_def;
         if scope.may_delegate() {
@@ -545,6 +638,17 @@ impl ServerHandler for McpServer {
             visible.retain(|(n, _)| n != name);
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &delegate_def));
+        }
+        // The host's own `artifact_view`, once a result of this session
+        // spilled (until then it would only cost every turn tokens).
+        let artifact_def;
+        if is_host_artifact_tool(&generation.host, crate::artifact::TOOL_NAME)
+            && revealed.contains(crate::artifact::TOOL_NAME)
+        {
+            artifact_def = crate::artifact::tool_definition();
+            let name = crate::artifact::TOOL_NAME;
+            let at = visible.partition_point(|(n, _)| n.as_str() < name);
+            visible.insert(at, (name.to_string(), &artifact_def));
         }
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = listing::page(&visible, cursor, self.state.page_size)
@@ -599,6 +703,7 @@ impl ServerHandler for McpServer {
         let obs = self
             .execute(&cx, generation, scope, name.clone(), arguments, parsed)
             .await?;
+        self.reveal(&cx, &name, &obs).await;
         self.finish(&cx, &name, obs).await
     }
 
@@ -611,6 +716,59 @@ impl ServerHandler for McpServer {
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()?;
         generation.parsed[i].clone()
+    }
+
+    /// `resources/read` of a spilled result (`toolhost://artifacts/<id>`,
+    /// the `resource_link` of its call): the whole output, to the token
+    /// that made the call and no other.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let scope = self.scope(&cx)?;
+        let generation = self.state.current();
+        let uri = request.uri;
+        let not_found =
+            |why: String| ErrorData::resource_not_found(why, Some(json!({ "uri": uri.clone() })));
+        let Some(store) = generation.host.artifacts() else {
+            return Err(not_found(format!("no resource `{uri}`")));
+        };
+        let Some(id) = crate::artifact::id_of_uri(&uri) else {
+            return Err(not_found(format!(
+                "no resource `{uri}`: this server serves only {}<id> of spilled results",
+                crate::artifact::URI_PREFIX
+            )));
+        };
+        if let Err(e) = scope.session.check_live(generation.host.budgets()) {
+            return Err(ErrorData::invalid_request(e.message.clone(), None));
+        }
+        let owner = scope.session.grant().binding_hex();
+        let artifact = store.read(id, &owner).map_err(|e| match e {
+            crate::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
+                e.to_string(),
+                Some(json!({"uri": uri.clone(), "code": "denied"})),
+            ),
+            crate::artifact::ArtifactError::Io { .. } => {
+                ErrorData::internal_error(e.to_string(), None)
+            }
+            _ => not_found(e.to_string()),
+        })?;
+        let text = String::from_utf8(artifact.content)
+            .map_err(|_| ErrorData::internal_error("the artifact is not UTF-8", None))?;
+        let mut result = ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
+            uri: uri.clone(),
+            mime_type: Some("application/json".into()),
+            text,
+            meta: None,
+        }]);
+        if is_stateless(&cx) {
+            // One token's data: cached by that client only, and only while
+            // the artifact is kept.
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
+        Ok(result.into())
     }
 
     async fn set_level(

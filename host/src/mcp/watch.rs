@@ -147,7 +147,13 @@ pub(super) fn spawn(
                     }
                 }
                 log!("toolhost: {} changed; reloading the plugins", dir.display());
-                let next = load(&sandbox, &plugins, state.records.as_ref(), &state.recorder);
+                let next = load(
+                    &sandbox,
+                    &plugins,
+                    state.records.as_ref(),
+                    &state.recorder,
+                    state.artifacts.as_ref(),
+                );
                 let count = next.tools.len();
                 if state.install(next) {
                     log!("toolhost: {count} tools now; notifying clients");

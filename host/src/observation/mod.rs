@@ -65,6 +65,7 @@ mod render;
 
 pub use error::{is_json_pointer, is_valid_code, tool_details, ErrorCode, ErrorInfo, Retry};
 pub use hygiene::{guest_text, strip_control};
+pub(crate) use render::clip_bounds;
 pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 use render::{
     clip_short, render_error_paragraph, render_json, render_plugin_text, wrap_untrusted,
@@ -139,6 +140,25 @@ pub struct Truncation {
     pub omitted_bytes: u64,
     /// How to see the part left out.
     pub hint: String,
+    /// For a result spilled because it was over the call's output limit
+    /// (see [`Observation::spilled`]): the id of the artifact that holds
+    /// the whole output; `null` when only the text was clipped.
+    #[serde(default)]
+    pub artifact: Option<String>,
+    /// The call that returns the next part left out; `null` when nothing
+    /// can be fetched (only the text was clipped: the output is whole) or
+    /// nothing is left.
+    #[serde(default)]
+    pub follow_up: Option<FollowUp>,
+}
+
+/// A call that fetches what an observation left out: a tool and its
+/// arguments, ready to send as they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FollowUp {
+    pub tool: String,
+    pub arguments: Value,
 }
 
 /// The call's side-effect facts.
@@ -381,6 +401,70 @@ impl Observation {
         self.plugin_text.as_deref()
     }
 
+    /// Turns an `ok` observation whose output was over the call's output
+    /// limit into a spilled one: the whole output (compact JSON, already
+    /// redacted) is `content`, kept by the host as `artifact`; `output`
+    /// becomes `null` and `text` a head and tail of `content` within
+    /// `max_text_bytes`, with the marker and where to read on. `truncated`
+    /// names the artifact and the `follow_up` call (`tool` with
+    /// `{"artifact", "offset"}`, `offset` being the first byte not in the
+    /// head). No-op for any other status.
+    #[must_use]
+    pub fn spilled(
+        mut self,
+        content: &str,
+        artifact: &str,
+        tool: &str,
+        max_text_bytes: usize,
+    ) -> Observation {
+        if self.status != Status::Ok || self.error.is_some() {
+            return self;
+        }
+        let total = content.len();
+        let header = format!(
+            "[the output is {total} bytes, over this call's output limit: kept as artifact {artifact}; head and tail below, the rest with {tool}]\n"
+        );
+        let markers = if self.untrusted {
+            UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len() + 2
+        } else {
+            0
+        };
+        let budget = max_text_bytes
+            .saturating_sub(header.len() + markers)
+            .max(64);
+        let (body, head_end, kept) = match clip_bounds(content, budget) {
+            Some((head_end, tail_start)) => {
+                let (text, _) = clip_head_tail(content, budget);
+                (text, head_end, head_end + (total - tail_start))
+            }
+            None => (content.to_owned(), total, total),
+        };
+        let mut text = header;
+        text.push_str(&body);
+        self.text = if self.untrusted {
+            wrap_untrusted("", &text)
+        } else {
+            text
+        };
+        self.output = None;
+        self.plugin_text = None;
+        let next = head_end.min(total);
+        self.truncated = Some(Truncation {
+            original_bytes: total as u64,
+            kept_bytes: kept as u64,
+            omitted_bytes: (total - kept) as u64,
+            hint: format!(
+                "the whole output is artifact {artifact}: call {tool} with the follow_up arguments, then each window's own follow_up until none is left"
+            ),
+            artifact: Some(artifact.to_owned()),
+            follow_up: Some(FollowUp {
+                tool: tool.to_owned(),
+                arguments: serde_json::json!({"artifact": artifact, "offset": next}),
+            }),
+        });
+        self
+    }
+
     /// A call that did part of its work: `output` holds what was done,
     /// `error` what was not. `text` leads with the error paragraph, then the
     /// output JSON, within `max_text_bytes` (the paragraph itself is never
@@ -610,6 +694,10 @@ impl Observation {
                 self.text = wrap_untrusted(&head, &json);
             }
             (None, Some(error)) if error.host_code().is_none() => {
+                self.text = wrap_untrusted("", &self.text);
+            }
+            // A spilled result: its head and tail quote the content.
+            (None, None) if self.status == Status::Ok => {
                 self.text = wrap_untrusted("", &self.text);
             }
             _ => {}

@@ -286,28 +286,9 @@ pub(super) fn decimal_digits(mut n: usize) -> usize {
 /// Returns `None` as truncation when `s` already fits (and is returned as is).
 pub fn clip_head_tail(s: &str, max_bytes: usize) -> (String, Option<Truncation>) {
     let len = s.len();
-    if len <= max_bytes {
+    let Some((head_end, tail_start)) = clip_bounds(s, max_bytes) else {
         return (s.to_owned(), None);
-    }
-    let budget = max_bytes.saturating_sub(MARKER_FIXED_BYTES + decimal_digits(len));
-    let head_budget = budget / 2;
-    let tail_budget = budget - head_budget;
-
-    let mut head_end = floor_boundary(s, head_budget);
-    if let Some(nl) = s[..head_end].rfind('\n') {
-        if nl + 1 >= head_end - head_end / 4 {
-            head_end = nl + 1;
-        }
-    }
-    let mut tail_start = ceil_boundary(s, len - tail_budget);
-    if tail_start < len {
-        if let Some(nl) = s[tail_start..].find('\n') {
-            if nl < (len - tail_start) / 4 {
-                tail_start += nl + 1;
-            }
-        }
-    }
-    let tail_start = tail_start.max(head_end);
+    };
     let omitted = tail_start - head_end;
     let head = &s[..head_end];
     let tail = &s[tail_start..];
@@ -330,8 +311,39 @@ pub fn clip_head_tail(s: &str, max_bytes: usize) -> (String, Option<Truncation>)
         kept_bytes: (len - omitted) as u64,
         omitted_bytes: omitted as u64,
         hint: DEFAULT_TRUNCATION_HINT.to_owned(),
+        artifact: None,
+        follow_up: None,
     };
     (out, Some(truncation))
+}
+
+/// Where [`clip_head_tail`] cuts `s` for `max_bytes`: the end of the head
+/// and the start of the tail (both on char boundaries, `head_end <=
+/// tail_start`), or `None` when `s` fits whole.
+pub(crate) fn clip_bounds(s: &str, max_bytes: usize) -> Option<(usize, usize)> {
+    let len = s.len();
+    if len <= max_bytes {
+        return None;
+    }
+    let budget = max_bytes.saturating_sub(MARKER_FIXED_BYTES + decimal_digits(len));
+    let head_budget = budget / 2;
+    let tail_budget = budget - head_budget;
+
+    let mut head_end = floor_boundary(s, head_budget);
+    if let Some(nl) = s[..head_end].rfind('\n') {
+        if nl + 1 >= head_end - head_end / 4 {
+            head_end = nl + 1;
+        }
+    }
+    let mut tail_start = ceil_boundary(s, len - tail_budget);
+    if tail_start < len {
+        if let Some(nl) = s[tail_start..].find('\n') {
+            if nl < (len - tail_start) / 4 {
+                tail_start += nl + 1;
+            }
+        }
+    }
+    Some((head_end, tail_start.max(head_end)))
 }
 
 /// Clips a short string to `max_bytes` on a char boundary, ending it with `…`

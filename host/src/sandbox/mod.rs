@@ -163,8 +163,13 @@ pub struct Limits {
     pub timeout: Duration,
     /// Linear memory across all memories; refusal → `memory_exhausted`.
     pub memory_bytes: usize,
-    /// Largest output JSON; beyond it → `output_too_large`.
+    /// Largest output JSON handed back as the call's output.
     pub max_output_bytes: usize,
+    /// Largest output JSON handed back at all: an output between
+    /// `max_output_bytes` and this is returned for the host to spill to an
+    /// artifact ([`crate::artifact`]); beyond both → `output_too_large`.
+    /// 0 (the default): no spill.
+    pub spill_output_bytes: usize,
     /// Bytes of stdout and of stderr kept (the rest is counted).
     pub max_log_bytes: usize,
 }
@@ -176,6 +181,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             memory_bytes: 256 << 20,
             max_output_bytes: 1 << 20,
+            spill_output_bytes: 0,
             max_log_bytes: 16 * 1024,
         }
     }
@@ -609,6 +615,7 @@ impl Plugin {
             timeout: DESCRIBE_TIMEOUT,
             memory_bytes: 256 << 20,
             max_output_bytes: MAX_DESCRIPTOR_BYTES,
+            spill_output_bytes: 0,
             max_log_bytes: 4096,
         };
         let deadline = Instant::now() + limits.timeout;
@@ -835,7 +842,12 @@ fn within_limit(
     usage: &mut Usage,
 ) -> Result<Result<String, ToolError>, Failure> {
     usage.output_bytes = json.len() as u64;
-    if json.len() > req.limits.max_output_bytes {
+    if json.len()
+        > req
+            .limits
+            .max_output_bytes
+            .max(req.limits.spill_output_bytes)
+    {
         Err(Failure::OutputTooLarge { bytes: json.len() })
     } else {
         Ok(Ok(json))

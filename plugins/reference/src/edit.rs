@@ -14,13 +14,13 @@ use crate::text::{
 };
 
 const DESCRIPTION: &str = "\
-Replaces exact text in one existing UTF-8 file, written atomically; the rest stays byte for byte.
-Use it to change text you have viewed: copy old_str exactly, with enough context to occur once \
-(or set allow_multiple). Not for creating or deleting files.
-Reversible, one file, not idempotent: pass expected_sha256 so a retry fails with conflict \
-instead of editing twice. The result (under 1 KiB) has the new sha256.
-Errors: not_found, is_directory, is_symlink, no_match, multiple_matches (add context), \
-conflict, not_text, file_too_large, permission_denied, io_error, invalid_path.";
+Replaces exact text in an existing UTF-8 file, atomically; nothing else changes.
+Use it on text you have viewed: copy old_str exactly, with context enough to occur once. Not \
+for creating or deleting files.
+Reversible, not idempotent: pass expected_sha256 so a retry fails with conflict. Returns the \
+new sha256 (under 1 KiB).
+Errors: no_match, multiple_matches (add context), conflict (view again), not_text, \
+file_too_large, not_found, is_directory, is_symlink, permission_denied.";
 
 /// Arguments of `file_edit`.
 #[derive(Debug, Deserialize, JsonSchema)]

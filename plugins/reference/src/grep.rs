@@ -28,13 +28,12 @@ const CACHE_TAG: &str = "CACHEDIR.TAG";
 const CURSOR_PREFIX: &str = "g1";
 
 const DESCRIPTION: &str = "\
-Finds the lines matching a regex (Rust syntax, per line; (?i) ignores case) in the text files \
-under a workspace path, as path:line rows ordered by path and line, a page at a time.
-Use it to find definitions or uses before viewing or editing. Not for reading a file (file_view).
-Read-only. Skips .git, cache directories, binary and over-4-MiB files; stops after 20000 files \
-or 256 MiB (truncated). At most 200 matches a page; pass next_cursor for the next.
-Errors: invalid_regex, invalid_glob, invalid_cursor, not_found, permission_denied, io_error, \
-invalid_path.";
+Finds lines matching a Rust regex ((?i): any case) in the text files under a path, up to 200 \
+a page (next_cursor: the next).
+Use it to locate code; not to read a file (file_view).
+Read-only. Skips .git, caches, binary and over-4-MiB files; stops at 20000 files or 256 MiB \
+(truncated).
+Errors: invalid_regex, invalid_glob, invalid_cursor, not_found, permission_denied.";
 
 /// Arguments of `grep_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -46,7 +45,7 @@ pub struct GrepArgs {
     /// Workspace-relative file or directory (`.`: all).
     #[schemars(length(min = 1, max = 1024), extend("x-toolhost-path" = "read"))]
     pub path: String,
-    /// File filter, e.g. `*.rs` or `src/**/*.toml`.
+    /// Glob filter, e.g. `src/**/*.rs`.
     #[schemars(length(min = 1, max = 256))]
     pub glob: Option<String>,
     /// Matches per page.

@@ -16,11 +16,10 @@ use toolhost_sdk::exec::Program;
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 const DESCRIPTION: &str = "\
-Runs one program with arguments (argv, no shell) in an OS sandbox: exit code and output.
+Runs one program (argv, no shell) in an OS sandbox: exit code and output.
 For builds and tests (cargo test, pytest, make). Only programs the caller granted run (sh -c \
-needs sh). It sees only the granted workspace paths, no network, a private /tmp.
-A non-zero exit is a success with that exit_code. Output clipped head and tail, omitted bytes \
-counted. Reversible; read-only when nothing is writable.
+needs sh); it sees only the granted workspace paths, no network, a private /tmp.
+A non-zero exit is a success with that exit_code. Output clipped head and tail.
 Errors: denied, exec_unavailable, invalid_command.";
 
 /// Most arguments in `argv`.
@@ -30,8 +29,8 @@ const MAX_ARGS: usize = 256;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
-    /// Program then its arguments, e.g. ["cargo", "test", "--quiet"]. No
-    /// shell: quoting, pipes and globs are not interpreted.
+    /// Program then its arguments, e.g. ["cargo", "test"]; no shell
+    /// interprets them.
     #[schemars(length(min = 1, max = 256), inner(length(min = 1, max = 4096)))]
     pub argv: Vec<String>,
     /// Working directory, relative to the workspace root.

@@ -1,0 +1,671 @@
+//! Artifacts: whole results kept by the host when they were too large to
+//! hand back, and the host's `artifact_view` tool that reads them back in
+//! windows.
+//!
+//! A call whose output JSON is over its output limit is not a failure: the
+//! pipeline keeps the whole output (compact JSON, secrets already redacted)
+//! here and answers `ok` with a head and tail of it and a
+//! `truncated.follow_up` call ([`crate::observation::Observation::spilled`]).
+//! Each artifact is
+//!
+//! - **host-owned**: a file in a directory only the host writes (created
+//!   0700, files 0600), named by a random 128-bit id that is checked to be
+//!   32 hex digits before it touches a path;
+//! - **owned by one token**: its metadata holds the SHA-256 of the binding
+//!   of the capability token the call ran under
+//!   ([`crate::capability::Grant::binding_hex`]); a read under any other
+//!   token (an attenuation of it included) is `denied`;
+//! - **kept for a retention period** ([`Artifacts::open`]): expiry is
+//!   checked on every read, and expired artifacts are removed when a new
+//!   one is written (at most once a minute).
+//!
+//! [`view`] is the `artifact_view` tool: `{"artifact", "offset"?,
+//! "length"?}` returns the bytes `offset..offset+length` (cut on a UTF-8
+//! boundary) as `content`, with `total_bytes` and `has_more`; while bytes
+//! are left, its `truncated.follow_up` names the next window, so following
+//! follow-ups from a spill reads the whole output. Over MCP the same
+//! artifact is a resource (`toolhost://artifacts/<id>`, [`uri`]) that
+//! `resources/read` serves whole to the token that produced it.
+
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::descriptor::SideEffect;
+use crate::observation::{ErrorCode, ErrorInfo, FollowUp, Observation, Source, Truncation};
+
+/// The host's tool that reads an artifact back.
+pub const TOOL_NAME: &str = "artifact_view";
+
+/// Default window of `artifact_view`, in bytes.
+pub const DEFAULT_WINDOW_BYTES: usize = 8 * 1024;
+
+/// Largest window of `artifact_view`, in bytes: within the default text
+/// budget with the header and the untrusted-data lines.
+pub const MAX_WINDOW_BYTES: usize = 12 * 1024;
+
+/// Default retention of an artifact.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
+
+/// The owner recorded for a prepared call that carries no token binding
+/// (every call runs under a token, so this is only a safe default): no
+/// session's token binding is ever this, so no caller can read them.
+pub const NO_TOKEN: &str = "-";
+
+/// URI scheme and authority of artifacts offered as MCP resources.
+pub const URI_PREFIX: &str = "toolhost://artifacts/";
+
+/// Why an artifact could not be kept or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The id is not one the host could have made.
+    #[error("`{0}` is not an artifact id (32 lowercase hex digits)")]
+    BadId(String),
+    /// No such artifact, or its retention period is over.
+    #[error("no artifact `{0}` (it never existed or its retention period is over)")]
+    NotFound(String),
+    /// The artifact belongs to the calls of another token.
+    #[error(
+        "artifact `{0}` was produced under another capability token; only that token may read it"
+    )]
+    NotOwner(String),
+    /// The store's directory or files failed.
+    #[error("artifact store {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the host knows of an artifact besides its bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Meta {
+    /// Hex SHA-256 of the owner's token binding.
+    owner_sha256: String,
+    /// Unix seconds after which it is gone.
+    expires_at: u64,
+    /// The tool whose output it is.
+    tool: String,
+    bytes: u64,
+    /// Where its content came from (the spilled call's provenance).
+    provenance: Vec<Source>,
+}
+
+/// An artifact read whole.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub id: String,
+    pub tool: String,
+    pub content: Vec<u8>,
+    pub provenance: Vec<Source>,
+}
+
+/// The host's artifact directory and retention period.
+#[derive(Debug)]
+pub struct Artifacts {
+    dir: PathBuf,
+    retention: Duration,
+    /// Unix seconds of the last sweep of expired artifacts.
+    swept: AtomicU64,
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> ArtifactError {
+    ArtifactError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn owner_hash(owner: &str) -> String {
+    hex::encode(Sha256::digest(owner.as_bytes()))
+}
+
+/// Whether `id` has the form of an id the host makes.
+fn valid_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The MCP resource URI of an artifact.
+pub fn uri(id: &str) -> String {
+    format!("{URI_PREFIX}{id}")
+}
+
+/// The artifact id a resource URI names, if it names one.
+pub fn id_of_uri(uri: &str) -> Option<&str> {
+    uri.strip_prefix(URI_PREFIX).filter(|id| valid_id(id))
+}
+
+impl Artifacts {
+    /// The store in `dir` (created owner-only if missing), keeping each
+    /// artifact for `retention`.
+    pub fn open(dir: &Path, retention: Duration) -> Result<Artifacts, ArtifactError> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| io_err(dir, e))?;
+        Ok(Artifacts {
+            dir: dir.to_path_buf(),
+            retention,
+            swept: AtomicU64::new(0),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    fn paths(&self, id: &str) -> (PathBuf, PathBuf) {
+        (
+            self.dir.join(format!("{id}.json")),
+            self.dir.join(format!("{id}.meta")),
+        )
+    }
+
+    /// Keeps `content` (the output of `tool`) for the token whose binding
+    /// is `owner`; returns its id.
+    pub fn put(
+        &self,
+        owner: &str,
+        tool: &str,
+        content: &[u8],
+        provenance: &[Source],
+    ) -> Result<String, ArtifactError> {
+        self.sweep_now_and_then();
+        let mut raw = [0u8; 16];
+        getrandom::fill(&mut raw)
+            .map_err(|e| io_err(&self.dir, std::io::Error::other(e.to_string())))?;
+        let id = hex::encode(raw);
+        let (data, meta_path) = self.paths(&id);
+        let meta = Meta {
+            owner_sha256: owner_hash(owner),
+            expires_at: now_secs().saturating_add(self.retention.as_secs()),
+            tool: tool.to_owned(),
+            bytes: content.len() as u64,
+            provenance: provenance.to_vec(),
+        };
+        let meta = serde_json::to_vec(&meta).map_err(|e| io_err(&meta_path, e.into()))?;
+        // The content first: whoever finds the metadata finds the content.
+        write_new(&data, content)?;
+        write_new(&meta_path, &meta)?;
+        Ok(id)
+    }
+
+    /// The metadata of `id`, when it exists, is not expired and belongs to
+    /// `owner`.
+    fn meta(&self, id: &str, owner: &str) -> Result<Meta, ArtifactError> {
+        if !valid_id(id) {
+            return Err(ArtifactError::BadId(
+                crate::text::clip_bytes(id, 64).to_string(),
+            ));
+        }
+        let (data, meta_path) = self.paths(id);
+        let raw = match fs::read(&meta_path) {
+            Ok(raw) => raw,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ArtifactError::NotFound(id.to_owned()))
+            }
+            Err(e) => return Err(io_err(&meta_path, e)),
+        };
+        let meta: Meta = serde_json::from_slice(&raw).map_err(|e| io_err(&meta_path, e.into()))?;
+        if meta.expires_at <= now_secs() {
+            let _ = fs::remove_file(&meta_path);
+            let _ = fs::remove_file(&data);
+            return Err(ArtifactError::NotFound(id.to_owned()));
+        }
+        let mine = owner_hash(owner);
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(
+            mine.as_bytes(),
+            meta.owner_sha256.as_bytes(),
+        )) {
+            return Err(ArtifactError::NotOwner(id.to_owned()));
+        }
+        Ok(meta)
+    }
+
+    /// The whole artifact `id`, for `owner` only.
+    pub fn read(&self, id: &str, owner: &str) -> Result<Artifact, ArtifactError> {
+        let meta = self.meta(id, owner)?;
+        let (data, _) = self.paths(id);
+        let content = fs::read(&data).map_err(|e| io_err(&data, e))?;
+        Ok(Artifact {
+            id: id.to_owned(),
+            tool: meta.tool,
+            content,
+            provenance: meta.provenance,
+        })
+    }
+
+    /// Bytes `offset..offset+len` of `id` (clamped to its size), its total
+    /// size and provenance, for `owner` only.
+    fn read_range(
+        &self,
+        id: &str,
+        owner: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<(Vec<u8>, u64, Vec<Source>), ArtifactError> {
+        let meta = self.meta(id, owner)?;
+        let (data, _) = self.paths(id);
+        let mut f = fs::File::open(&data).map_err(|e| io_err(&data, e))?;
+        let total = meta.bytes;
+        let start = offset.min(total);
+        // Three bytes more than asked, to end the window on a char boundary.
+        let want = (len as u64 + 3).min(total - start);
+        f.seek(SeekFrom::Start(start))
+            .map_err(|e| io_err(&data, e))?;
+        let mut buf = Vec::with_capacity(want as usize);
+        f.take(want)
+            .read_to_end(&mut buf)
+            .map_err(|e| io_err(&data, e))?;
+        Ok((buf, total, meta.provenance))
+    }
+
+    /// Removes expired artifacts, at most once a minute.
+    fn sweep_now_and_then(&self) {
+        let now = now_secs();
+        let last = self.swept.load(Ordering::Relaxed);
+        if now < last.saturating_add(60)
+            || self
+                .swept
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        self.sweep();
+    }
+
+    /// Removes every expired artifact now.
+    pub fn sweep(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = now_secs();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".meta")) else {
+                continue;
+            };
+            if !valid_id(id) {
+                continue;
+            }
+            let expired = fs::read(entry.path())
+                .ok()
+                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok())
+                .is_none_or(|m| m.expires_at <= now);
+            if expired {
+                let (data, meta) = self.paths(id);
+                let _ = fs::remove_file(meta);
+                let _ = fs::remove_file(data);
+            }
+        }
+    }
+}
+
+/// Writes a new owner-only file whole (a temporary name, then a rename).
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| io_err(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+}
+
+/// The arguments of `artifact_view`, checked.
+struct ViewArgs {
+    artifact: String,
+    offset: u64,
+    length: usize,
+}
+
+fn bad(field: &str, expected: &str, actual: &Value, message: String) -> Box<ErrorInfo> {
+    Box::new(
+        ErrorCode::InvalidArguments
+            .info(message)
+            .with_field(field.to_string())
+            .with_expected(expected.to_string())
+            .with_actual(crate::text::clip_bytes(&actual.to_string(), 128).to_string()),
+    )
+}
+
+fn parse_args(args: &str) -> Result<ViewArgs, Box<ErrorInfo>> {
+    let value = crate::json::parse_strict(args).map_err(|e| {
+        let info = ErrorCode::InvalidJson.info(e.to_string());
+        Box::new(match &e.pointer {
+            Some(p) => info.with_field(p.clone()),
+            None => info,
+        })
+    })?;
+    let Value::Object(map) = &value else {
+        return Err(bad(
+            "",
+            "an object {\"artifact\", \"offset\"?, \"length\"?}",
+            &value,
+            "the arguments must be an object".into(),
+        ));
+    };
+    if let Some(k) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "artifact" | "offset" | "length"))
+    {
+        return Err(bad(
+            &format!("/{k}"),
+            "only artifact, offset, length",
+            &Value::String(k.clone()),
+            format!("unknown argument `{k}`"),
+        ));
+    }
+    let artifact = match map.get("artifact") {
+        Some(Value::String(s)) => s.clone(),
+        other => {
+            return Err(bad(
+                "/artifact",
+                "the artifact id from truncated.artifact (a string)",
+                other.unwrap_or(&Value::Null),
+                "`artifact` is required: the id from the spilled result's truncated.artifact"
+                    .into(),
+            ))
+        }
+    };
+    let offset = match map.get("offset") {
+        None => 0,
+        Some(v) => v.as_u64().ok_or_else(|| {
+            bad(
+                "/offset",
+                "an integer ≥ 0 (a byte offset)",
+                v,
+                "`offset` must be an integer ≥ 0".into(),
+            )
+        })?,
+    };
+    let length = match map.get("length") {
+        None => DEFAULT_WINDOW_BYTES,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_WINDOW_BYTES as u64).contains(&n) => n as usize,
+            _ => {
+                return Err(bad(
+                    "/length",
+                    &format!("an integer 1..={MAX_WINDOW_BYTES}"),
+                    v,
+                    format!("`length` must be an integer from 1 to {MAX_WINDOW_BYTES}"),
+                ))
+            }
+        },
+    };
+    Ok(ViewArgs {
+        artifact,
+        offset,
+        length,
+    })
+}
+
+/// The window of `buf` (which starts at a char boundary of the artifact)
+/// that ends on a char boundary at or before `len`, or just after the
+/// first char when that char alone is longer.
+fn window(buf: &[u8], len: usize) -> Result<&str, std::str::Utf8Error> {
+    let mut end = len.min(buf.len());
+    while end > 0 && end < buf.len() && (buf[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    if end == 0 && !buf.is_empty() {
+        end = 1;
+        while end < buf.len() && (buf[end] & 0xC0) == 0x80 {
+            end += 1;
+        }
+    }
+    std::str::from_utf8(&buf[..end])
+}
+
+/// The `artifact_view` tool: a window of an artifact for the token whose
+/// binding is `owner`, as an observation.
+pub fn view(
+    store: &Artifacts,
+    owner: &str,
+    args: &str,
+    call_id: &str,
+    max_text_bytes: usize,
+) -> Observation {
+    let fail =
+        |info: ErrorInfo| Observation::failure(call_id, TOOL_NAME, SideEffect::ReadOnly, info);
+    let a = match parse_args(args) {
+        Ok(a) => a,
+        Err(info) => return fail(*info),
+    };
+    let (buf, total, provenance) = match store.read_range(&a.artifact, owner, a.offset, a.length) {
+        Ok(r) => r,
+        Err(e @ ArtifactError::NotOwner(_)) => {
+            return fail(ErrorCode::Denied.info(e.to_string()));
+        }
+        Err(e @ (ArtifactError::BadId(_) | ArtifactError::NotFound(_))) => {
+            let actual = Value::String(a.artifact.clone());
+            return fail(*bad(
+                "/artifact",
+                "the id of an artifact this token produced, within its retention period",
+                &actual,
+                e.to_string(),
+            ));
+        }
+        Err(e) => return fail(ErrorCode::Internal.info(e.to_string())),
+    };
+    if a.offset > total {
+        return fail(*bad(
+            "/offset",
+            &format!("at most {total} (the artifact's size)"),
+            &json!(a.offset),
+            format!(
+                "`offset` {} is past the end of the artifact ({total} bytes)",
+                a.offset
+            ),
+        ));
+    }
+    let content = match window(&buf, a.length) {
+        Ok(c) => c,
+        Err(_) => {
+            return fail(*bad(
+                "/offset",
+                "an offset on a character boundary (as follow_up gives it)",
+                &json!(a.offset),
+                format!("`offset` {} is inside a UTF-8 character", a.offset),
+            ))
+        }
+    };
+    let next = a.offset + content.len() as u64;
+    let has_more = next < total;
+    let output = json!({
+        "artifact": a.artifact,
+        "offset": a.offset,
+        "length": content.len(),
+        "total_bytes": total,
+        "content": content,
+        "has_more": has_more,
+    });
+    let header = format!(
+        "artifact {} bytes {}-{} of {total}{}\n",
+        a.artifact,
+        a.offset,
+        next,
+        if has_more { ", more after" } else { ", end" }
+    );
+    let text = format!("{header}{content}");
+    let obs = Observation::ok(
+        call_id,
+        TOOL_NAME,
+        SideEffect::ReadOnly,
+        output,
+        max_text_bytes,
+    )
+    .with_plugin_text(&text, max_text_bytes.max(text.len()));
+    let mut obs = obs.with_provenance(provenance, usize::MAX);
+    obs.truncated = has_more.then(|| Truncation {
+        original_bytes: total,
+        kept_bytes: content.len() as u64,
+        omitted_bytes: total - content.len() as u64,
+        hint: format!(
+            "bytes {next}..{total} are left: call {TOOL_NAME} with the follow_up arguments"
+        ),
+        artifact: Some(a.artifact.clone()),
+        follow_up: Some(FollowUp {
+            tool: TOOL_NAME.to_owned(),
+            arguments: json!({"artifact": a.artifact, "offset": next, "length": a.length}),
+        }),
+    });
+    obs
+}
+
+/// The published definition of `artifact_view` (MCP `tools/list`).
+pub fn tool_definition() -> Value {
+    json!({
+        "name": TOOL_NAME,
+        "title": "View a spilled result",
+        "description": "Read a result that was too large to return: when a call's truncated.artifact is set, call this with its truncated.follow_up arguments, then with each window's own follow_up until none is left. Read-only; returns up to `length` bytes (default 8192) of the result's JSON as `content`. Only the token that made the call can read it, until it expires.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "artifact": {"type": "string", "description": "truncated.artifact of the spilled result"},
+                "offset": {"type": "integer", "minimum": 0, "description": "first byte to return (default 0)"},
+                "length": {"type": "integer", "minimum": 1, "maximum": MAX_WINDOW_BYTES, "description": "bytes to return (default 8192)"}
+            },
+            "required": ["artifact"],
+            "additionalProperties": false
+        },
+        "annotations": {
+            "title": "View a spilled result",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": false
+        },
+        "_meta": {"dev.toolhost/side_effect": "read-only"}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Artifacts) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Artifacts::open(&dir.path().join("artifacts"), DEFAULT_RETENTION).unwrap();
+        (dir, s)
+    }
+
+    /// Follows follow-ups from `offset` to the end; returns the bytes read.
+    fn read_all(s: &Artifacts, owner: &str, id: &str, offset: u64, length: usize) -> String {
+        let mut args = json!({"artifact": id, "offset": offset, "length": length});
+        let mut out = String::new();
+        for _ in 0..100_000 {
+            let obs = view(s, owner, &args.to_string(), "c", 16 * 1024);
+            assert!(obs.is_ok(), "{obs:?}");
+            out.push_str(obs.output.as_ref().unwrap()["content"].as_str().unwrap());
+            match obs.truncated.and_then(|t| t.follow_up) {
+                Some(f) => {
+                    assert_eq!(f.tool, TOOL_NAME);
+                    args = f.arguments;
+                }
+                None => return out,
+            }
+        }
+        panic!("follow-ups never ended");
+    }
+
+    #[test]
+    fn windows_reassemble_the_artifact_on_char_boundaries() {
+        let (_d, s) = store();
+        let content: String = (0..600).map(|i| format!("ligne {i} é—🦀\n")).collect();
+        let id = s.put("owner-a", "t", content.as_bytes(), &[]).unwrap();
+        assert!(valid_id(&id));
+        for len in [1, 2, 3, 5, 7, 4096, MAX_WINDOW_BYTES] {
+            assert_eq!(
+                read_all(&s, "owner-a", &id, 0, len),
+                content,
+                "window {len}"
+            );
+        }
+        // The read is owner-only.
+        let obs = view(
+            &s,
+            "owner-b",
+            &json!({"artifact": id}).to_string(),
+            "c",
+            16384,
+        );
+        assert_eq!(obs.status, crate::observation::Status::Denied, "{obs:?}");
+        assert!(s.read(&id, "owner-b").is_err());
+        assert_eq!(s.read(&id, "owner-a").unwrap().content, content.as_bytes());
+    }
+
+    #[test]
+    fn bad_ids_offsets_and_lengths_are_corrections() {
+        let (_d, s) = store();
+        let id = s.put("o", "t", "é".repeat(10).as_bytes(), &[]).unwrap();
+        for (args, field) in [
+            (json!({"artifact": "../../etc/passwd"}), "/artifact"),
+            (json!({"artifact": "0".repeat(32)}), "/artifact"),
+            (json!({"artifact": id, "offset": 1}), "/offset"),
+            (json!({"artifact": id, "offset": 21}), "/offset"),
+            (json!({"artifact": id, "length": 0}), "/length"),
+            (
+                json!({"artifact": id, "length": MAX_WINDOW_BYTES + 1}),
+                "/length",
+            ),
+            (json!({"artifact": id, "extra": 1}), "/extra"),
+            (json!({"offset": 0}), "/artifact"),
+        ] {
+            let obs = view(&s, "o", &args.to_string(), "c", 16384);
+            let e = obs
+                .error
+                .as_ref()
+                .unwrap_or_else(|| panic!("{args}: {obs:?}"));
+            assert_eq!(e.code, "invalid_arguments", "{args}");
+            assert_eq!(e.field.as_deref(), Some(field), "{args}");
+        }
+        let obs = view(&s, "o", r#"{"artifact":"a","artifact":"b"}"#, "c", 16384);
+        assert_eq!(obs.error.unwrap().code, "invalid_json");
+    }
+
+    #[test]
+    fn expired_artifacts_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Artifacts::open(dir.path(), Duration::ZERO).unwrap();
+        let id = s.put("o", "t", b"{}", &[]).unwrap();
+        assert!(matches!(s.read(&id, "o"), Err(ArtifactError::NotFound(_))));
+        assert!(!dir.path().join(format!("{id}.json")).exists());
+        let id = s.put("o", "t", b"{}", &[]).unwrap();
+        s.sweep();
+        assert!(!dir.path().join(format!("{id}.meta")).exists());
+    }
+
+    #[test]
+    fn uris_name_only_artifact_ids() {
+        assert_eq!(
+            id_of_uri(&uri(&"a".repeat(32))),
+            Some("a".repeat(32).as_str())
+        );
+        assert_eq!(id_of_uri("toolhost://artifacts/../x"), None);
+        assert_eq!(id_of_uri("file:///etc/passwd"), None);
+    }
+}

@@ -1,0 +1,494 @@
+//! Tool discovery: a small BM25 index over what each tool says about
+//! itself, so a model can find a tool by describing its task instead of
+//! being sent the whole catalog every turn (issue 19, "lazy discovery").
+//!
+//! Each tool is one document made of its name (split on `_`, `.` and `-`),
+//! title, description, and every input parameter's name and description
+//! (read from its input schema's `properties`, nested ones too), the name
+//! and title weighted up. Words are lowercased, split on anything that is
+//! not a letter or digit, stripped of common English stop words and
+//! lightly stemmed ([`stem`]: plural, `-ing`, `-ed`, `-er`, `-ly`, … and a
+//! few irregular verb forms), so "resizing images" meets `resize_image`,
+//! and mapped through a small table of words tools and tasks use for the
+//! same thing ("unzip" and "extract", "photo" and "image").
+//! Queries go through the same steps and are ranked with Okapi BM25
+//! (k1 = 1.2, b = 0.75). No network, no model.
+//!
+//! ```
+//! use toolhost::discovery::{Doc, Index};
+//! let index = Index::new(vec![
+//!     Doc::new("image.resize", "Resize an image", "Scale a picture to a width and height.", &[]),
+//!     Doc::new("file_view", "View a file", "Read numbered lines of a text file.", &[]),
+//! ]);
+//! let hits = index.search("make a picture smaller", 3);
+//! assert_eq!(hits[0].name, "image.resize");
+//! ```
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// One tool as the index sees it.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub name: String,
+    pub title: String,
+    /// The first sentence of the description: what a search result shows.
+    pub summary: String,
+    terms: Vec<String>,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub name: String,
+    pub title: String,
+    pub summary: String,
+    pub score: f64,
+}
+
+/// How much more a word in the name or title counts than one in the
+/// description.
+const NAME_WEIGHT: usize = 3;
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+impl Doc {
+    /// A document of a tool's name, title, description and parameters
+    /// (`(name, description)` pairs).
+    pub fn new(name: &str, title: &str, description: &str, params: &[(String, String)]) -> Doc {
+        let mut terms = Vec::new();
+        for _ in 0..NAME_WEIGHT {
+            terms.extend(words(name));
+            terms.extend(words(title));
+        }
+        terms.extend(words(description));
+        for (p, d) in params {
+            terms.extend(words(p));
+            terms.extend(words(d));
+        }
+        Doc {
+            name: name.to_owned(),
+            title: title.to_owned(),
+            summary: first_sentence(description),
+            terms,
+        }
+    }
+
+    /// A document from a tool's published parts: its input schema's
+    /// properties (nested objects and array items too) are the parameters.
+    pub fn from_schema(name: &str, title: &str, description: &str, input_schema: &Value) -> Doc {
+        let mut params = Vec::new();
+        collect_params(input_schema, &mut params, 0);
+        Doc::new(name, title, description, &params)
+    }
+}
+
+fn collect_params(schema: &Value, out: &mut Vec<(String, String)>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, v) in props {
+            let d = v.get("description").and_then(Value::as_str).unwrap_or("");
+            out.push((k.clone(), d.to_owned()));
+            collect_params(v, out, depth + 1);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        collect_params(items, out, depth + 1);
+    }
+}
+
+/// The first sentence of `s` (up to 200 bytes).
+fn first_sentence(s: &str) -> String {
+    let end = s.find(". ").map(|i| i + 1).unwrap_or(s.len()).min(200);
+    let mut end = end.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].trim().to_owned()
+}
+
+const STOP: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "at", "from", "is",
+    "are", "be", "it", "its", "this", "that", "as", "i", "me", "my", "we", "our", "you", "your",
+    "want", "need", "please", "can", "could", "would", "should", "some", "all", "any", "into",
+    "out", "about", "which", "what", "how", "do", "does", "use", "when", "not", "no", "if", "then",
+    "than", "so", "one", "get",
+];
+
+/// The index terms of a text: lowercase words, stop words dropped, stemmed.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .map(|w| canonical(stem(&w)))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Words tools and tasks say for the same thing: each group's stems meet
+/// at the first one's (so "unzip the bundle" meets "extract an archive",
+/// "shrink the photo" meets "resize an image").
+const SYNONYMS: &[&[&str]] = &[
+    &["view", "show", "display", "read", "open", "look"],
+    &["search", "find", "grep", "locate", "mention", "contain"],
+    &["delete", "remove", "erase"],
+    &["edit", "change", "modify", "replace", "update"],
+    &["mail", "email"],
+    &["extract", "unzip", "unpack", "decompress", "untar"],
+    &["archive", "zip", "tarball", "compress", "pack"],
+    &["fetch", "download", "request"],
+    &["picture", "image", "photo", "screenshot"],
+    &["small", "shrink", "scale", "resize"],
+    &["folder", "directory", "dir"],
+    &["meeting", "event", "appointment"],
+    &["commit", "history"],
+];
+
+fn canonical(stemmed: String) -> String {
+    static TABLE: std::sync::OnceLock<HashMap<String, String>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = HashMap::new();
+        for group in SYNONYMS {
+            let head = stem(group[0]);
+            for w in *group {
+                t.insert(stem(w), head.clone());
+            }
+        }
+        t
+    });
+    table.get(&stemmed).cloned().unwrap_or(stemmed)
+}
+
+/// A light English stemmer: enough for "searching", "searches" and
+/// "searched" to meet "search", and "deletion" to meet "delete".
+pub fn stem(w: &str) -> String {
+    const IRREGULAR: &[(&str, &str)] = &[
+        ("wrote", "writ"),
+        ("written", "writ"),
+        ("write", "writ"),
+        ("writing", "writ"),
+        ("found", "find"),
+        ("sent", "send"),
+        ("made", "make"),
+        ("ran", "run"),
+        ("children", "child"),
+        ("bigger", "big"),
+        ("smaller", "small"),
+        ("larger", "larg"),
+    ];
+    if let Some((_, s)) = IRREGULAR.iter().find(|(k, _)| *k == w) {
+        return (*s).to_owned();
+    }
+    if w.len() <= 3 || w.chars().any(|c| c.is_ascii_digit()) {
+        return w.to_owned();
+    }
+    let mut s = w.to_owned();
+    for (suffix, keep) in [
+        ("ations", 3),
+        ("ation", 3),
+        ("ions", 3),
+        ("ion", 3),
+        ("ments", 3),
+        ("ment", 3),
+        ("ness", 3),
+        ("ings", 3),
+        ("ing", 3),
+        ("ies", 2),
+        ("ied", 2),
+        ("ers", 3),
+        ("er", 3),
+        ("ed", 3),
+        ("ly", 3),
+        ("es", 3),
+        ("s", 3),
+        ("e", 3),
+    ] {
+        if let Some(base) = s.strip_suffix(suffix) {
+            if base.len() >= keep && !(suffix == "s" && base.ends_with('s')) {
+                s = base.to_owned();
+                if suffix == "ies" || suffix == "ied" {
+                    s.push('y');
+                }
+                break;
+            }
+        }
+    }
+    // A doubled final consonant left by -ing/-ed ("running" → "runn").
+    let b = s.as_bytes();
+    if b.len() >= 4 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiouls".contains(&b[b.len() - 1]) {
+        s.pop();
+    }
+    // A final -e ("delete" and "deletion" meet at "delet").
+    if s.len() > 3 && s.ends_with('e') {
+        s.pop();
+    }
+    s
+}
+
+/// A BM25 index over tool documents.
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    docs: Vec<Doc>,
+    /// Term frequency per document.
+    tf: Vec<HashMap<String, usize>>,
+    /// Documents each term appears in.
+    df: HashMap<String, usize>,
+    avg_len: f64,
+}
+
+impl Index {
+    pub fn new(docs: Vec<Doc>) -> Index {
+        let mut tf = Vec::with_capacity(docs.len());
+        let mut df: HashMap<String, usize> = HashMap::new();
+        let mut total = 0usize;
+        for d in &docs {
+            let mut counts: HashMap<String, usize> = HashMap::new();
+            for t in &d.terms {
+                *counts.entry(t.clone()).or_default() += 1;
+            }
+            for t in counts.keys() {
+                *df.entry(t.clone()).or_default() += 1;
+            }
+            total += d.terms.len();
+            tf.push(counts);
+        }
+        let avg_len = if docs.is_empty() {
+            1.0
+        } else {
+            total as f64 / docs.len() as f64
+        };
+        Index {
+            docs,
+            tf,
+            df,
+            avg_len,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// The `limit` best tools for `query`, best first (ties by name);
+    /// only tools that share a term with the query.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let mut q = words(query);
+        q.sort();
+        q.dedup();
+        let n = self.docs.len() as f64;
+        let mut hits: Vec<Hit> = self
+            .docs
+            .iter()
+            .zip(&self.tf)
+            .filter_map(|(d, tf)| {
+                let len = d.terms.len() as f64;
+                let score: f64 = q
+                    .iter()
+                    .filter_map(|t| {
+                        let f = *tf.get(t)? as f64;
+                        let df = *self.df.get(t)? as f64;
+                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                        Some(idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * len / self.avg_len)))
+                    })
+                    .sum();
+                (score > 0.0).then(|| Hit {
+                    name: d.name.clone(),
+                    title: d.title.clone(),
+                    summary: d.summary.clone(),
+                    score,
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .partial_cmp(&a.score)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        hits.truncate(limit);
+        hits
+    }
+}
+
+/// The host's tool that searches the catalog.
+pub const TOOL_NAME: &str = "find_tools";
+
+/// Results `find_tools` returns by default, and at most.
+pub const DEFAULT_RESULTS: usize = 5;
+pub const MAX_RESULTS: usize = 20;
+
+/// An index of `tools` (descriptors), the way `find_tools` searches them.
+pub fn index_of<'a>(tools: impl Iterator<Item = &'a crate::descriptor::ToolDescriptor>) -> Index {
+    Index::new(
+        tools
+            .map(|d| {
+                Doc::from_schema(
+                    &d.name,
+                    d.title.as_deref().unwrap_or(""),
+                    &d.description,
+                    &d.input_schema,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The `find_tools` tool over `index`: `{"query", "limit"?}` →
+/// `{"tools": [{"name", "title", "summary"}]}`, best first.
+pub fn find_tools(
+    index: &Index,
+    args: &str,
+    call_id: &str,
+    max_text_bytes: usize,
+) -> crate::observation::Observation {
+    use crate::descriptor::SideEffect;
+    use crate::observation::{ErrorCode, Observation};
+    let fail = |info| Observation::failure(call_id, TOOL_NAME, SideEffect::ReadOnly, info);
+    let value = match crate::json::parse_strict(args) {
+        Ok(v) => v,
+        Err(e) => return fail(ErrorCode::InvalidJson.info(e.to_string())),
+    };
+    let expected = "{\"query\": \"what you want to do, in words\", \"limit\"?: 1..=20}";
+    let Some(map) = value.as_object() else {
+        return fail(
+            ErrorCode::InvalidArguments
+                .info("the arguments must be an object")
+                .with_field("")
+                .with_expected(expected),
+        );
+    };
+    if let Some(k) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "query" | "limit"))
+    {
+        return fail(
+            ErrorCode::InvalidArguments
+                .info(format!("unknown argument `{k}`"))
+                .with_field(format!("/{k}"))
+                .with_expected(expected),
+        );
+    }
+    let query = match map.get("query") {
+        Some(Value::String(q)) if !q.trim().is_empty() && q.len() <= 1000 => q,
+        _ => {
+            return fail(
+                ErrorCode::InvalidArguments
+                    .info("`query` is required: describe the task in words (1 to 1000 bytes)")
+                    .with_field("/query")
+                    .with_expected("a non-empty string of at most 1000 bytes"),
+            )
+        }
+    };
+    let limit = match map.get("limit") {
+        None => DEFAULT_RESULTS,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_RESULTS as u64).contains(&n) => n as usize,
+            _ => {
+                return fail(
+                    ErrorCode::InvalidArguments
+                        .info(format!(
+                            "`limit` must be an integer from 1 to {MAX_RESULTS}"
+                        ))
+                        .with_field("/limit")
+                        .with_expected(format!("1..={MAX_RESULTS}"))
+                        .with_actual(v.to_string()),
+                )
+            }
+        },
+    };
+    let hits = index.search(query, limit);
+    let tools: Vec<Value> = hits
+        .iter()
+        .map(|h| serde_json::json!({"name": h.name, "title": h.title, "summary": h.summary}))
+        .collect();
+    let mut text = String::new();
+    if hits.is_empty() {
+        text.push_str("no tool matches; try other words for the task");
+    }
+    for h in &hits {
+        text.push_str(&format!("{}: {} — {}\n", h.name, h.title, h.summary));
+    }
+    let output = serde_json::json!({ "tools": tools });
+    Observation::ok(
+        call_id,
+        TOOL_NAME,
+        SideEffect::ReadOnly,
+        output,
+        max_text_bytes,
+    )
+    .with_plugin_text(&text, max_text_bytes)
+}
+
+/// The published definition of `find_tools` (MCP `tools/list`).
+pub fn tool_definition() -> Value {
+    serde_json::json!({
+        "name": TOOL_NAME,
+        "title": "Find tools",
+        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first; in a lazy session the tools found join your tool list. Read-only, no side effect.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "the task in your own words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "how many tools (default 5)"}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        },
+        "annotations": {
+            "title": "Find tools",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": false
+        },
+        "_meta": {"dev.toolhost/side_effect": "read-only"}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems_meet() {
+        for (a, b) in [
+            ("searching", "search"),
+            ("searches", "search"),
+            ("searched", "search"),
+            ("deletion", "delete"),
+            ("deleting", "delete"),
+            ("images", "image"),
+            ("resizing", "resize"),
+            ("running", "run"),
+            ("queries", "query"),
+            ("written", "write"),
+        ] {
+            assert_eq!(stem(a), stem(b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn parameters_are_indexed_and_nothing_shared_is_no_hit() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "timezone": {"type": "string", "description": "IANA zone such as Europe/Paris"}
+        }});
+        let index = Index::new(vec![
+            Doc::from_schema("clock_now", "Current time", "Returns the time.", &schema),
+            Doc::new("file_view", "View a file", "Read lines of a file.", &[]),
+        ]);
+        assert_eq!(
+            index.search("what time is it in Paris", 3)[0].name,
+            "clock_now"
+        );
+        assert!(index.search("zzz qqq", 3).is_empty());
+        assert!(index.search("", 3).is_empty());
+    }
+}

@@ -1,0 +1,212 @@
+//! The discovery eval (issue 19): task phrasings over a catalog of tools
+//! with realistic names and descriptions (`tests/fixtures/discovery_catalog.json`,
+//! the reference tools' contracts plus 21 more), ranked by
+//! [`toolhost::discovery`]. The top-3 hit rate must be at least 90%; the
+//! test prints it. No phrasing spells the tool's name.
+
+use serde_json::Value;
+use toolhost::discovery::{Doc, Index};
+
+use crate::support::repo_root;
+
+#[test]
+fn discovery_eval_top3_hit_rate_is_at_least_90_percent() {
+    let path = repo_root().join("tests/fixtures/discovery_catalog.json");
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let docs: Vec<Doc> = fixture["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let params: Vec<(String, String)> = t["params"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            Doc::new(
+                t["name"].as_str().unwrap(),
+                t["title"].as_str().unwrap(),
+                t["description"].as_str().unwrap(),
+                &params,
+            )
+        })
+        .collect();
+    let names: Vec<String> = docs.iter().map(|d| d.name.clone()).collect();
+    assert!(docs.len() >= 20, "{} tools", docs.len());
+    let index = Index::new(docs);
+    let phrasings = fixture["phrasings"].as_array().unwrap();
+    assert!(phrasings.len() >= 30, "{} phrasings", phrasings.len());
+    let (mut top1, mut top3) = (0, 0);
+    let mut misses = Vec::new();
+    for p in phrasings {
+        let (query, want) = (p[0].as_str().unwrap(), p[1].as_str().unwrap());
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} is not in the catalog"
+        );
+        let lower = query.to_lowercase();
+        for spelled in [want.to_string(), want.replace(['_', '.'], " ")] {
+            assert!(
+                !lower.contains(&spelled),
+                "the phrasing {query:?} spells the name {want}"
+            );
+        }
+        let hits = index.search(query, 3);
+        let ranked: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
+        if ranked.first() == Some(&want) {
+            top1 += 1;
+        }
+        if ranked.contains(&want) {
+            top3 += 1;
+        } else {
+            misses.push(format!("{query:?} → {ranked:?} (wanted {want})"));
+        }
+    }
+    let n = phrasings.len();
+    let rate = top3 as f64 / n as f64;
+    eprintln!(
+        "discovery eval: {} tools, {n} phrasings: top-1 {top1}/{n} ({:.1}%), top-3 {top3}/{n} ({:.1}%)",
+        index.len(),
+        100.0 * top1 as f64 / n as f64,
+        100.0 * rate
+    );
+    for m in &misses {
+        eprintln!("discovery eval: miss: {m}");
+    }
+    assert!(
+        rate >= 0.9,
+        "top-3 hit rate {:.1}% < 90%: {misses:#?}",
+        100.0 * rate
+    );
+}
+
+/// `serve --lazy-tools` over stdio: the session lists `find_tools` alone;
+/// what it finds joins the list, announced with list_changed; the found
+/// tool runs.
+#[test]
+fn stdio_lazy_session_lists_find_tools_then_what_it_found() {
+    use crate::mcp::{observation_of, Setup, StdioServer};
+    use serde_json::json;
+    let setup = Setup::new(&[]);
+    let mut s = StdioServer::initialized(&setup, &["--lazy-tools"]);
+    let names = |list: &Value| -> Vec<String> {
+        list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let list = s.request(1, "tools/list", json!({}));
+    assert_eq!(names(&list), ["find_tools"], "{list}");
+    let before = list["result"].to_string().len();
+
+    let reply = s.call(
+        2,
+        "find_tools",
+        json!({"query": "show me the numbered lines of a text file", "limit": 3}),
+    );
+    let obs = observation_of(&reply);
+    assert_eq!(obs["status"], "ok", "{obs}");
+    let found: Vec<&str> = obs["output"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(found.first(), Some(&"file_view"), "{obs}");
+    for t in obs["output"]["tools"].as_array().unwrap() {
+        assert!(t["title"].is_string() && t["summary"].is_string(), "{t}");
+    }
+    s.wait_for("notifications/tools/list_changed", |m| {
+        m["method"] == "notifications/tools/list_changed"
+    });
+    let list = s.request(3, "tools/list", json!({}));
+    let listed = names(&list);
+    assert!(listed.iter().any(|n| n == "file_view"), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "find_tools"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n == "file_delete") || found.contains(&"file_delete"));
+    eprintln!(
+        "lazy tools/list: {before} B with find_tools alone, {} B after one search ({} tools)",
+        list["result"].to_string().len(),
+        listed.len()
+    );
+    let view = observation_of(&s.call(4, "file_view", json!({"path": "pub/a.txt"})));
+    assert_eq!(view["status"], "ok", "{view}");
+
+    // A bad query is a correction, not a crash.
+    let bad = observation_of(&s.call(5, "find_tools", json!({"query": ""})));
+    assert_eq!(bad["error"]["code"], "invalid_arguments", "{bad}");
+    assert_eq!(bad["error"]["field"], "/query", "{bad}");
+}
+
+/// `serve --lazy-tools` over HTTP: a 2025-11-25 session (`Mcp-Session-Id`)
+/// keeps what `find_tools` revealed, like a stdio session; a stateless
+/// 2026-07-28 request has no session to keep it in and lists `find_tools`
+/// alone (docs/mcp.md, "Lazy discovery"), while the token still decides
+/// what it may call.
+#[test]
+fn http_lazy_session_keeps_what_find_tools_found() {
+    use crate::mcp::{observation_of, stateless_as, HttpServer, Setup};
+    use serde_json::json;
+    let setup = Setup::new(&[]);
+    let server = HttpServer::start(&setup, &["--lazy-tools"]);
+    let names = |list: &Value| -> Vec<String> {
+        list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let init = server.post_json(
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    assert_eq!(init.status, 200, "{}", init.body);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = server.post_json(
+        &headers,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!(r.status == 202 || r.status == 200, "{}", r.body);
+    let request = |id: i64, method: &str, params: Value| {
+        let r = server.post_json(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.reply()
+    };
+    assert_eq!(names(&request(2, "tools/list", json!({}))), ["find_tools"]);
+    let found = observation_of(&request(
+        3,
+        "tools/call",
+        json!({"name": "find_tools", "arguments": {"query": "search the files for a regular expression"}}),
+    ));
+    let hits: Vec<&str> = found["output"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(hits.contains(&"grep_search"), "{found}");
+    let listed = names(&request(4, "tools/list", json!({})));
+    assert!(listed.iter().any(|n| n == "grep_search"), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "find_tools"), "{listed:?}");
+
+    // Stateless: no session, so nothing was revealed to this request.
+    let r = stateless_as(&server, None, 5, "tools/list", json!({}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(names(&r.reply()), ["find_tools"]);
+}
