@@ -9,6 +9,10 @@
 //! and a writable workspace mount, as a real call would have, and one at
 //! niceness 0 (the default 10 yields the CPU to any competing work, which
 //! on a busy machine is scheduling delay rather than sandbox cost).
+//! And the whole tool path: `run_command ["true"]` through `Host::run`
+//! (a session under a token granting `true` and reading the workspace:
+//! token gates, schema, a fresh Wasm instance of the reference tools, the
+//! `exec` import, the sandbox, the observation), interleaved with the rest.
 //! Target: sandbox overhead ≤ 10 ms median.
 //!
 //! `EXEC_BENCH_ITERS` sets the number of pairs (default 300).
@@ -16,7 +20,12 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::catalog::{Catalog, Source};
 use toolhost::exec::{ExecMount, ExecRequest, Executor};
+use toolhost::pipeline::{Call, CallOptions, Host};
+use toolhost::sandbox::{Sandbox, SandboxConfig};
+use toolhost::session::Session;
 
 const WARMUP: usize = 20;
 
@@ -94,20 +103,54 @@ fn main() {
         d
     };
 
+    // The tool path: the reference tools, a session granting `true`.
+    let sandbox = Sandbox::new(&SandboxConfig::default()).expect("sandbox");
+    let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
+    let host = Host::new(sandbox, catalog);
+    let key = RootKey::from_bytes([5; 32]);
+    let caveats: Vec<Caveat> = ["tool=run_command", "right=read,exec", "read=.", "exec=true"]
+        .iter()
+        .map(|c| c.parse().expect("caveat"))
+        .collect();
+    let token = Token::mint(&key, &caveats).expect("token");
+    let session = Session::open(
+        &key,
+        &token.encode(),
+        toolhost::paths::Workspace::open(ws.path()).expect("workspace"),
+    )
+    .expect("session");
+    let opts = CallOptions::default();
+    let tool_call = || {
+        let t = Instant::now();
+        let obs = host.run(
+            &session,
+            Call::new("run_command", r#"{"argv":["true"]}"#, &opts),
+        );
+        let d = t.elapsed();
+        assert!(obs.is_ok(), "{}", serde_json::to_string(&obs).unwrap());
+        d
+    };
+
     for _ in 0..WARMUP {
         sandboxed(&req);
         bare();
+        tool_call();
     }
     let mut sb = Vec::with_capacity(iters);
     let mut raw = Vec::with_capacity(iters);
     let mut mounted = Vec::with_capacity(iters);
     let mut nice0 = Vec::with_capacity(iters);
     let mut diffs = Vec::with_capacity(iters);
+    let mut tool = Vec::with_capacity(iters);
+    let mut tool_diffs = Vec::with_capacity(iters);
     for _ in 0..iters {
         let a = sandboxed(&req);
         let b = bare();
         let c = sandboxed(&with_mounts);
         let n = sandboxed(&at_nice0);
+        let w = tool_call();
+        tool_diffs.push(w.saturating_sub(b));
+        tool.push(w);
         diffs.push(a.saturating_sub(b));
         sb.push(a);
         raw.push(b);
@@ -116,6 +159,7 @@ fn main() {
     }
     let (s, r, m, d) = (stats(sb), stats(raw), stats(mounted), stats(diffs));
     let n0 = stats(nice0);
+    let (w, wd) = (stats(tool), stats(tool_diffs));
 
     println!(
         "{} ({:?}), {iters} interleaved samples each",
@@ -145,6 +189,19 @@ fn main() {
         "sandboxed `true` at niceness 0 (no mounts)",
         ms(n0.median),
         ms(n0.p90)
+    );
+    println!(
+        "{:<48} {:>10} {:>10}",
+        "run_command [\"true\"] round trip (Host::run)",
+        ms(w.median),
+        ms(w.p90)
+    );
+    println!(
+        "run_command overhead over bare fork+exec: median difference {} (per-pair median {}, \
+         p90 {}); target ≤ 10 ms",
+        ms(w.median.saturating_sub(r.median)),
+        ms(wd.median),
+        ms(wd.p90)
     );
     println!(
         "overhead: median difference {} (per-pair median {}, p90 {}); at niceness 0 {}; \

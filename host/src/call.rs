@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::catalog::Tool;
+use crate::descriptor::SideEffect;
 use crate::observation::{ErrorCode, ErrorInfo};
 use crate::paths::{Grants, Workspace, GUEST_ROOT};
 use crate::sandbox::{CallRequest, CancelToken, Limits, Mount};
@@ -109,6 +110,10 @@ pub(crate) struct Scope<'a> {
     /// those its tool declares in `needs.network_hosts` (all of them for
     /// `any`); see [`crate::sandbox::net_grant`].
     pub net: Vec<String>,
+    /// Native programs the caller grants (names or absolute paths). A call
+    /// may run those its tool also declares in `needs.exec` (all of them
+    /// for `any`); see [`crate::exec_call`].
+    pub exec: Vec<String>,
     /// The verified capability: every path argument is also checked
     /// against its caveats (so a denial names the caveat), and its fuel
     /// ceiling and expiry cap the call's limits.
@@ -118,6 +123,10 @@ pub(crate) struct Scope<'a> {
 /// A call that passed steps 1–4, ready for the sandbox.
 pub(crate) struct Prepared<'t> {
     pub tool: &'t Tool,
+    /// The call's effective side-effect level ([`effective_level`]): the
+    /// tool's declared one, or read-only when its sandbox can change
+    /// nothing.
+    pub level: SideEffect,
     pub call_id: String,
     pub text_bytes: usize,
     /// The validated arguments, path arguments normalized.
@@ -126,6 +135,9 @@ pub(crate) struct Prepared<'t> {
     pub args: String,
     pub mounts: Vec<Mount>,
     pub net: Vec<String>,
+    /// The native programs the call may run, when its tool declares any
+    /// (`needs.exec`).
+    pub exec: Option<std::sync::Arc<crate::exec_call::CallExec>>,
     pub limits: Limits,
     /// The workspace root on the host.
     pub workspace_root: std::path::PathBuf,
@@ -152,8 +164,23 @@ impl Prepared<'_> {
             idempotency_key: key,
             mounts: &p.mounts,
             net_origins: &p.net,
+            exec: p.exec.clone(),
             limits: p.limits,
         }
+    }
+}
+
+/// The side-effect level a call runs at: `read-only` when its sandbox has
+/// no writable mount and no network (then nothing it does — Wasm or a
+/// native program — can outlive the call: writes go nowhere, programs get
+/// a private `/tmp` that dies with them), otherwise the tool's `declared`
+/// level. A read-only call needs no idempotency key, no record and no
+/// plan; the observation reports the effective level.
+pub fn effective_level(declared: SideEffect, writable_mount: bool, network: bool) -> SideEffect {
+    if writable_mount || network {
+        declared
+    } else {
+        SideEffect::ReadOnly
     }
 }
 
@@ -211,4 +238,20 @@ pub fn new_call_id() -> String {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_that_can_change_nothing_runs_read_only() {
+        use SideEffect::*;
+        for declared in [ReadOnly, Idempotent, Reversible, Irreversible] {
+            assert_eq!(effective_level(declared, false, false), ReadOnly);
+            assert_eq!(effective_level(declared, true, false), declared);
+            assert_eq!(effective_level(declared, false, true), declared);
+            assert_eq!(effective_level(declared, true, true), declared);
+        }
+    }
 }

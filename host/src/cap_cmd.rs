@@ -31,8 +31,8 @@ pub(crate) struct CaveatArgs {
     /// ending in `_` or `.` then `*` (`file_*`, `ns.*`), or `*`.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
-    /// Rights: read, write, net, secrets (implied by --read/--write/--net/--secrets
-    /// when minting).
+    /// Rights: read, write, net, exec, delegate, secrets (implied by
+    /// --read/--write/--net/--exec/--secrets when minting).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
     /// Mint with the `secrets` right: outputs are not redacted and a network
@@ -48,6 +48,10 @@ pub(crate) struct CaveatArgs {
     /// A network origin, scheme://host:port.
     #[arg(long = "net", value_name = "ORIGIN")]
     net: Vec<String>,
+    /// A native program the token may run: a name looked up on the host's
+    /// PATH, or an absolute path.
+    #[arg(long = "exec", value_name = "PROGRAM")]
+    exec: Vec<String>,
     /// Fuel ceiling per call.
     #[arg(long, value_name = "N")]
     fuel: Option<u64>,
@@ -77,6 +81,7 @@ impl CaveatArgs {
             ("--read", &self.read),
             ("--write", &self.write),
             ("--net", &self.net),
+            ("--exec", &self.exec),
         ] {
             if let Some(v) = values.iter().find(|v| v.contains(',')) {
                 bail!(
@@ -99,6 +104,9 @@ impl CaveatArgs {
             if !self.net.is_empty() {
                 rights.push("net".into());
             }
+            if !self.exec.is_empty() {
+                rights.push("exec".into());
+            }
             if self.secrets {
                 rights.push("secrets".into());
             }
@@ -117,6 +125,9 @@ impl CaveatArgs {
         }
         if !self.net.is_empty() {
             texts.push(format!("net={}", self.net.join(",")));
+        }
+        if !self.exec.is_empty() {
+            texts.push(format!("exec={}", self.exec.join(",")));
         }
         if let Some(f) = self.fuel {
             texts.push(format!("fuel={f}"));

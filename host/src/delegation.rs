@@ -4,7 +4,7 @@
 //! `cap mint … --delegate`, or the command-line grants of
 //! `serve --allow-delegate`) sees one more tool, provided by the host and
 //! not by a plugin: `delegate`. Its arguments name what the child may do —
-//! tools, read and write prefixes, network origins, the `delegate` right
+//! tools, read and write prefixes, network origins, programs, the `delegate` right
 //! itself — and what it may spend: `max_calls`, `budget_fuel` (both shared
 //! with the parent: every call of the child also spends the parent's
 //! budgets), a per-call `fuel` ceiling and `expires_in_s`. The result is an
@@ -71,6 +71,10 @@ pub struct DelegateArgs {
     pub write: Vec<String>,
     #[serde(default)]
     pub net: Vec<String>,
+    /// Native programs (names or absolute paths): a subset of the
+    /// session's.
+    #[serde(default)]
+    pub exec: Vec<String>,
     /// Whether the child may delegate in turn.
     #[serde(default)]
     pub delegate: bool,
@@ -96,6 +100,8 @@ pub struct CommandLineGrants<'a> {
     pub read: &'a [String],
     pub write: &'a [String],
     pub net: &'a [String],
+    /// `--allow-exec`: programs, names or absolute paths.
+    pub exec: &'a [String],
     /// `--allow-delegate`: the token also carries the `delegate` right.
     pub delegate: bool,
 }
@@ -114,6 +120,7 @@ pub fn command_line_session(
         read,
         write,
         net,
+        exec,
         delegate,
     } = grants;
     let mut caveats = vec![Caveat::parse("tool=*")?];
@@ -130,8 +137,16 @@ pub fn command_line_session(
     if !net.is_empty() {
         rights.push(Right::Net);
     }
+    if !exec.is_empty() {
+        rights.push(Right::Exec);
+    }
     caveats.push(Caveat::Rights(Rights::of(&rights)));
-    for (kind, items) in [("read", read), ("write", write), ("net", net)] {
+    for (kind, items) in [
+        ("read", read),
+        ("write", write),
+        ("net", net),
+        ("exec", exec),
+    ] {
         if !items.is_empty() {
             caveats.push(Caveat::parse(&format!("{kind}={}", items.join(",")))?);
         }
@@ -152,7 +167,8 @@ pub fn tool_definition() -> Value {
         "name": TOOL_NAME,
         "title": "Delegate to a sub-agent",
         "description": "Make a narrower capability token for a sub-agent from this session's own \
-            token. Name what the child may use (tools, read/write path prefixes, network origins) \
+            token. Name what the child may use (tools, read/write path prefixes, network origins, \
+            programs) \
             and spend (max_calls, budget_fuel: shared with this session's budgets, which the \
             child's calls drain too; expires_in_s). Anything not named is not granted; anything \
             wider than this session holds is refused, naming each component. The result's output \
@@ -168,6 +184,7 @@ pub fn tool_definition() -> Value {
                 "read": list("Workspace path prefixes the child may read."),
                 "write": list("Workspace path prefixes the child may write (and read)."),
                 "net": list("Network origins, scheme://host[:port]."),
+                "exec": list("Native programs the child may run: names on PATH or absolute paths, a subset of this session's."),
                 "delegate": {"type": "boolean", "description": "Whether the child may delegate in turn (default false)."},
                 "max_calls": {"type": "integer", "minimum": 0, "description": "Calls the child (and its own children) may make."},
                 "budget_fuel": {"type": "integer", "minimum": 0, "description": "Fuel the child's calls may consume together."},
@@ -252,6 +269,9 @@ pub fn caveats_for(args: &DelegateArgs, now: SystemTime) -> Result<Vec<Caveat>, 
     if !args.net.is_empty() {
         rights.push(Right::Net);
     }
+    if !args.exec.is_empty() {
+        rights.push(Right::Exec);
+    }
     if args.delegate {
         rights.push(Right::Delegate);
     }
@@ -259,6 +279,7 @@ pub fn caveats_for(args: &DelegateArgs, now: SystemTime) -> Result<Vec<Caveat>, 
     list("read", "read", &args.read, &mut out)?;
     list("write", "write", &args.write, &mut out)?;
     list("net", "net", &args.net, &mut out)?;
+    list("exec", "exec", &args.exec, &mut out)?;
     if let Some(n) = args.fuel {
         out.push(Caveat::Fuel(n));
     }
@@ -515,5 +536,46 @@ mod tests {
         let g = key.verify(&child, now).unwrap();
         assert!(!g.rights().contains(Right::Delegate));
         assert_eq!(g.max_calls(), Some(2));
+    }
+
+    #[test]
+    fn exec_programs_are_delegated_as_a_subset_only() {
+        let key = RootKey::from_bytes([4; 32]);
+        let parent = Token::mint(
+            &key,
+            &[
+                "tool=*".parse().unwrap(),
+                "right=read,exec,delegate".parse().unwrap(),
+                "read=src".parse().unwrap(),
+                "exec=cargo,python3".parse().unwrap(),
+            ],
+        )
+        .unwrap();
+        let now = SystemTime::now();
+        let c = caveats_for(
+            &args(json!({"tools": ["run_command"], "exec": ["cargo"]})),
+            now,
+        )
+        .unwrap();
+        let texts: Vec<String> = c.iter().map(ToString::to_string).collect();
+        assert_eq!(texts, ["tool=run_command", "right=exec", "exec=cargo"]);
+        assert!(widenings(&parent, &c).is_empty());
+        let g = key.verify(&parent.delegate(&c).unwrap(), now).unwrap();
+        let names: Vec<&str> = g.exec_programs().iter().map(|p| p.as_str()).collect();
+        assert_eq!(names, ["cargo"]);
+        // A program the parent lacks is refused, naming the component.
+        let wide = caveats_for(
+            &args(json!({"tools": ["run_command"], "exec": ["sh"]})),
+            now,
+        )
+        .unwrap();
+        let kinds: Vec<&str> = widenings(&parent, &wide)
+            .iter()
+            .map(|e| e.component().unwrap().as_str())
+            .collect();
+        assert_eq!(kinds, ["exec"]);
+        // Not a program: a command line.
+        let e = caveats_for(&args(json!({"tools": ["a"], "exec": ["sh -c"]})), now).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("/exec"));
     }
 }

@@ -74,6 +74,7 @@ pub mod descriptor;
 pub mod discovery;
 pub mod effects;
 pub mod exec;
+pub mod exec_call;
 pub mod idempotency;
 pub mod journal;
 pub mod json;

@@ -298,7 +298,7 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_secrets"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets"])]
     token: Option<String>,
     /// Let this call see secrets: its output, logs and errors are not
     /// redacted and a network tool's arguments may carry a secret (the
@@ -309,6 +309,11 @@ struct CallArgs {
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
+    /// Grant a native program, by name (looked up on PATH) or absolute path
+    /// (repeatable): the tool may run it if it declares it (or `any`) in
+    /// needs.exec, in an OS sandbox (bubblewrap).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    allow_exec: Vec<String>,
     /// Wall-clock limit in milliseconds, 1 to 86400000 (default: the tool's own).
     #[arg(long, value_name = "N", value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
@@ -366,11 +371,14 @@ struct BatchArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec"])]
     token: Option<String>,
     /// Grant a network origin, scheme://host[:port] (repeatable).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     allow_net: Vec<String>,
+    /// Grant a native program, by name or absolute path (repeatable).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    allow_exec: Vec<String>,
     /// Most items running at once (default and ceiling: the cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     max_parallel: usize,
@@ -925,13 +933,13 @@ fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Sessi
 }
 
 /// The session of a `call` or `batch`: under `token`, or under one minted
-/// for this command from the `--allow-read`, `--allow-write` and
-/// `--allow-net` flags.
+/// for this command from the `--allow-read`, `--allow-write`,
+/// `--allow-net` and `--allow-exec` flags.
 fn grants_session(
     p: &PluginArgs,
     token: Option<&str>,
     workspace: &std::path::Path,
-    [allow_read, allow_write, allow_net]: [&Vec<String>; 3],
+    [allow_read, allow_write, allow_net, allow_exec]: [&Vec<String>; 4],
     allow_secrets: bool,
 ) -> Result<Session> {
     if let Some(token) = token {
@@ -947,16 +955,18 @@ fn grants_session(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
     let net: Vec<&str> = net.iter().map(String::as_str).collect();
+    let exec: Vec<&str> = allow_exec.iter().map(String::as_str).collect();
     let allow = toolhost::session::Allow {
         read: &read,
         write: &write,
         net: &net,
+        exec: &exec,
         secrets: allow_secrets,
     };
     // Minted deterministically: a plan and the call it approves
     // (plans are bound to the token) can be two commands.
     Session::allowing(&root_key(p)?, ws, &allow)
-        .context("checking --allow-read/--allow-write/--allow-net")
+        .context("checking --allow-read/--allow-write/--allow-net/--allow-exec")
 }
 
 fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode> {
@@ -973,7 +983,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         p,
         a.token.as_deref(),
         &a.workspace,
-        [&a.allow_read, &a.allow_write, &a.allow_net],
+        [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
         a.allow_secrets,
     )?;
     let opts = CallOptions {
@@ -1079,7 +1089,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
         p,
         a.token.as_deref(),
         &a.workspace,
-        [&a.allow_read, &a.allow_write, &a.allow_net],
+        [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
         false,
     )?;
     let opts = BatchOptions {

@@ -57,6 +57,8 @@ pub struct Host {
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
+    /// Runs the native programs of calls ([`crate::exec_call`]).
+    executor: Arc<crate::exec::Executor>,
     /// Where outputs over their limit are spilled ([`crate::artifact`]);
     /// without it such an output is `output_too_large`.
     artifacts: Option<Arc<crate::artifact::Artifacts>>,
@@ -76,9 +78,17 @@ impl Host {
             records: None,
             budgets: crate::budget::process_ledger(),
             locks: crate::resource::Locks::process_default(),
+            executor: crate::exec_call::default_executor(),
             artifacts: None,
             recorder: crate::record::Recorder::default(),
         }
+    }
+
+    /// Runs native programs with `executor` instead of the process-wide
+    /// default (bubblewrap on `PATH`).
+    pub fn with_executor(mut self, executor: Arc<crate::exec::Executor>) -> Host {
+        self.executor = executor;
+        self
     }
 
     /// Spills outputs over their call's limit to `artifacts` instead of
@@ -171,9 +181,10 @@ impl Host {
             Ok(held) => held,
             Err(obs) => return *obs,
         };
-        // 5. Side effects.
+        // 5. Side effects, at the call's effective level: a call whose
+        // sandbox can change nothing runs as read-only.
         let obs = match &self.records {
-            Some(records) if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
+            Some(records) if prepared.level != SideEffect::ReadOnly => {
                 let p = &prepared;
                 let runner = crate::effects::Runner {
                     run: &|key| self.execute(p, Some(key), cancel),
@@ -183,8 +194,8 @@ impl Host {
             }
             // Deny by default: a side effect nobody records is refused,
             // as the sandbox refuses what was not granted.
-            None if prepared.tool.descriptor.side_effect != SideEffect::ReadOnly => {
-                let level = prepared.tool.descriptor.side_effect;
+            None if prepared.level != SideEffect::ReadOnly => {
+                let level = prepared.level;
                 let info = ErrorCode::Denied.info(format!(
                     "`{tool}` is {} and this host has no record store (idempotency records), so it runs only read-only tools; build the host with Host::with_records (the CLI and `serve` always do)",
                     level.as_str()
@@ -373,14 +384,32 @@ impl Host {
             Ok(net) => net,
             Err(e) => return fail(ErrorCode::Denied.info(format!("the network grant {e}"))),
         };
+        let writable = mounts.iter().any(|m| m.writable);
+        // Programs: those both declared and granted, resolved when the
+        // plugin first asks; run with exactly the call's mounts.
+        let exec = (!needs.exec.is_empty()).then(|| {
+            Arc::new(crate::exec_call::CallExec::new(
+                self.executor.clone(),
+                &t.descriptor.name,
+                &needs.exec,
+                &scope.exec,
+                mounts
+                    .iter()
+                    .map(|m| (m.dir.clone(), m.guest.clone(), m.writable))
+                    .collect(),
+                limits.max_output_bytes / 8,
+            ))
+        });
         Ok(Prepared {
             tool: t,
+            level: crate::call::effective_level(level, writable, !net.is_empty()),
             call_id,
             text_bytes,
             value,
             args,
             mounts,
             net,
+            exec,
             limits,
             workspace_root: scope.workspace.root().to_path_buf(),
             secrets,
@@ -398,12 +427,8 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let t = p.tool;
-        let (call_id, tool, level, limits) = (
-            &p.call_id,
-            t.descriptor.name.as_str(),
-            t.descriptor.side_effect,
-            p.limits,
-        );
+        let (call_id, tool, level, limits) =
+            (&p.call_id, t.descriptor.name.as_str(), p.level, p.limits);
         let outcome = t.plugin.call_cancellable(&p.request(key), cancel);
 
         // 7. Normalize.
@@ -531,7 +556,7 @@ impl Host {
         text: Option<&str>,
     ) -> Observation {
         let (t, call_id, text_bytes) = (p.tool, p.call_id.as_str(), p.text_bytes);
-        let level = t.descriptor.side_effect;
+        let level = p.level;
         let mut value: Value = match serde_json::from_str(out) {
             Ok(v) => v,
             Err(e) => {
@@ -831,8 +856,8 @@ impl Host {
 }
 
 impl Host {
-    /// Attaches the run's provenance: the files the call may have read and
-    /// the URLs its guest requested. A URL is the guest's words and a path
+    /// Attaches the run's provenance: the files the call may have read, the
+    /// URLs its guest requested and the native programs it ran. A URL is the guest's words and a path
     /// the caller's: secrets in either are redacted like an output's
     /// (unless the caller may see them).
     pub(crate) fn with_sources(
@@ -841,10 +866,15 @@ impl Host {
         p: &Prepared<'_>,
         requested: &[String],
     ) -> Observation {
-        if p.inputs.files.is_empty() && requested.is_empty() {
+        let programs = p
+            .exec
+            .as_ref()
+            .map(|e| e.programs_run())
+            .unwrap_or_default();
+        if p.inputs.files.is_empty() && requested.is_empty() && programs.is_empty() {
             return obs;
         }
-        let mut sources = crate::provenance::sources(&p.inputs, requested);
+        let mut sources = crate::provenance::sources(&p.inputs, requested, &programs);
         let mut hidden = Vec::new();
         if !p.secrets {
             for (i, s) in sources.iter_mut().enumerate() {

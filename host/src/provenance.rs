@@ -26,8 +26,10 @@
 //!   a granted origin, recorded by the outgoing-HTTP hook
 //!   ([`crate::sandbox`]). Refused requests brought nothing back and are not
 //!   listed (the logs name them).
-//! - **process**: a native program's output (`crate::exec`); the kind
-//!   exists in the shape, programs are not yet run for plugins.
+//! - **process**: each native program the guest ran through the `exec`
+//!   import (its `argv[0]` as given), recorded by the host
+//!   ([`crate::exec_call`]) when the program started. A refused program
+//!   brought nothing back and is not listed.
 //!
 //! A call that reads no file and requests nothing (the trivial call) has no
 //! source and costs nothing here.
@@ -59,9 +61,10 @@ impl Inputs {
 }
 
 /// The sources of a finished run: `inputs`' files (hashed when small
-/// regular files), then the URLs the guest requested.
-pub(crate) fn sources(inputs: &Inputs, requested: &[String]) -> Vec<Source> {
-    let mut out = Vec::with_capacity(inputs.files.len() + requested.len());
+/// regular files), then the URLs the guest requested, then the programs it
+/// ran.
+pub(crate) fn sources(inputs: &Inputs, requested: &[String], programs: &[String]) -> Vec<Source> {
+    let mut out = Vec::with_capacity(inputs.files.len() + requested.len() + programs.len());
     for rel in &inputs.files {
         let sha256 = inputs.root.as_ref().and_then(|root| hash_file(root, rel));
         out.push(Source {
@@ -73,6 +76,11 @@ pub(crate) fn sources(inputs: &Inputs, requested: &[String]) -> Vec<Source> {
     out.extend(requested.iter().map(|url| Source {
         kind: SourceKind::Network,
         reference: url.clone(),
+        sha256: None,
+    }));
+    out.extend(programs.iter().map(|program| Source {
+        kind: SourceKind::Process,
+        reference: program.clone(),
         sha256: None,
     }));
     out
@@ -131,9 +139,13 @@ mod tests {
         for f in ["a.txt", "sub", "big", "link", "gone", "a.txt"] {
             inputs.add_file(f);
         }
-        let s = sources(&inputs, &["http://127.0.0.1:9/x?q=1".to_string()]);
+        let s = sources(
+            &inputs,
+            &["http://127.0.0.1:9/x?q=1".to_string()],
+            &["cargo".to_string()],
+        );
         let by = |r: &str| s.iter().find(|x| x.reference == r).unwrap();
-        assert_eq!(s.len(), 6, "{s:?}");
+        assert_eq!(s.len(), 7, "{s:?}");
         assert_eq!(
             by("a.txt").sha256.as_deref(),
             Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
@@ -144,6 +156,12 @@ mod tests {
         }
         let net = by("http://127.0.0.1:9/x?q=1");
         assert_eq!((net.kind, &net.sha256), (SourceKind::Network, &None));
-        assert!(sources(&Inputs::default(), &[]).is_empty());
+        let program = by("cargo");
+        assert_eq!(
+            (program.kind, &program.sha256),
+            (SourceKind::Process, &None)
+        );
+        assert_eq!(s.last().unwrap().reference, "cargo");
+        assert!(sources(&Inputs::default(), &[], &[]).is_empty());
     }
 }

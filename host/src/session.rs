@@ -8,7 +8,8 @@
 //! - each call's sandbox: mounts only for the token's `read`/`write`
 //!   prefixes (writable only with the `write` right, and only for a tool that
 //!   declares writes and is not read-only), network only to the token's
-//!   origins that the tool also declares, fuel = min(tool, token ceiling),
+//!   origins that the tool also declares, programs only those the token
+//!   grants that the tool also declares (`needs.exec`), fuel = min(tool, token ceiling),
 //!   deadline = min(tool timeout, time left before expiry);
 //! - and whether the call may happen at all: an expired token, a revoked
 //!   one (or one whose ancestor was revoked), or a token with a `max_calls`
@@ -71,7 +72,7 @@ impl From<crate::paths::PathError> for SessionError {
 }
 
 /// A grant as plain lists: what the CLI's `--allow-read`, `--allow-write`,
-/// `--allow-net` and `--allow-secrets` flags (and a library caller that
+/// `--allow-net`, `--allow-exec` and `--allow-secrets` flags (and a library caller that
 /// holds the root key) hand to [`Session::allowing`]. Every list starts
 /// empty: an `Allow::default()` grants no path, no origin and no right.
 #[derive(Clone, Copy, Debug, Default)]
@@ -82,6 +83,9 @@ pub struct Allow<'a> {
     pub write: &'a [&'a str],
     /// Network origins, `scheme://host:port`.
     pub net: &'a [&'a str],
+    /// Native programs: names looked up on the host's `PATH`, or absolute
+    /// paths.
+    pub exec: &'a [&'a str],
     /// Outputs are not redacted and a network tool's arguments may carry a
     /// secret.
     pub secrets: bool,
@@ -124,6 +128,9 @@ impl Allow<'_> {
         if !self.net.is_empty() {
             rights.push(Right::Net);
         }
+        if !self.exec.is_empty() {
+            rights.push(Right::Exec);
+        }
         if self.secrets {
             rights.push(Right::Secrets);
         }
@@ -148,6 +155,17 @@ impl Allow<'_> {
                 .collect::<Result<Vec<_>, _>>()?;
             caveats.push(Caveat::Net(origins));
         }
+        if !self.exec.is_empty() {
+            let programs = self
+                .exec
+                .iter()
+                .map(|p| {
+                    one("program", p)?;
+                    crate::capability::Program::parse(p).map_err(|e| malformed("program", p, &e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            caveats.push(Caveat::Exec(programs));
+        }
         Ok(caveats)
     }
 }
@@ -159,6 +177,8 @@ pub struct Session {
     grant: Grant,
     grants: Grants,
     net: Vec<String>,
+    /// Programs the token grants (names or absolute paths).
+    exec: Vec<String>,
     /// The `max_calls` and `budget_fuel` caveats of the token's chain.
     budgets: Vec<CallBudget>,
     /// The ids of the token's chain, oldest first (for revocation).
@@ -276,6 +296,11 @@ impl Session {
         } else {
             Vec::new()
         };
+        let exec = grant
+            .exec_programs()
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         let chain = token.chain_ids();
         Ok(Session {
             workspace,
@@ -284,6 +309,7 @@ impl Session {
             grant,
             grants,
             net,
+            exec,
             budgets,
             calls: AtomicU64::new(0),
         })
@@ -475,6 +501,7 @@ impl Session {
             workspace: &self.workspace,
             grants: &self.grants,
             net: self.net.clone(),
+            exec: self.exec.clone(),
             capability: &self.grant,
         }
     }
@@ -517,11 +544,12 @@ mod tests {
             read: &["src"],
             write: &["out"],
             net: &["https://api.example.com:443"],
+            exec: &["cargo"],
             secrets: false,
         };
         let s = Session::allowing(&key(), ws, &allow).unwrap();
         let rights = s.grant().rights();
-        for right in [Right::Read, Right::Write, Right::Net] {
+        for right in [Right::Read, Right::Write, Right::Net, Right::Exec] {
             assert!(rights.contains(right), "{right:?}");
         }
         assert!(!rights.contains(Right::Secrets));
@@ -542,6 +570,7 @@ mod tests {
             .check_path("docs/c", crate::paths::Access::Read)
             .is_err());
         assert_eq!(s.scope().net, ["https://api.example.com:443"]);
+        assert_eq!(s.scope().exec, ["cargo"]);
     }
 
     #[test]
@@ -574,6 +603,14 @@ mod tests {
             },
             Allow {
                 write: &["../up"],
+                ..Allow::default()
+            },
+            Allow {
+                exec: &["../bin/sh"],
+                ..Allow::default()
+            },
+            Allow {
+                exec: &["true,sh"],
                 ..Allow::default()
             },
         ] {

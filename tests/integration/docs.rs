@@ -336,7 +336,8 @@ fn run_block(block: &Block, reader: &Reader) {
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(&script).current_dir(clone.path());
     doc_env(&mut cmd, home.path(), &cache);
-    let child = cmd
+    // Its own process group: what the block starts is ended and reaped with it.
+    let child = std::os::unix::process::CommandExt::process_group(&mut cmd, 0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -360,8 +361,55 @@ fn run_block(block: &Block, reader: &Reader) {
     }
 }
 
-/// Waits for `child` at most `limit`, killing it (and what it started in
-/// the background) after that.
+/// Kills what is left of process group `pgid` and reaps every process of
+/// it that is (or becomes) a child of this one. Once an exec test has run,
+/// this process is a child subreaper (see `toolhost::exec`): an orphan of a
+/// block (a server it started in the background, `cargo` under a killed
+/// `bash`) is reparented here and, unreaped, stays a zombie child that the
+/// exec tests' "nothing left" checks would count.
+fn end_group(pgid: u32) {
+    let Some(pg) = rustix::process::Pid::from_raw(pgid as i32) else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pg, rustix::process::Signal::KILL);
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        match rustix::process::waitpgid(pg, rustix::process::WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) => {}
+            Err(_) => {
+                // No child of the group now: done unless a member is still
+                // dying (and may yet be reparented here).
+                if !group_alive(pgid) {
+                    return;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether any process is in process group `pgid`.
+fn group_alive(pgid: u32) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let rest = &stat[stat.rfind(')')? + 1..];
+                    // state, ppid, pgrp
+                    rest.split_whitespace().nth(2)?.parse::<u32>().ok()
+                })
+                == Some(pgid)
+        })
+}
+
+/// Waits for `child` (the leader of its own process group) at most
+/// `limit`, killing it after that; either way, what it started in the
+/// background is killed and reaped ([`end_group`]).
 fn wait_bounded(
     mut child: std::process::Child,
     limit: Duration,
@@ -386,10 +434,13 @@ fn wait_bounded(
         }
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
+            end_group(child.id());
             panic!("{what}: still running after {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    end_group(child.id());
     std::process::Output {
         status,
         stdout: out_t.join().unwrap(),

@@ -67,6 +67,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         idempotency_key: Some("key-1"),
         mounts,
         net_origins: &[],
+        exec: None,
         limits: Limits::default(),
     }
 }

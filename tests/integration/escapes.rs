@@ -156,6 +156,7 @@ fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
         idempotency_key: None,
         mounts: &mounts,
         net_origins: &[],
+        exec: None,
         limits: Limits::default(),
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();

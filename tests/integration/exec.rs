@@ -65,13 +65,13 @@ fn tempdir() -> tempfile::TempDir {
 }
 
 /// A number no other test in this run uses, for markers in command lines.
-fn unique() -> u64 {
+pub(crate) fn unique() -> u64 {
     static N: AtomicU64 = AtomicU64::new(1);
     u64::from(std::process::id()) * 1000 + N.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Processes on the host whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
+pub(crate) fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return found;
@@ -122,7 +122,7 @@ fn zombies() -> (Vec<String>, Vec<String>) {
 /// Asserts that nothing of a run is left: no process with `marker`, no
 /// orphaned `bwrap` zombie, and (allowing a moment for a concurrent test's
 /// own reaping) no zombie child.
-fn assert_nothing_left(marker: &str) {
+pub(crate) fn assert_nothing_left(marker: &str) {
     let left = processes_with(marker);
     assert!(left.is_empty(), "processes left after the call: {left:?}");
     let (_, orphaned) = zombies();

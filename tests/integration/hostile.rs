@@ -3,8 +3,10 @@
 
 use crate::support::*;
 use serde_json::Value;
+use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::{Catalog, Source};
-use toolhost::pipeline::CallOptions;
+use toolhost::pipeline::{Call, CallOptions};
+use toolhost::session::Session;
 
 fn opts(timeout_ms: u64, fuel: u64) -> CallOptions {
     CallOptions {
@@ -252,12 +254,146 @@ fn a_component_built_against_the_0_1_contract_is_refused_with_a_rebuild_hint() {
     );
 }
 
+const EXEC_KEY: [u8; 32] = [21; 32];
+
+fn exec_token(caveats: &[&str]) -> Token {
+    let caveats: Vec<Caveat> = caveats.iter().map(|c| c.parse().unwrap()).collect();
+    Token::mint(&RootKey::from_bytes(EXEC_KEY), &caveats).unwrap()
+}
+
+/// Asks the hostile `exec_attempt` tool (which declares `any` program, so
+/// the caller's grant is the only wall) to run `argv` under `token` on a
+/// fresh workspace; returns its output (`outcome`, `detail`).
+fn exec_attempt_with(token: &Token, argv: &[&str]) -> Value {
+    let ws = Ws::new();
+    let session = Session::open(
+        &RootKey::from_bytes(EXEC_KEY),
+        &token.encode(),
+        toolhost::paths::Workspace::open(&ws.path("")).unwrap(),
+    )
+    .unwrap();
+    let args = serde_json::json!({ "argv": argv }).to_string();
+    let obs = hostile_host().run(
+        &session,
+        Call::new("exec_attempt", &args, &CallOptions::default()),
+    );
+    let obs = serde_json::to_value(&obs).unwrap();
+    assert_valid_observation(&obs);
+    assert_eq!(obs["status"], "ok", "{obs:#}");
+    obs["output"].clone()
+}
+
+/// [`exec_attempt_with`] a token minted with `caveats`.
+fn exec_attempt(caveats: &[&str], argv: &[&str]) -> Value {
+    exec_attempt_with(&exec_token(caveats), argv)
+}
+
+/// The token of [`exec_attempt`]'s caller: it may run `true` and nothing
+/// else.
+const ONLY_TRUE: &[&str] = &["tool=exec_attempt", "right=exec", "exec=true"];
+
 #[test]
-fn a_plugin_importing_exec_loads_and_is_denied_every_program_for_now() {
-    let obs = attack("exec_attempt", r#"{"argv":["echo","hi"]}"#);
-    assert_eq!(obs["status"], "ok", "{obs}");
-    assert_eq!(obs["output"]["outcome"], "denied", "{obs}");
-    assert_eq!(obs["output"]["detail"], "this call was granted no programs");
+fn a_plugin_importing_exec_runs_only_what_the_token_grants() {
+    // The grant works: the one granted program runs.
+    let out = exec_attempt(ONLY_TRUE, &["true"]);
+    assert_eq!(out["outcome"], "completed", "{out}");
+    assert_eq!(out["detail"], "Some(0)", "{out}");
+
+    // No `exec` caveat at all: nothing runs, whatever the plugin declares.
+    let out = exec_attempt(&["tool=exec_attempt", "right=read"], &["true"]);
+    assert_eq!(out["outcome"], "denied", "{out}");
+    let detail = out["detail"].as_str().unwrap();
+    assert!(detail.contains("granted no programs"), "{detail}");
+    assert!(detail.contains("`true`"), "{detail}");
+
+    // The `exec` caveat without the `exec` right grants nothing either.
+    let out = exec_attempt(&["tool=exec_attempt", "right=read", "exec=true"], &["true"]);
+    assert_eq!(out["outcome"], "denied", "{out}");
+
+    // Attenuation removed `sh` from the parent's programs: it is gone.
+    let parent = exec_token(&["tool=exec_attempt", "right=exec", "exec=true,sh"]);
+    let out = exec_attempt_with(&parent, &["sh", "-c", "true"]);
+    assert_eq!(out["outcome"], "completed", "{out}");
+    let child = parent
+        .attenuate(&["exec=true".parse::<Caveat>().unwrap()])
+        .unwrap();
+    let out = exec_attempt_with(&child, &["sh", "-c", "true"]);
+    assert_eq!(out["outcome"], "denied", "{out}");
+    assert!(
+        out["detail"].as_str().unwrap().contains("program `sh`"),
+        "{out}"
+    );
+
+    // A program the token does not grant is refused before it starts, by
+    // name: a shell is a program like any other.
+    for argv in [
+        &["sh", "-c", "echo escaped"][..],
+        &["echo", "escaped"],
+        &["env"],
+    ] {
+        let out = exec_attempt(ONLY_TRUE, argv);
+        assert_eq!(out["outcome"], "denied", "{argv:?}: {out}");
+        let detail = out["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!("program `{}`", argv[0])),
+            "{argv:?}: {detail}"
+        );
+        assert!(detail.contains("allowed: "), "{argv:?}: {detail}");
+        assert!(!detail.contains("escaped"), "{argv:?}: {detail}");
+    }
+}
+
+#[test]
+fn a_plugin_cannot_escape_the_exec_grant_through_argv0() {
+    // A link named like the granted program, pointing at a shell.
+    let links = tempfile::tempdir().unwrap();
+    let fake_true = links.path().join("true");
+    std::os::unix::fs::symlink("/bin/sh", &fake_true).unwrap();
+    let fake_true = fake_true.to_str().unwrap().to_owned();
+
+    // `argv[0]` and what the host answers. An absolute path is compared as
+    // given, after `PATH` resolution of the granted names: a shell or a
+    // link somewhere else is not the granted program. A path that is not
+    // a bare name or a normalized absolute path is malformed. Nothing in
+    // here starts a process.
+    let cases: &[(&str, &str)] = &[
+        ("/bin/sh", "denied"),
+        ("/usr/bin/sh", "denied"),
+        ("/usr/bin/env", "denied"),
+        (&fake_true, "denied"),
+        ("..", "denied"),
+        ("true ", "denied"),
+        (" true", "denied"),
+        ("TRUE", "denied"),
+        ("true;sh", "denied"),
+        ("../bin/sh", "invalid"),
+        ("./true", "invalid"),
+        ("bin/sh", "invalid"),
+        ("/bin/../usr/bin/sh", "invalid"),
+        ("/usr/bin/./true", "invalid"),
+        ("//usr/bin/true", "invalid"),
+        ("/usr/bin//true", "invalid"),
+        ("/usr/bin/true/", "invalid"),
+        ("true\0sh", "invalid"),
+        ("", "invalid"),
+    ];
+    for (program, expected) in cases {
+        let out = exec_attempt(ONLY_TRUE, &[program, "-c", "echo escaped"]);
+        assert_eq!(out["outcome"], *expected, "{program:?}: {out}");
+        let detail = out["detail"].as_str().unwrap();
+        assert!(!detail.contains("escaped"), "{program:?}: {detail}");
+        if *expected == "denied" {
+            assert!(
+                detail.starts_with(&format!("program `{program}`")),
+                "{program:?}: {detail}"
+            );
+        } else if !program.is_empty() && !program.contains('\0') {
+            assert!(
+                detail.contains(&format!("`{program}`")),
+                "{program:?}: {detail}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,8 @@ fn reference_tools_pass_the_lint_without_errors() {
             "file_edit",
             "file_view",
             "grep_search",
-            "http_get"
+            "http_get",
+            "run_command"
         ]
     );
     for t in h.catalog().tools() {

@@ -205,7 +205,8 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
             "file_edit",
             "file_view",
             "grep_search",
-            "http_get"
+            "http_get",
+            "run_command"
         ]
     );
     let sum: u64 = tools.iter().map(|t| t["tokens"].as_u64().unwrap()).sum();
@@ -226,7 +227,7 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
 
     let table = run(&["catalog", "--cost", "--turns", "40"]);
     assert!(
-        table.contains(&format!("per turn: {sum} tokens for 5 tools")),
+        table.contains(&format!("per turn: {sum} tokens for 6 tools")),
         "{table}"
     );
     assert!(

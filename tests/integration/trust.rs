@@ -54,7 +54,7 @@ pub(crate) fn patch_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
 #[test]
 fn rug_pull_of_the_reference_component_is_refused_with_the_diff() {
     let original = entry("reference", "builtin:reference", REFERENCE_PLUGIN);
-    assert_eq!(original.tools.len(), 5);
+    assert_eq!(original.tools.len(), 6);
     let dir = tempfile::tempdir().unwrap();
     let lock_path = dir.path().join(LOCK_FILE_NAME);
     let mut lock = Lock::new();

@@ -12,6 +12,7 @@ pub enum CaveatKind {
     Read,
     Write,
     Net,
+    Exec,
     Fuel,
     MaxCalls,
     BudgetFuel,
@@ -21,7 +22,7 @@ pub enum CaveatKind {
 }
 
 impl CaveatKind {
-    /// `tool`, `right`, `read`, `write`, `net`, `fuel`, `max_calls`,
+    /// `tool`, `right`, `read`, `write`, `net`, `exec`, `fuel`, `max_calls`,
     /// `budget_fuel`, `expires`, `id` (`unknown` for unknown types).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -30,6 +31,7 @@ impl CaveatKind {
             CaveatKind::Read => "read",
             CaveatKind::Write => "write",
             CaveatKind::Net => "net",
+            CaveatKind::Exec => "exec",
             CaveatKind::Fuel => "fuel",
             CaveatKind::MaxCalls => "max_calls",
             CaveatKind::BudgetFuel => "budget_fuel",
@@ -60,6 +62,9 @@ pub enum Caveat {
     Write(Vec<RelPath>),
     /// `net=https://api.example.com:443`
     Net(Vec<Origin>),
+    /// `exec=cargo,/usr/bin/make`: native programs, by name (looked up on
+    /// the host's `PATH` when a call runs) or absolute path.
+    Exec(Vec<Program>),
     /// `fuel=1000000`
     Fuel(u64),
     /// `max_calls=10`
@@ -155,6 +160,12 @@ impl Caveat {
                     .map(|o| Origin::parse(o).map_err(|e| malformed(format!("`{s}`: {e}"))))
                     .collect::<Result<_, _>>()?,
             ),
+            "exec" => Caveat::Exec(
+                items()?
+                    .into_iter()
+                    .map(|p| Program::parse(p).map_err(|e| malformed(format!("`{s}`: {e}"))))
+                    .collect::<Result<_, _>>()?,
+            ),
             "fuel" => Caveat::Fuel(number()?),
             "max_calls" => Caveat::MaxCalls(number()?),
             "budget_fuel" => Caveat::BudgetFuel(number()?),
@@ -182,6 +193,7 @@ impl Caveat {
             Caveat::Read(_) => CaveatKind::Read,
             Caveat::Write(_) => CaveatKind::Write,
             Caveat::Net(_) => CaveatKind::Net,
+            Caveat::Exec(_) => CaveatKind::Exec,
             Caveat::Fuel(_) => CaveatKind::Fuel,
             Caveat::MaxCalls(_) => CaveatKind::MaxCalls,
             Caveat::BudgetFuel(_) => CaveatKind::BudgetFuel,
@@ -249,6 +261,10 @@ impl fmt::Display for Caveat {
             }
             Caveat::Net(v) => {
                 f.write_str("net=")?;
+                write_list(f, v)
+            }
+            Caveat::Exec(v) => {
+                f.write_str("exec=")?;
                 write_list(f, v)
             }
             Caveat::Fuel(n) => write!(f, "fuel={n}"),

@@ -23,7 +23,7 @@ pub enum CapError {
     #[error("capability token expired at {} ({expires_at}); now is {now}", format_rfc3339(*.expires_at))]
     Expired { expires_at: u64, now: u64 },
     /// A caveat type this host does not know: the token is rejected.
-    #[error("unknown caveat type `{0}` (known: tool, right, read, write, net, fuel, max_calls, budget_fuel, expires, id)")]
+    #[error("unknown caveat type `{0}` (known: tool, right, read, write, net, exec, fuel, max_calls, budget_fuel, expires, id)")]
     UnknownCaveat(String),
     /// The token has no caveats (or none set at mint): it grants nothing.
     #[error("capability token has no caveats and grants nothing")]

@@ -26,6 +26,12 @@ impl Covers for Origin {
     }
 }
 
+impl Covers for Program {
+    fn covers(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
 /// Sorts, dedups and drops items covered by another item.
 pub(super) fn minimize<T: Covers>(mut items: Vec<T>) -> Vec<T> {
     if items.len() < 2 {
@@ -82,6 +88,7 @@ pub(super) struct Fold {
     pub(super) read: Option<Vec<RelPath>>,
     pub(super) write: Option<Vec<RelPath>>,
     pub(super) net: Option<Vec<Origin>>,
+    pub(super) exec: Option<Vec<Program>>,
     pub(super) fuel: Option<u64>,
     pub(super) max_calls: Option<u64>,
     pub(super) budget_fuel: Option<u64>,
@@ -100,6 +107,7 @@ impl Fold {
             Caveat::Read(v) => narrow(&mut self.read, v, minted),
             Caveat::Write(v) => narrow(&mut self.write, v, minted),
             Caveat::Net(v) => narrow(&mut self.net, v, minted),
+            Caveat::Exec(v) => narrow(&mut self.exec, v, minted),
             Caveat::Fuel(n) => min_opt(&mut self.fuel, *n),
             Caveat::MaxCalls(n) => min_opt(&mut self.max_calls, *n),
             Caveat::BudgetFuel(n) => min_opt(&mut self.budget_fuel, *n),
@@ -170,6 +178,18 @@ impl Fold {
                     );
                 }
             }
+            Caveat::Exec(v) => {
+                let parent = none(&self.exec);
+                if let Some(p) = v.iter().find(|p| !parent.contains(p)) {
+                    return widens(
+                        CaveatKind::Exec,
+                        format!(
+                            "program `{p}` is not among the parent token's programs ({})",
+                            list(parent)
+                        ),
+                    );
+                }
+            }
             Caveat::Id(_) => {}
             Caveat::Fuel(n) | Caveat::MaxCalls(n) | Caveat::BudgetFuel(n) | Caveat::Expires(n) => {
                 let (kind, parent, what) = match caveat {
@@ -224,6 +244,7 @@ impl Fold {
             read_prefixes: readable,
             write_prefixes: write,
             net_origins: self.net.unwrap_or_default(),
+            exec_programs: self.exec.unwrap_or_default(),
             fuel_ceiling: self.fuel,
             max_calls: self.max_calls,
             budget_fuel: self.budget_fuel,

@@ -27,6 +27,7 @@ pub struct Grant {
     pub(super) read_prefixes: Vec<RelPath>,
     pub(super) write_prefixes: Vec<RelPath>,
     pub(super) net_origins: Vec<Origin>,
+    pub(super) exec_programs: Vec<Program>,
     pub(super) fuel_ceiling: Option<u64>,
     pub(super) max_calls: Option<u64>,
     /// The smallest `budget_fuel` of the chain.
@@ -48,6 +49,7 @@ impl PartialEq for Grant {
             && self.read_prefixes == other.read_prefixes
             && self.write_prefixes == other.write_prefixes
             && self.net_origins == other.net_origins
+            && self.exec_programs == other.exec_programs
             && self.fuel_ceiling == other.fuel_ceiling
             && self.max_calls == other.max_calls
             && self.budget_fuel == other.budget_fuel
@@ -267,6 +269,17 @@ impl Grant {
         }
     }
 
+    /// Programs the caller may run (names or absolute paths, as the
+    /// `exec` caveats list them); empty without the `exec` right. A call
+    /// runs those its tool also declares in `needs.exec`.
+    pub fn exec_programs(&self) -> &[Program] {
+        if self.rights.contains(Right::Exec) {
+            &self.exec_programs
+        } else {
+            &[]
+        }
+    }
+
     pub fn fuel_ceiling(&self) -> Option<u64> {
         self.fuel_ceiling
     }
@@ -307,6 +320,7 @@ impl fmt::Display for Grant {
         writeln!(f, "read:     {}", list(self.read_prefixes()))?;
         writeln!(f, "write:    {}", list(self.write_prefixes()))?;
         writeln!(f, "net:      {}", list(self.net_origins()))?;
+        writeln!(f, "exec:     {}", list(self.exec_programs()))?;
         writeln!(f, "fuel:     {}", opt(self.fuel_ceiling))?;
         writeln!(f, "calls:    {}", opt(self.max_calls))?;
         match self.expires_at {

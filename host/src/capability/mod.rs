@@ -24,10 +24,11 @@
 //! | caveat | meaning |
 //! | --- | --- |
 //! | `tool=file_view,git_*` | tools the token may call: exact names (`file_view`, `fs.read`), `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool); names and prefixes follow the one tool-name grammar of [`crate::toolname`], so `ns.*` is the namespace `ns` and a pattern outside the grammar is refused |
-//! | `right=read,write,net` | rights: `read`, `write`, `net`, `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
+//! | `right=read,write,net` | rights: `read`, `write`, `net`, `exec` (run the `exec` caveat's programs), `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
+//! | `exec=cargo,/usr/bin/make` | native programs the token may run (with the `exec` right): a name, looked up on the host's `PATH` when a call runs, or an absolute path; exact match (see [`Program`]) |
 //! | `fuel=1000000` | fuel ceiling per call |
 //! | `max_calls=10` | calls allowed to the token that carries the caveat and every token derived from it, together (counted by the host per caveat, see [`CallBudget`]) |
 //! | `budget_fuel=5000000000` | fuel the calls of the token that carries the caveat and of every token derived from it may consume together (counted like `max_calls`) |
@@ -39,7 +40,7 @@
 //! - **Every caveat must pass.** Caveats of the same type *intersect*: a
 //!   second `tool` caveat narrows the first, never widens it. A duplicate
 //!   caveat is therefore harmless and allowed.
-//! - **Closed world.** `tool`, `right`, `read`, `write` and `net` are
+//! - **Closed world.** `tool`, `right`, `read`, `write`, `net` and `exec` are
 //!   *grants*: a dimension the token was not minted with grants nothing
 //!   (no `net` caveat at mint → no network), and a caveat appended later for
 //!   such a dimension cannot open it (it intersects with nothing). The number
@@ -61,8 +62,8 @@
 //!
 //! [`Token::attenuate`] refuses, with a [`WidenError`] naming the component,
 //! any caveat that would widen the token: a tool or right the parent does not
-//! grant, a path prefix outside the parent's, an origin the parent does not
-//! list, a higher fuel or call ceiling, a later expiry. The child keeps every
+//! grant, a path prefix outside the parent's, an origin or program the
+//! parent does not list, a higher fuel or call ceiling, a later expiry. The child keeps every
 //! parent caveat, so it also dies with the parent's expiry. (A holder who
 //! appends caveats by hand, skipping these checks, still cannot widen
 //! anything: the folding rules above only ever narrow.)
@@ -78,7 +79,7 @@
 //! # Files
 //!
 //! One concept each: `error` (what can go wrong), `rights`, `relpath`
-//! (caveat paths), `tools` (tool patterns), `caveat` (the caveat kinds and
+//! (caveat paths), `program` (exec programs), `tools` (tool patterns), `caveat` (the caveat kinds and
 //! their syntax), `expiry` (durations and RFC 3339 times), `key` (root keys,
 //! keyrings, signing), `token` (encoding, attenuation, delegation), `fold`
 //! (caveats → grant), `grant` (the checks a call passes) and `ids` (token
@@ -165,6 +166,7 @@ mod fold;
 mod grant;
 mod ids;
 mod key;
+mod program;
 mod relpath;
 mod rights;
 #[cfg(test)]
@@ -179,6 +181,7 @@ use fold::*;
 pub use grant::*;
 pub use ids::*;
 pub use key::*;
+pub use program::*;
 pub use relpath::*;
 pub use rights::*;
 pub use token::*;

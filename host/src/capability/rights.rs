@@ -1,5 +1,5 @@
 //! The rights a token can grant (`read`, `write`, `net`, `secrets`,
-//! `delegate`) and sets of them.
+//! `delegate`, `exec`) and sets of them.
 
 use super::*;
 
@@ -15,19 +15,24 @@ pub enum Right {
     /// See secrets: the call's output, logs and errors are not redacted, and
     /// a network tool's arguments may carry a secret.
     Secrets,
+    /// Run native programs (the `exec` caveat's) through the plugin
+    /// contract's `exec` import, in an OS sandbox.
+    Exec,
 }
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 5] = [
+    pub const ALL: [Right; 6] = [
         Right::Read,
         Right::Write,
         Right::Net,
         Right::Delegate,
         Right::Secrets,
+        Right::Exec,
     ];
 
-    /// The caveat keyword: `read`, `write`, `net`, `delegate` or `secrets`.
+    /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets` or
+    /// `exec`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
@@ -35,6 +40,7 @@ impl Right {
             Right::Net => "net",
             Right::Delegate => "delegate",
             Right::Secrets => "secrets",
+            Right::Exec => "exec",
         }
     }
 
@@ -45,6 +51,7 @@ impl Right {
             Right::Net => 4,
             Right::Delegate => 8,
             Right::Secrets => 16,
+            Right::Exec => 32,
         }
     }
 }
@@ -58,8 +65,9 @@ impl FromStr for Right {
             "net" => Ok(Right::Net),
             "delegate" => Ok(Right::Delegate),
             "secrets" => Ok(Right::Secrets),
+            "exec" => Ok(Right::Exec),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net, delegate or secrets)"
+                "`{s}` is not a right (use read, write, net, delegate, secrets or exec)"
             ))),
         }
     }
@@ -72,8 +80,8 @@ pub struct Rights(pub(super) u8);
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net`, `delegate` and `secrets`.
-    pub const ALL: Rights = Rights(31);
+    /// `read`, `write`, `net`, `delegate`, `secrets` and `exec`.
+    pub const ALL: Rights = Rights(63);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -95,7 +103,8 @@ impl Rights {
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
-    /// The rights in canonical order (read, write, net, secrets).
+    /// The rights in canonical order (read, write, net, delegate, secrets,
+    /// exec).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }

@@ -1153,7 +1153,7 @@ fn caveat_text_round_trips() {
         "fuel=1e6",
         "fuel=99999999999999999999",
         "max_calls=",
-        "right=exec",
+        "right=execute",
         "right=",
         "expires=tomorrow",
         "tool=",
@@ -1469,4 +1469,89 @@ fn delegated_tokens_carry_their_own_ids_and_budget_fuel_narrows() {
     let err = narrow.delegate(&cavs(&["right=delegate"])).unwrap_err();
     assert_eq!(err.component(), Some(CaveatKind::Right));
     assert!(err.to_string().contains("`delegate`"), "{err}");
+}
+
+#[test]
+fn exec_programs_are_granted_with_the_right_and_attenuation_only_removes_them() {
+    let k = key(1);
+    let parent = mint(&k, &["tool=*", "right=read,exec", "exec=cargo,python3"]);
+    let g = k.verify(&parent, at(T0)).unwrap();
+    let names: Vec<&str> = g.exec_programs().iter().map(Program::as_str).collect();
+    assert_eq!(names, ["cargo", "python3"]);
+    assert!(g.to_string().contains("exec:     cargo, python3"), "{g}");
+    assert_eq!(
+        serde_json::to_value(&g).unwrap()["exec_programs"],
+        serde_json::json!(["cargo", "python3"])
+    );
+    // Removing a program is fine…
+    let child = parent.attenuate(&[cav("exec=cargo")]).unwrap();
+    let names: Vec<String> = k
+        .verify(&child, at(T0))
+        .unwrap()
+        .exec_programs()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(names, ["cargo"]);
+    // …adding one is refused, naming it, even by another spelling of a
+    // granted one…
+    for wider in ["exec=cargo,sh", "exec=/usr/bin/cargo"] {
+        let e = child.attenuate(&[cav(wider)]).unwrap_err();
+        assert_eq!(e.component(), Some(CaveatKind::Exec), "{wider}");
+        assert!(
+            e.to_string()
+                .contains("is not among the parent token's programs (cargo)"),
+            "{e}"
+        );
+    }
+    // …and appending one by hand grants nothing more.
+    let forged = raw_append(&child, &["exec=sh"]);
+    assert!(k
+        .verify(&forged, at(T0))
+        .unwrap()
+        .exec_programs()
+        .is_empty());
+    // Without the `exec` right the caveat grants nothing; a token minted
+    // without an `exec` caveat cannot open the dimension.
+    let g = grant(&k, &["tool=*", "right=read", "exec=cargo"]);
+    assert!(g.exec_programs().is_empty());
+    let closed = mint(&k, &["tool=*", "right=read,exec"]);
+    let appended = raw_append(&closed, &["exec=sh"]);
+    assert!(k
+        .verify(&appended, at(T0))
+        .unwrap()
+        .exec_programs()
+        .is_empty());
+    assert!(closed.attenuate(&[cav("exec=sh")]).is_err());
+    // Attenuating `right` without exec drops every program.
+    let dropped = parent.attenuate(&[cav("right=read")]).unwrap();
+    assert!(k
+        .verify(&dropped, at(T0))
+        .unwrap()
+        .exec_programs()
+        .is_empty());
+}
+
+#[test]
+fn exec_caveat_values_are_one_program_each() {
+    assert_eq!(
+        cav("exec=cargo,/usr/bin/make").to_string(),
+        "exec=cargo,/usr/bin/make"
+    );
+    assert_malformed(&[
+        "exec=",
+        "exec=sh -c",
+        "exec=bin/cargo",
+        "exec=./run",
+        "exec=..",
+        "exec=/usr/../bin/sh",
+        "exec=/usr//bin/sh",
+        "exec=/",
+        "exec=ca\u{7}rgo",
+    ]);
+    assert!("exec".parse::<Right>().is_ok());
+    assert_eq!(
+        Rights::ALL.to_string(),
+        "read,write,net,delegate,secrets,exec"
+    );
 }

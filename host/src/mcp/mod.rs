@@ -136,6 +136,10 @@ pub struct ServeArgs {
     /// Grant a network origin, `scheme://host[:port]` (repeatable).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
     pub allow_net: Vec<String>,
+    /// Grant a native program, by name (looked up on PATH) or absolute
+    /// path (repeatable).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub allow_exec: Vec<String>,
     /// Wall-clock limit of every call (default: each tool's own).
     #[arg(long, value_name = "N")]
     pub timeout_ms: Option<u64>,
@@ -569,6 +573,7 @@ pub fn run(
             read: &args.allow_read,
             write: &args.allow_write,
             net: &args.allow_net,
+            exec: &args.allow_exec,
             delegate: args.allow_delegate,
         },
     )

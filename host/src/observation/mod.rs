@@ -165,7 +165,9 @@ pub struct FollowUp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Effects {
-    /// The tool's declared level.
+    /// The call's effective level: the tool's declared one, or read-only
+    /// when the call's sandbox had no writable mount and no network
+    /// ([`crate::call::effective_level`]).
     pub level: SideEffect,
     /// The idempotency key the call ran under, if any.
     pub idempotency_key: Option<String>,

@@ -139,6 +139,8 @@ fn without_effects<'a>(req: &CallRequest<'a>, mounts: &'a [Mount]) -> CallReques
     CallRequest {
         mounts,
         net_origins: &[],
+        // No native program runs for a plan or a probe.
+        exec: None,
         ..req.clone()
     }
 }

@@ -24,9 +24,10 @@
 //! | network             | `wasi:http` requests to the call's granted     |
 //! |                     | origins only, checked by the host ([`http`])   |
 //! | sockets, DNS        | denied (no raw TCP/UDP, no `ip-name-lookup`)   |
-//! | native programs     | `toolhost:plugin/exec` is linked so a plugin   |
-//! |                     | importing it loads; every `run` is `denied`    |
-//! |                     | until the exec sandbox is wired (`exec_link`)  |
+//! | native programs     | `toolhost:plugin/exec` runs only the call's    |
+//! |                     | programs, in an OS sandbox from the same grant |
+//! |                     | ([`CallRequest::exec`], `exec_link`); none for |
+//! |                     | a call without them, a dry-run or a probe      |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -222,6 +223,9 @@ pub struct CallRequest<'a> {
     /// `scheme://host:port` (see [`normalize_origin`] and [`net_grant`]).
     /// Empty: every request is refused, without a DNS lookup.
     pub net_origins: &'a [String],
+    /// The native programs the call may run through the `exec` import, and
+    /// where ([`crate::exec_call`]). `None`: every `run` is `denied`.
+    pub exec: Option<Arc<crate::exec_call::CallExec>>,
     pub limits: Limits,
 }
 
@@ -346,6 +350,10 @@ struct State {
     cancel: Option<CancelToken>,
     /// Keeps the epoch ticking while this store exists.
     _ticking: Ticking,
+    /// The call's programs (`exec_link`).
+    exec: Option<Arc<crate::exec_call::CallExec>>,
+    /// A program was ended by the call's deadline: the run is a timeout.
+    deadline_reached: bool,
 }
 
 impl WasiHttpView for State {
@@ -644,7 +652,7 @@ impl Plugin {
         };
         let deadline = Instant::now() + limits.timeout;
         let mut store = self
-            .new_store(&[], NetPolicy::none(), &limits, deadline, None)
+            .new_store(&[], NetPolicy::none(), &limits, deadline, None, None)
             .map_err(|e| SandboxError::Describe(format!("{e:#}")))?;
         let failed = |e: wasmtime::Error, store: &Store<State>| match e.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => SandboxError::DescribeTimeout(limits.timeout),
@@ -688,6 +696,7 @@ impl Plugin {
         limits: &Limits,
         deadline: Instant,
         cancel: Option<&CancelToken>,
+        exec: Option<Arc<crate::exec_call::CallExec>>,
     ) -> std::io::Result<Store<State>> {
         let mut b = WasiCtxBuilder::new();
         b.allow_blocking_current_thread(true);
@@ -721,6 +730,8 @@ impl Plugin {
             deadline,
             cancel: cancel.cloned(),
             _ticking: Ticking::start(),
+            exec,
+            deadline_reached: false,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -779,8 +790,14 @@ impl Plugin {
         let start = Instant::now();
         let deadline = start + req.limits.timeout;
         let net = NetPolicy::new(req.net_origins, deadline);
-        let mut store = match self.new_store(req.mounts, net.clone(), &req.limits, deadline, cancel)
-        {
+        let mut store = match self.new_store(
+            req.mounts,
+            net.clone(),
+            &req.limits,
+            deadline,
+            cancel,
+            req.exec.clone(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 return RunOutcome::without_run(Err(Failure::Unavailable {
@@ -804,7 +821,10 @@ impl Plugin {
             store.set_epoch_deadline(1);
         }
         let watch = deadline::watch(deadline);
-        let ran = run(&mut store);
+        let ran = match run(&mut store) {
+            Ok(_) if store.data().deadline_reached => Err(Trap::Interrupt.into()),
+            ran => ran,
+        };
         drop(watch);
         let fuel_left = store.get_fuel().unwrap_or(0);
         let usage = Usage {
@@ -1020,6 +1040,8 @@ impl Plugin {
             deadline: Instant::now() + Duration::from_secs(3600),
             cancel: None,
             _ticking: Ticking::start(),
+            exec: None,
+            deadline_reached: false,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

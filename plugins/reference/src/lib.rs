@@ -1,4 +1,4 @@
-//! The reference toolhost plugin: three file tools built on `toolhost-sdk`.
+//! The reference toolhost plugin: file, network and program tools built on `toolhost-sdk`.
 //!
 //! | tool          | side effect | needs              | does                                  |
 //! |---------------|-------------|--------------------|---------------------------------------|
@@ -7,6 +7,7 @@
 //! | `grep_search` | read-only   | fs-read            | regex search over files, cursor-paged |
 //! | `file_delete` | irreversible| fs-read, fs-write  | removes one file; dry-run plan, probe |
 //! | `http_get`    | read-only   | network `any`      | one GET via `wasi:http`, body as text |
+//! | `run_command` | reversible  | fs-read, fs-write, exec `any` | one granted program via the `exec` import |
 //!
 //! Every path argument is relative to the workspace root and is marked
 //! `"x-toolhost-path"` in the input schema, so the host authorizes it before
@@ -28,6 +29,7 @@ mod delete;
 mod edit;
 mod fetch;
 mod grep;
+mod run;
 mod text;
 mod view;
 
@@ -44,6 +46,7 @@ pub fn tools() -> Vec<Tool> {
         grep::tool(),
         delete::tool(),
         fetch::tool(),
+        run::tool(),
     ]
 }
 
@@ -77,7 +80,7 @@ mod tests {
                 }
                 assert!(prop.get("description").is_some(), "{name}.{field}");
             }
-            if name != "http_get" {
+            if name != "http_get" && name != "run_command" {
                 assert_eq!(props["path"]["minLength"], 1, "{name}");
                 assert!(props["path"]["x-toolhost-path"].is_string(), "{name}");
             }

@@ -97,6 +97,7 @@
 
 mod context;
 mod error;
+pub mod exec;
 mod plan;
 mod tool;
 
@@ -107,17 +108,6 @@ pub use tool::{
     dispatch, dispatch_dry_run, dispatch_probe, Tool, ToolOutput, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_MS,
 };
-
-/// Running native programs: the `toolhost:plugin/exec` import.
-///
-/// `exec::run(&exec::Command { argv, cwd, stdin, env, timeout_ms })` runs
-/// one program in the host's OS sandbox and returns how it ended
-/// ([`exec::Completed`]) or why it did not run ([`exec::ExecError`]). Only
-/// programs the tool declares ([`Tool::runs_program`]) and the caller
-/// grants run; a component that never calls it does not import it.
-pub mod exec {
-    pub use crate::bindings::toolhost::plugin::exec::{run, Command, Completed, ExecError};
-}
 
 /// How much a tool can change the world; see the WIT `side-effect` enum.
 pub use bindings::toolhost::plugin::types::SideEffect;

@@ -699,12 +699,12 @@ fn tools() -> Vec<Tool> {
             .title("Exec attempt")
             .description(
                 "Hostile test tool: asks the host to run argv (1-8 strings) through the exec \
-                 import and returns {outcome, detail}: how the host answered. Declares echo \
-                 and sh. Errors: none of its own. Side effect: none.",
+                 import and returns {outcome, detail}: how the host answered. Declares any \
+                 program, so the caller's grant is the only wall. Errors: none of its own. \
+                 Side effect: none.",
             )
             .side_effect(SideEffect::ReadOnly)
-            .runs_program("echo")
-            .runs_program("sh")
+            .runs_program("any")
             .timeout_ms(5_000)
             .max_output_bytes(4096),
         Tool::new("noisy_text", noisy_text)
