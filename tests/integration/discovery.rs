@@ -1,40 +1,31 @@
-//! The discovery eval (issue 19): task phrasings over a catalog of tools
-//! with realistic names and descriptions (`tests/fixtures/discovery_catalog.json`,
-//! the reference tools' contracts plus 21 more), ranked by
-//! [`toolhost::discovery`]. The top-3 hit rate must be at least 90%; the
-//! test prints it. No phrasing spells the tool's name.
+//! The discovery eval (issue 19): task phrasings
+//! (`tests/fixtures/discovery_catalog.json`) over a catalog of real
+//! components: the reference tools, `tp-catalog` (19 tools with realistic
+//! names and descriptions) and `tp-imaging` loaded under the namespace
+//! `image`, indexed from their loaded descriptors as `find_tools` indexes
+//! them ([`toolhost::discovery::index_of`]). The top-3 hit rate must be at
+//! least 90%; the test prints it. No phrasing spells the tool's name.
 
 use serde_json::Value;
-use toolhost::discovery::{Doc, Index};
+use toolhost::catalog::Source;
 
-use crate::support::repo_root;
+use crate::support::{host_with, loaded_tool_names, repo_root, test_plugin};
 
 #[test]
 fn discovery_eval_top3_hit_rate_is_at_least_90_percent() {
+    let host = host_with(&[
+        Source::reference(),
+        Source::File(test_plugin("tp_catalog")),
+        Source::Namespaced {
+            namespace: "image".into(),
+            path: test_plugin("tp_imaging"),
+        },
+    ]);
+    let names = loaded_tool_names(&host);
+    assert!(names.len() >= 20, "{} tools: {names:?}", names.len());
+    let index = toolhost::discovery::index_of(host.catalog().tools().map(|t| &t.descriptor));
     let path = repo_root().join("tests/fixtures/discovery_catalog.json");
     let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let docs: Vec<Doc> = fixture["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let params: Vec<(String, String)> = t["params"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect();
-            Doc::new(
-                t["name"].as_str().unwrap(),
-                t["title"].as_str().unwrap(),
-                t["description"].as_str().unwrap(),
-                &params,
-            )
-        })
-        .collect();
-    let names: Vec<String> = docs.iter().map(|d| d.name.clone()).collect();
-    assert!(docs.len() >= 20, "{} tools", docs.len());
-    let index = Index::new(docs);
     let phrasings = fixture["phrasings"].as_array().unwrap();
     assert!(phrasings.len() >= 30, "{} phrasings", phrasings.len());
     let (mut top1, mut top3) = (0, 0);
