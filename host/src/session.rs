@@ -105,17 +105,14 @@ impl Allow<'_> {
             CapError::Malformed(format!("{what} `{value}`: {e}"))
         };
         // A token lists values with commas: a value holding one would come
-        // back as two.
+        // back as two (prefixes: `parse_prefix` says so itself).
         let one = |what: &str, value: &str| match value.contains(',') {
             true => Err(malformed(what, value, &"a comma cannot be granted")),
             false => Ok(()),
         };
         let paths = |list: &[&str], what: &str| -> Result<Vec<RelPath>, CapError> {
             list.iter()
-                .map(|p| {
-                    one(what, p)?;
-                    RelPath::parse(p).map_err(|e| malformed(what, p, &e))
-                })
+                .map(|p| crate::capability::parse_prefix(p).map_err(|e| malformed(what, p, &e)))
                 .collect()
         };
         let mut rights = Vec::new();
