@@ -26,11 +26,7 @@ fn session(ws: &Ws, token: &Token) -> Session {
 }
 
 fn call_in(host: &Host, s: &Session, tool: &str, args: &str) -> Value {
-    let obs =
-        serde_json::to_value(host.run(s, Call::new(tool, args, &keyed(&CallOptions::default()))))
-            .unwrap();
-    assert_valid_observation(&obs);
-    obs
+    run_in(host, s, tool, args, &keyed(&CallOptions::default()))
 }
 
 fn visible(host: &Host, s: &Session) -> Vec<String> {

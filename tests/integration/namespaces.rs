@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
-use toolhost::call::Call;
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
 use toolhost::idempotency::{SqliteStore, Store};
@@ -43,11 +42,7 @@ fn session(ws: &Ws, caveats: &[&str]) -> Session {
 }
 
 fn call_in(host: &Host, s: &Session, tool: &str, args: &str) -> Value {
-    let obs =
-        serde_json::to_value(host.run(s, Call::new(tool, args, &keyed(&CallOptions::default()))))
-            .unwrap();
-    assert_valid_observation(&obs);
-    obs
+    run_in(host, s, tool, args, &keyed(&CallOptions::default()))
 }
 
 #[test]
