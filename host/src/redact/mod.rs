@@ -46,6 +46,7 @@
 pub mod rules;
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -113,6 +114,15 @@ static REDACTOR: LazyLock<Redactor> = LazyLock::new(Redactor::compile);
 /// The process-wide redactor, compiled on first use.
 pub fn redactor() -> &'static Redactor {
     &REDACTOR
+}
+
+/// Compiles the rules now rather than on the first scan (see
+/// [`crate::warmup`]).
+pub fn compile_rules() {
+    LazyLock::force(&REDACTOR);
+    LazyLock::force(&SECRET_NAME_RX);
+    LazyLock::force(&AWS_SECRET_NAME_RX);
+    LazyLock::force(&BASE64_40_RX);
 }
 
 /// Replaces the secrets in `text`; `field` names it in the report.
@@ -327,7 +337,7 @@ impl Redactor {
                 for (i, item) in items.iter_mut().enumerate() {
                     let len = pointer.len();
                     pointer.push('/');
-                    pointer.push_str(&i.to_string());
+                    let _ = write!(pointer, "{i}");
                     self.walk(item, name, pointer, report, rewrite);
                     pointer.truncate(len);
                 }
@@ -356,8 +366,10 @@ impl Redactor {
 
 /// The rule that makes a whole string under member `name` a secret.
 fn whole_value_rule(name: &str, value: &str) -> Option<SecretRule> {
-    // The cheap tests on the value come first: most strings of an output
-    // (a line of text, a path) fail them, and the name is then not read.
+    // The cheap tests come first: most strings of an output (a line of
+    // text, a path) are under a name that says nothing of secrets (`text`,
+    // `path`), and one match of that short name is cheaper than the
+    // randomness test of a long value (which lines of hex or base64 pass).
     let rule =
         if value.len() == 40 && aws_secret_ok(value, 0, 40) && AWS_SECRET_NAME_RX.is_match(name) {
             SecretRule::AwsSecretKey
@@ -368,8 +380,8 @@ fn whole_value_rule(name: &str, value: &str) -> Option<SecretRule> {
         {
             SecretRule::AuthorizationHeader
         } else if !value.contains(char::is_whitespace)
-            && looks_like_secret_value(value)
             && SECRET_NAME_RX.is_match(name)
+            && looks_like_secret_value(value)
         {
             SecretRule::SecretAssignment
         } else {
