@@ -97,3 +97,4 @@ pub mod session;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;
+pub mod warmup;

@@ -467,6 +467,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         emit(String::from_utf8_lossy(&out).trim_end())?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Every command below loads plugins: their rule sets compile beside it.
+    toolhost::warmup::in_background();
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {

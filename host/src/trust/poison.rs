@@ -302,6 +302,12 @@ static RULES: LazyLock<Vec<PatternRule>> = LazyLock::new(|| {
     ]
 });
 
+/// Compiles the rules now rather than on the first scan (see
+/// [`crate::warmup`]).
+pub fn compile_rules() {
+    LazyLock::force(&RULES);
+}
+
 /// Every rule match in `text` (the text rules; not the length rule, which
 /// needs the tool).
 pub fn scan_text(text: &str) -> Vec<TextMatch> {
