@@ -62,6 +62,20 @@ fn main() {
     let out = out_dir.join("toolhost_reference.wasm");
     std::fs::copy(&wasm, &out).unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
     precompile(&out, &out_dir.join("toolhost_reference.cwasm"));
+    digest(&out, &out_dir.join("toolhost_reference.sha256"));
+}
+
+/// The component's `sha256:` digest, as the catalog reports it, so a start
+/// does not hash the embedded bytes again (1.6 MB: ~1.5 ms per process).
+fn digest(wasm: &Path, out: &Path) {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()));
+    let hex: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(out, format!("sha256:{hex}"))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
 }
 
 /// Compiles the reference component ahead of time with the host's engine

@@ -48,6 +48,11 @@ pub static REFERENCE_PLUGIN: &[u8] =
 pub static REFERENCE_PRECOMPILED: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_reference.cwasm"));
 
+/// The `sha256:` digest of [`REFERENCE_PLUGIN`], computed by the build
+/// script.
+pub static REFERENCE_DIGEST: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/toolhost_reference.sha256"));
+
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -295,7 +300,12 @@ impl Catalog {
             Ok(b) => b,
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
-        status.digest = Some(crate::trust::sha256_digest(&bytes));
+        status.digest = Some(match source {
+            Source::Embedded { bytes, .. } if std::ptr::eq(*bytes, REFERENCE_PLUGIN) => {
+                REFERENCE_DIGEST.to_owned()
+            }
+            _ => crate::trust::sha256_digest(&bytes),
+        });
         let inspected = match inspect_loaded(sandbox, source, &bytes, &|e| progress(&name, e)) {
             Ok(i) => i,
             Err(reason) => return self.refuse_plugin(status, None, reason),

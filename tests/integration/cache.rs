@@ -179,6 +179,20 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
 }
 
 #[test]
+fn the_embedded_reference_digest_from_the_build_is_the_catalogs() {
+    use toolhost::catalog::{Catalog, Source, REFERENCE_DIGEST, REFERENCE_PLUGIN};
+    assert_eq!(
+        REFERENCE_DIGEST,
+        toolhost::trust::sha256_digest(REFERENCE_PLUGIN)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&config(dir.path())).unwrap();
+    let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
+    let status = &catalog.plugins()[0];
+    assert_eq!(status.digest.as_deref(), Some(REFERENCE_DIGEST));
+}
+
+#[test]
 fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
     use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
     let dir = tempfile::tempdir().unwrap();
