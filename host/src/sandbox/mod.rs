@@ -410,6 +410,10 @@ impl Sandbox {
             .total_core_instances(n * 8)
             .total_memories(n * 4)
             .total_tables(n * 8)
+            // Fiber stacks (wasmtime's async support, compiled in for WASI)
+            // are allocated and guarded at start, one per slot: 1,000 by
+            // default cost ~3 ms of every start; calls run synchronously.
+            .total_stacks(n)
             .max_memories_per_component(8)
             .max_memory_size(config.max_memory_bytes)
             // Reset a reused slot's first pages in place instead of
