@@ -9,7 +9,8 @@
 //!   a settled, cached one);
 //! - the hostile `index_attempt` tool asks for paths outside its mount
 //!   (`..`, an absolute host path, a link out of the mount, another grant's
-//!   file, a FIFO, no grant at all) and gets the exact refusal;
+//!   file, a FIFO, no grant at all) and gets the exact refusal; a grant
+//!   swapped for a link after it was opened is still the opened directory;
 //! - a component that does not import `files` still loads and runs.
 
 use std::time::{Duration, SystemTime};
@@ -18,7 +19,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{CallOptions, Host};
-use toolhost::sandbox::{CallRequest, Limits, Sandbox, SandboxConfig};
+use toolhost::sandbox::{CallRequest, Limits, Mount, Sandbox, SandboxConfig};
 use toolhost::session::Allow;
 
 use crate::support::*;
@@ -341,6 +342,36 @@ fn the_files_import_reads_only_what_the_calls_mounts_let_the_guest_read() {
         out["detail"].as_str().unwrap().contains("may read no file"),
         "{out:#}"
     );
+}
+
+#[test]
+fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory() {
+    // The mount is opened, then `sub` is moved away and a link to
+    // `../outside` put in its place: the import resolves beneath the
+    // opened directory, never through the new link.
+    let site = Site::new();
+    let ws = site.dir.path().join("ws");
+    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
+    std::fs::rename(ws.join("sub"), ws.join("sub.real")).unwrap();
+    std::os::unix::fs::symlink("../outside", ws.join("sub")).unwrap();
+    std::fs::write(site.dir.path().join("outside/f.txt"), SECRET).unwrap();
+    let plugin = sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap();
+    let outcome = plugin.call(&CallRequest {
+        tool: "index_attempt",
+        args_json: r#"{"path":"/workspace/sub/f.txt"}"#,
+        call_id: "swapped-grant",
+        workspace_root: "/workspace",
+        idempotency_key: None,
+        mounts: &mounts,
+        net_origins: &[],
+        exec: None,
+        limits: Limits::default(),
+    });
+    let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
+    assert_eq!(out["outcome"], "indexed", "{out:#}");
+    assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"), "{out:#}");
 }
 
 #[test]

@@ -43,8 +43,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<State>) -> Result<(), SandboxErr
 impl wit::Host for State {
     fn index(&mut self, path: String, max_bytes: u64) -> Result<wit::FileIndex, wit::FileError> {
         let (dir, rel) = resolve(&self.mounts, &path)?;
-        let file = open(dir, &rel, &path)?;
-        let mut file = file;
+        let mut file = open(dir, &rel, &path)?;
         let limit = max_bytes.min(HOST_MAX_BYTES);
         match self.files.index(&mut file, limit) {
             Ok(ix) => Ok(wit::FileIndex {
