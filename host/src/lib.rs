@@ -75,6 +75,7 @@ pub mod discovery;
 pub mod effects;
 pub mod exec;
 pub mod exec_call;
+pub mod file_index;
 pub mod idempotency;
 pub mod journal;
 pub mod json;

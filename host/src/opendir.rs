@@ -253,6 +253,21 @@ pub fn kind_beneath(dir: impl AsFd, path: &str, follow: bool) -> io::Result<Kind
     Ok(Entry::from_fd(fd)?.kind())
 }
 
+/// Opens `path` beneath `dir` for reading as wasmtime-wasi would open it
+/// for a guest (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`:
+/// `..` and symbolic links are followed only while they stay beneath
+/// `dir`; a way out is `EXDEV`), non-blocking (a FIFO never stalls the
+/// host) and without acquiring a terminal, and says what it opened.
+/// `ENOSYS` without `openat2`.
+pub fn open_read_beneath(dir: impl AsFd, path: &str) -> io::Result<(std::fs::File, Kind)> {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let fd = openat2_with(dir.as_fd(), path, flags, resolve)?;
+    let stat = rustix::fs::fstat(&fd)?;
+    let kind = Kind::of(FileType::from_raw_mode(stat.st_mode));
+    Ok((std::fs::File::from(fd), kind))
+}
+
 /// A single plain name: not empty, `.`, `..`, and without `/` or NUL.
 fn check_name(name: &str) -> io::Result<()> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {

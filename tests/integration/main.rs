@@ -20,6 +20,7 @@ mod error_details;
 mod escapes;
 mod exec;
 mod exec_call;
+mod file_index;
 mod first_hour;
 mod hostile;
 mod idempotency;

@@ -28,6 +28,9 @@
 //! |                     | programs, in an OS sandbox from the same grant |
 //! |                     | ([`CallRequest::exec`], `exec_link`); none for |
 //! |                     | a call without them, a dry-run or a probe      |
+//! | file indexes        | `toolhost:plugin/files` indexes only files the |
+//! |                     | guest could open through the call's mounts     |
+//! |                     | (`files_link`), cached host-wide               |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -59,6 +62,7 @@ mod deadline;
 mod effects;
 mod engine;
 mod exec_link;
+mod files_link;
 mod fsguard;
 pub mod http;
 mod limits;
@@ -78,6 +82,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::file_index::{CacheStats, IndexCache};
 use crate::opendir::OpenDir;
 use capture::Capture;
 use http::{NetHooks, NetPolicy};
@@ -354,6 +359,10 @@ struct State {
     exec: Option<Arc<crate::exec_call::CallExec>>,
     /// A program was ended by the call's deadline: the run is a timeout.
     deadline_reached: bool,
+    /// The call's mounts (open directory, guest path), for `files_link`.
+    mounts: Vec<(OpenDir, String)>,
+    /// The sandbox's file index cache (`files_link`).
+    files: Arc<IndexCache>,
 }
 
 impl WasiHttpView for State {
@@ -381,6 +390,8 @@ pub struct Sandbox {
     engine: Engine,
     linker: Arc<Linker<State>>,
     cache: Option<CompileCache>,
+    /// File indexes, shared by every plugin and call (`files_link`).
+    files: Arc<IndexCache>,
 }
 
 /// Progress of a load, for a caller that wants to show it.
@@ -437,6 +448,7 @@ impl Sandbox {
         deadline::add_to_linker(&mut linker)?;
         fsguard::add_to_linker(&mut linker)?;
         exec_link::add_to_linker(&mut linker)?;
+        files_link::add_to_linker(&mut linker)?;
         deadline::start();
         let cache = match &config.cache_dir {
             Some(dir) => CompileCache::open(dir).ok(),
@@ -446,6 +458,7 @@ impl Sandbox {
             engine,
             linker: Arc::new(linker),
             cache,
+            files: Arc::new(IndexCache::new()),
         })
     }
 
@@ -496,6 +509,7 @@ impl Sandbox {
             .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
         Ok(Plugin {
             engine: self.engine.clone(),
+            files: self.files.clone(),
             pre,
             digest: digest.to_hex().to_string(),
         })
@@ -569,6 +583,11 @@ impl Sandbox {
     pub fn cache(&self) -> Option<&CompileCache> {
         self.cache.as_ref()
     }
+
+    /// Counters of the file index cache the `files` import answers from.
+    pub fn file_index_stats(&self) -> CacheStats {
+        self.files.stats()
+    }
 }
 
 /// Stores alive in this process. The epoch only matters while a guest
@@ -620,6 +639,7 @@ fn start_epoch_ticker(engine: &Engine) {
 #[derive(Clone)]
 pub struct Plugin {
     engine: Engine,
+    files: Arc<IndexCache>,
     pre: bindings::plugin::PluginPre<State>,
     digest: String,
 }
@@ -736,6 +756,11 @@ impl Plugin {
             _ticking: Ticking::start(),
             exec,
             deadline_reached: false,
+            mounts: mounts
+                .iter()
+                .map(|m| (m.dir.clone(), m.guest.clone()))
+                .collect(),
+            files: self.files.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
@@ -1046,6 +1071,8 @@ impl Plugin {
             _ticking: Ticking::start(),
             exec: None,
             deadline_reached: false,
+            mounts: Vec::new(),
+            files: self.files.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

@@ -1,10 +1,19 @@
 //! `file_view`: numbered lines of a text file, one page at a time.
 
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolhost_sdk::files::{self, FileIndex};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
-use crate::text::{clip_line, json_str_len, normalize_rel, read_text_file, sha256_hex};
+use crate::text::{
+    clip_line, json_str_len, normalize_rel, read_text_file, sha256_hex, MAX_FILE_BYTES,
+};
 
 /// Longest line returned unclipped, in characters.
 const MAX_LINE_CHARS: usize = 2000;
@@ -156,40 +165,137 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
 fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
     let rel = normalize_rel(&args.path);
+    let offset = u64::from(args.offset.max(1));
+
+    // The host's index (hash, line count, line starts): read only the page.
+    // Any refusal, a file that is not text, or one that changed since it
+    // was indexed goes the whole-file way below, which gives every error
+    // its usual code and message.
+    if let Ok(ix) = files::index(&guest.to_string_lossy(), MAX_FILE_BYTES) {
+        if ix.is_text && ix.size <= MAX_FILE_BYTES {
+            if let Some(lines) = indexed_page(&guest, &ix, offset, args.limit) {
+                return Ok(output(rel, offset, lines, ix.lines, ix.sha256));
+            }
+        }
+    }
+
     let text = read_text_file(&guest, &rel)?;
     let sha256 = sha256_hex(text.as_bytes());
+    let total_lines = text.lines().count() as u64;
+    let numbered = (offset..).zip(text.lines().skip((offset - 1) as usize));
+    let lines = page(numbered.map(|(n, l)| (n, Cow::Borrowed(l))), args.limit);
+    Ok(output(rel, offset, lines, total_lines, sha256))
+}
 
-    let offset = u64::from(args.offset.max(1));
+fn output(
+    path: String,
+    offset: u64,
+    lines: Vec<Line>,
+    total_lines: u64,
+    sha256: String,
+) -> ViewOutput {
+    let last = lines.last().map_or(offset.saturating_sub(1), |l| l.number);
+    ViewOutput {
+        path,
+        offset,
+        has_more: last < total_lines,
+        lines,
+        total_lines,
+        sha256,
+    }
+}
+
+/// The page from `numbered` (lines from the first one asked for, with
+/// their numbers): at most `limit` lines, each clipped, stopping before the
+/// line that would overrun the text budget. Takes no line past the page.
+fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut budget = PAGE_TEXT_BUDGET_BYTES;
-    let mut total_lines = 0u64;
-    let mut stopped_early = false;
-    for (number, line) in (1u64..).zip(text.lines()) {
-        total_lines = number;
-        if number < offset || stopped_early || lines.len() >= args.limit as usize {
-            continue;
-        }
-        let clipped = clip_line(line, MAX_LINE_CHARS);
+    if limit == 0 {
+        return lines;
+    }
+    for (number, line) in numbered {
+        let clipped = clip_line(&line, MAX_LINE_CHARS);
         let cost = json_str_len(&clipped);
         if !lines.is_empty() && cost > budget {
-            stopped_early = true;
-            continue;
+            break;
         }
         budget = budget.saturating_sub(cost);
         lines.push(Line {
             number,
             text: clipped.into_owned(),
         });
+        if lines.len() >= limit as usize {
+            break;
+        }
     }
-    let last = lines.last().map_or(offset.saturating_sub(1), |l| l.number);
-    Ok(ViewOutput {
-        path: rel,
-        offset,
-        has_more: last < total_lines,
-        lines,
-        total_lines,
-        sha256,
-    })
+    lines
+}
+
+/// The page at `offset` read from the file through its index `ix`: seek to
+/// the recorded start at or before the line, read forward only what the
+/// page needs. `None` when the file no longer matches the index (its size
+/// or mtime differ, a line ends early or is not UTF-8) or cannot be read:
+/// the caller then reads it whole.
+fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option<Vec<Line>> {
+    if offset > ix.lines {
+        return Some(Vec::new());
+    }
+    let (start, skip) = ix.line_start(offset)?;
+    let mut file = File::open(guest).ok()?;
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut reader = BufReader::with_capacity(64 * 1024, &file);
+    let mut buf = Vec::new();
+    for _ in 0..skip {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf).ok()? == 0 {
+            return None;
+        }
+    }
+    let mut failed = false;
+    let mut number = offset;
+    let numbered = std::iter::from_fn(|| {
+        if number > ix.lines {
+            return None;
+        }
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(n) if n > 0 => {}
+            _ => {
+                failed = true;
+                return None;
+            }
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        match String::from_utf8(line) {
+            Ok(text) if !text.contains('\0') => {
+                number += 1;
+                Some((number - 1, Cow::Owned(text)))
+            }
+            _ => {
+                failed = true;
+                None
+            }
+        }
+    });
+    let lines = page(numbered, limit);
+    if failed {
+        return None;
+    }
+    // Still the file that was indexed: same size, same mtime.
+    let meta = file.metadata().ok()?;
+    let mtime_ns = meta
+        .modified()
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    (meta.len() == ix.size && mtime_ns == u128::from(ix.mtime_ns)).then_some(lines)
 }
 
 #[cfg(test)]
@@ -288,6 +394,75 @@ mod tests {
         assert!(out.has_more);
         let json = serde_json::to_string(&out).unwrap();
         assert!(json.len() < 256 * 1024, "{}", json.len());
+    }
+
+    /// The index the host would give for `bytes` (its line starts every
+    /// `stride` lines), with the file's current mtime.
+    fn index_of(ws: &Workspace, rel: &str, stride: u32) -> FileIndex {
+        let path = ws.ctx().guest_path(rel).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let mut line_starts = vec![0u64];
+        let mut newlines = 0u64;
+        for (at, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                newlines += 1;
+                if newlines.is_multiple_of(u64::from(stride)) && at + 1 < bytes.len() {
+                    line_starts.push(at as u64 + 1);
+                }
+            }
+        }
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        FileIndex {
+            sha256: sha256_hex(&bytes),
+            size: bytes.len() as u64,
+            lines: text.lines().count() as u64,
+            is_text: true,
+            stride,
+            line_starts,
+            mtime_ns: mtime.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64,
+        }
+    }
+
+    #[test]
+    fn indexed_pages_equal_whole_file_pages() {
+        let ws = Workspace::new();
+        let body: String = (1..=100)
+            .map(|i| match i % 3 {
+                0 => format!("crlf {i}\r\n"),
+                1 => format!("{}\n", "é".repeat(i)),
+                _ => "\n".to_string(),
+            })
+            .collect::<String>()
+            + "last\r";
+        ws.write("a.txt", &body);
+        let path = ws.ctx().guest_path("a.txt").unwrap();
+        let ix = index_of(&ws, "a.txt", 8);
+        let whole = view(&ws.ctx(), args("a.txt", 1, 500)).unwrap();
+        assert_eq!(whole.total_lines, ix.lines);
+        for offset in [1u64, 2, 8, 9, 10, 64, 100, 101, 102, 500] {
+            for limit in [1u32, 3, 8, 500] {
+                let got = indexed_page(&path, &ix, offset, limit).unwrap();
+                let want = view(&ws.ctx(), args("a.txt", offset as u32, limit)).unwrap();
+                let pairs = |l: &[Line]| -> Vec<(u64, String)> {
+                    l.iter().map(|l| (l.number, l.text.clone())).collect()
+                };
+                assert_eq!(pairs(&got), pairs(&want.lines), "{offset} {limit}");
+            }
+        }
+        // Changed since indexed (same size, other mtime): not used.
+        ws.write("a.txt", &body.replace("crlf", "CRLF"));
+        let old = UNIX_EPOCH + std::time::Duration::from_nanos(ix.mtime_ns + 1_000_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(indexed_page(&path, &ix, 1, 10).is_none());
+        // Shrunk: a line ends early.
+        ws.write("a.txt", "x\n");
+        assert!(indexed_page(&path, &ix, 50, 10).is_none());
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!   JSON Pointer to the argument at fault and optional structured details;
 //! - [`Context`] carries the per-call facts and turns workspace-relative
 //!   paths into guest paths;
+//! - [`files::index`] asks the host for a readable file's SHA-256, line
+//!   count and line starts, so a tool can seek to a page instead of reading
+//!   and hashing the whole file in Wasm;
 //! - a tool can render its output for a model ([`Tool::text`]): the
 //!   compact text the model reads, while the JSON stays the exact data;
 //! - a side-effecting tool can add a dry-run ([`Tool::dry_run`], returning a
@@ -98,6 +101,7 @@
 mod context;
 mod error;
 pub mod exec;
+pub mod files;
 mod plan;
 mod tool;
 

@@ -24,6 +24,8 @@
 //! | `sleep`            | one `std::thread::sleep` (monotonic clock + `block`)        |
 //! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
 //! | `exec_attempt`     | asks the host to run `argv` through the `exec` import       |
+//! | `index_attempt`    | asks the host to index `path` (any guest path, unchecked)   |
+//! |                    | through the `files` import                                  |
 //! | `noisy_text`       | renders `rows` rows of model text full of ANSI escapes,     |
 //! |                    | `\r` progress rewrites and backspaces (text hygiene, clip)  |
 //!
@@ -488,6 +490,51 @@ fn exec_attempt(_: &Context, args: ExecArgs) -> Result<ExecOutput, ToolError> {
     })
 }
 
+/// Arguments of `index_attempt`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IndexArgs {
+    /// Any guest path; deliberately not marked as a path, so only the host's
+    /// `files` import stands between it and the file.
+    #[schemars(length(min = 1, max = 1024))]
+    path: String,
+}
+
+/// Result of `index_attempt`: how the host answered.
+#[derive(Serialize, JsonSchema)]
+struct IndexOutput {
+    /// `indexed`, `not_found`, `is_directory`, `too_large`, `denied`,
+    /// `invalid`, `io` or `unavailable`.
+    outcome: String,
+    /// The host's message, or the limit of `too_large`.
+    detail: String,
+    /// The index's SHA-256, size and line count, when it worked.
+    sha256: Option<String>,
+    size: Option<u64>,
+    lines: Option<u64>,
+}
+
+fn index_attempt(_: &Context, args: IndexArgs) -> Result<IndexOutput, ToolError> {
+    use toolhost_sdk::files::{index, FileError};
+    let (outcome, detail, ix) = match index(&args.path, 1 << 30) {
+        Ok(ix) => ("indexed", String::new(), Some(ix)),
+        Err(FileError::NotFound) => ("not_found", String::new(), None),
+        Err(FileError::IsDirectory) => ("is_directory", String::new(), None),
+        Err(FileError::TooLarge(limit)) => ("too_large", limit.to_string(), None),
+        Err(FileError::Denied(m)) => ("denied", m, None),
+        Err(FileError::Invalid(m)) => ("invalid", m, None),
+        Err(FileError::Io(m)) => ("io", m, None),
+        Err(FileError::Unavailable(m)) => ("unavailable", m, None),
+    };
+    Ok(IndexOutput {
+        outcome: outcome.into(),
+        detail,
+        sha256: ix.as_ref().map(|i| i.sha256.clone()),
+        size: ix.as_ref().map(|i| i.size),
+        lines: ix.as_ref().map(|i| i.lines),
+    })
+}
+
 /// Arguments of `noisy_text`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -706,6 +753,18 @@ fn tools() -> Vec<Tool> {
             .side_effect(SideEffect::ReadOnly)
             .runs_program("any")
             .timeout_ms(5_000)
+            .max_output_bytes(4096),
+        Tool::new("index_attempt", index_attempt)
+            .title("Index attempt")
+            .description(
+                "Hostile test tool: asks the host to index `path` (any guest path, 1-1024 chars, \
+                 on purpose NOT marked as a path so the host does not check it) through the \
+                 files import and returns {outcome, detail, sha256, size, lines}: how the host \
+                 answered. Errors: none of its own. Side effect: none.",
+            )
+            .side_effect(SideEffect::ReadOnly)
+            .reads_files()
+            .timeout_ms(10_000)
             .max_output_bytes(4096),
         Tool::new("noisy_text", noisy_text)
             .title("Noisy text")

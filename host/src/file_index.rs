@@ -1,0 +1,428 @@
+//! Native file indexes for the `toolhost:plugin/files` import: a file's
+//! SHA-256, size, line count, text check and where every `stride`-th line
+//! starts, computed once from an open file and cached host-wide.
+//!
+//! The sandbox's `files_link` resolves the guest's path to an open file
+//! (beneath the call's mount, see [`crate::opendir`]); this module only
+//! reads that file and remembers what it found:
+//!
+//! - [`index_bytes`] is the pure computation (one pass for lines and the
+//!   text check, SHA-256 with the `sha2` crate, which uses the CPU's SHA
+//!   instructions where there are any).
+//! - [`IndexCache`] keys results by the opened file's identity and
+//!   timestamps, `(st_dev, st_ino, size, mtime_ns, ctime_ns)` from `fstat`
+//!   of the very descriptor that is read. Any write changes the mtime and
+//!   the ctime; setting the mtime back (`touch -d`, a same-tick rewrite)
+//!   still changes the ctime, which no one can set. The racy-timestamp rule
+//!   (as git's index has it): a file whose mtime or ctime is within
+//!   [`RACY_WINDOW`] of now is never cached, because a second write in the
+//!   same clock tick could leave every timestamp as it was; such a file is
+//!   indexed afresh on each request.
+//! - The cache is bounded ([`MAX_ENTRIES`] entries and [`MAX_CACHED_BYTES`]
+//!   of line-start data), least recently used out first.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+/// The most bytes the host reads for one index, whatever the plugin asks:
+/// 64 MiB.
+pub const HOST_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Every how many lines a start is recorded.
+pub const STRIDE: u32 = 64;
+
+/// A file changed this recently (mtime or ctime) is not cached.
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// Most entries the cache keeps.
+pub const MAX_ENTRIES: usize = 256;
+
+/// Most line-start data (8 bytes a start) the cache keeps: 64 MiB.
+pub const MAX_CACHED_BYTES: usize = 64 * 1024 * 1024;
+
+/// What the host knows about one file's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileIndex {
+    /// Lowercase hex SHA-256.
+    pub sha256: String,
+    pub size: u64,
+    /// Lines as `str::lines()` counts them.
+    pub lines: u64,
+    /// Valid UTF-8 without a NUL byte.
+    pub is_text: bool,
+    pub stride: u32,
+    /// Byte offsets of lines 1, 1 + stride, …
+    pub line_starts: Vec<u64>,
+    /// The file's mtime when read, in nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+/// Why a file could not be indexed.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Larger than the limit applied (carried, in bytes).
+    #[error("the file is larger than {0} bytes")]
+    TooLarge(u64),
+    #[error("reading the file failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The identity and version of an opened file: what a cached index is
+/// valid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl FileKey {
+    /// The key of an open file, from `fstat` of its descriptor.
+    pub fn of(file: &File) -> io::Result<FileKey> {
+        let st = rustix::fs::fstat(file)?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Ok(FileKey {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size as u64,
+            #[allow(clippy::unnecessary_cast)]
+            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            #[allow(clippy::unnecessary_cast)]
+            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        })
+    }
+
+    /// Whether the file changed within [`RACY_WINDOW`] of `now` (or claims
+    /// a time after it): its timestamps cannot tell a later same-tick write
+    /// apart, so its index must not be cached.
+    pub fn is_racy(&self, now: SystemTime) -> bool {
+        let now_ns = match now.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(_) => return true,
+        };
+        let window = RACY_WINDOW.as_nanos() as i128;
+        self.mtime_ns > now_ns - window || self.ctime_ns > now_ns - window
+    }
+}
+
+/// Indexes `bytes` (the whole file) with `mtime_ns` as its modification
+/// time.
+pub fn index_bytes(bytes: &[u8], mtime_ns: u64) -> FileIndex {
+    let digest = Sha256::digest(bytes);
+    let sha256 = hex::encode(digest);
+    let stride = u64::from(STRIDE);
+    let mut line_starts = vec![0u64];
+    let mut newlines = 0u64;
+    let mut has_nul = false;
+    for (at, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            newlines += 1;
+            // Line `newlines + 1` starts after this byte.
+            if newlines % stride == 0 && at + 1 < bytes.len() {
+                line_starts.push(at as u64 + 1);
+            }
+        } else if b == 0 {
+            has_nul = true;
+        }
+    }
+    let lines = match bytes.last() {
+        None => 0,
+        Some(b'\n') => newlines,
+        Some(_) => newlines + 1,
+    };
+    if lines == 0 {
+        line_starts.clear();
+    }
+    FileIndex {
+        sha256,
+        size: bytes.len() as u64,
+        lines,
+        is_text: !has_nul && std::str::from_utf8(bytes).is_ok(),
+        stride: STRIDE,
+        line_starts,
+        mtime_ns,
+    }
+}
+
+/// Reads the open regular file `file` (whose `fstat` gave `key`) whole,
+/// from its start, at most `limit` bytes, and indexes it.
+fn read_and_index(file: &mut File, key: &FileKey, limit: u64) -> Result<FileIndex, IndexError> {
+    if key.size > limit {
+        return Err(IndexError::TooLarge(limit));
+    }
+    let mut bytes = Vec::with_capacity(key.size as usize);
+    file.seek(SeekFrom::Start(0))?;
+    file.by_ref().take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        // It grew while being read.
+        return Err(IndexError::TooLarge(limit));
+    }
+    let mtime_ns = u64::try_from(key.mtime_ns.max(0)).unwrap_or(u64::MAX);
+    Ok(index_bytes(&bytes, mtime_ns))
+}
+
+/// Counters of an [`IndexCache`], for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Answered from the cache.
+    pub hits: u64,
+    /// Read and indexed.
+    pub misses: u64,
+    /// Indexed but not kept: the file was racy or changed while read.
+    pub uncached: u64,
+    pub entries: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    map: HashMap<FileKey, (Arc<FileIndex>, u64)>,
+    /// Use counter: the entry with the smallest stamp goes first.
+    clock: u64,
+    bytes: usize,
+    stats: CacheStats,
+}
+
+/// The host-wide cache of file indexes (one per sandbox, shared by every
+/// call).
+#[derive(Debug, Default)]
+pub struct IndexCache {
+    inner: Mutex<Inner>,
+}
+
+impl IndexCache {
+    pub fn new() -> IndexCache {
+        IndexCache::default()
+    }
+
+    /// The index of the open regular file `file`, at most `limit` bytes
+    /// read, from the cache when the file's key matches an entry.
+    pub fn index(&self, file: &mut File, limit: u64) -> Result<Arc<FileIndex>, IndexError> {
+        self.index_at(file, limit, SystemTime::now())
+    }
+
+    /// [`index`](Self::index) with `now` as the current time (for the
+    /// racy-timestamp rule).
+    pub fn index_at(
+        &self,
+        file: &mut File,
+        limit: u64,
+        now: SystemTime,
+    ) -> Result<Arc<FileIndex>, IndexError> {
+        let limit = limit.min(HOST_MAX_BYTES);
+        let key = FileKey::of(file)?;
+        if key.size > limit {
+            return Err(IndexError::TooLarge(limit));
+        }
+        if let Some(hit) = self.lookup(&key) {
+            return Ok(hit);
+        }
+        let index = Arc::new(read_and_index(file, &key, limit)?);
+        // Keep it only if the file was not changing: not racy, and the
+        // same before and after the read.
+        let after = FileKey::of(file)?;
+        let mut inner = self.lock();
+        inner.stats.misses += 1;
+        if key.is_racy(now) || after != key || index.size != key.size {
+            inner.stats.uncached += 1;
+        } else {
+            inner.insert(key, index.clone());
+        }
+        Ok(index)
+    }
+
+    fn lookup(&self, key: &FileKey) -> Option<Arc<FileIndex>> {
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let clock = inner.clock;
+        let hit = inner.map.get_mut(key).map(|(index, used)| {
+            *used = clock;
+            index.clone()
+        });
+        if hit.is_some() {
+            inner.stats.hits += 1;
+        }
+        hit
+    }
+
+    /// The cache's counters.
+    pub fn stats(&self) -> CacheStats {
+        let inner = self.lock();
+        CacheStats {
+            entries: inner.map.len(),
+            ..inner.stats
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Inner {
+    fn cost(index: &FileIndex) -> usize {
+        index.line_starts.len() * 8 + 128
+    }
+
+    fn insert(&mut self, key: FileKey, index: Arc<FileIndex>) {
+        self.clock += 1;
+        let cost = Inner::cost(&index);
+        if let Some((old, _)) = self.map.insert(key, (index, self.clock)) {
+            self.bytes -= Inner::cost(&old);
+        }
+        self.bytes += cost;
+        while self.map.len() > MAX_ENTRIES || self.bytes > MAX_CACHED_BYTES {
+            let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            if let Some((gone, _)) = self.map.remove(&oldest) {
+                self.bytes -= Inner::cost(&gone);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn lines_of(s: &str) -> u64 {
+        s.lines().count() as u64
+    }
+
+    #[test]
+    fn counts_lines_like_str_lines_and_records_starts() {
+        for s in [
+            "", "\n", "a", "a\n", "a\r\nb", "a\n\nb\n", "\r", "x\r", "\n\n\n",
+        ] {
+            let ix = index_bytes(s.as_bytes(), 0);
+            assert_eq!(ix.lines, lines_of(s), "{s:?}");
+            assert!(ix.is_text);
+        }
+        let body: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+        let ix = index_bytes(body.as_bytes(), 7);
+        assert_eq!(ix.lines, 200);
+        assert_eq!(ix.mtime_ns, 7);
+        assert_eq!(ix.line_starts.len(), 200_usize.div_ceil(STRIDE as usize));
+        for (k, &start) in ix.line_starts.iter().enumerate() {
+            let n = k * STRIDE as usize + 1;
+            assert!(body[start as usize..].starts_with(&format!("line {n}\n")));
+        }
+        // A final line ending starts no group of its own.
+        let exact: String = "x\n".repeat(STRIDE as usize);
+        assert_eq!(index_bytes(exact.as_bytes(), 0).line_starts, [0]);
+        assert_eq!(
+            index_bytes(b"abc", 0).sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn text_check_matches_the_reference_plugin() {
+        assert!(!index_bytes(b"a\0b", 0).is_text);
+        assert!(!index_bytes(b"caf\xe9", 0).is_text);
+        assert!(index_bytes("é€😀\n".as_bytes(), 0).is_text);
+    }
+
+    fn file_with(dir: &std::path::Path, name: &str, body: &[u8]) -> File {
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(body)
+            .unwrap();
+        File::open(path).unwrap()
+    }
+
+    #[test]
+    fn caches_settled_files_only_and_keys_on_the_ctime() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = IndexCache::new();
+        let mut f = file_with(dir.path(), "a", b"one\ntwo\n");
+        let key = FileKey::of(&f).unwrap();
+        // Now: a racy file is indexed each time, never kept.
+        let now = SystemTime::now();
+        assert!(key.is_racy(now));
+        cache.index_at(&mut f, 1024, now).unwrap();
+        cache.index_at(&mut f, 1024, now).unwrap();
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.uncached, s.entries), (0, 2, 2, 0));
+        // Seen as settled (ten seconds later): kept, then answered from
+        // the cache.
+        let later = now + Duration::from_secs(10);
+        assert!(!key.is_racy(later));
+        let first = cache.index_at(&mut f, 1024, later).unwrap();
+        let again = cache.index_at(&mut File::open(dir.path().join("a")).unwrap(), 1024, later);
+        assert!(Arc::ptr_eq(&first, &again.unwrap()));
+        assert_eq!(cache.stats().hits, 1);
+        // Same size, new content, the mtime set back: the ctime moved, so
+        // the key differs and the new content is read.
+        let old_mtime = std::fs::metadata(dir.path().join("a"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("a"))
+            .unwrap();
+        w.write_all(b"ONE\nTWO\n").unwrap();
+        w.set_modified(old_mtime).unwrap();
+        drop(w);
+        let mut f = File::open(dir.path().join("a")).unwrap();
+        let new_key = FileKey::of(&f).unwrap();
+        assert_eq!(
+            (new_key.size, new_key.mtime_ns),
+            (key.size, key.mtime_ns),
+            "the same size and mtime"
+        );
+        assert_ne!(new_key.ctime_ns, key.ctime_ns);
+        let fresh = cache.index_at(&mut f, 1024, later).unwrap();
+        assert_eq!(fresh.sha256, index_bytes(b"ONE\nTWO\n", 0).sha256);
+        assert_ne!(fresh.sha256, first.sha256);
+    }
+
+    #[test]
+    fn refuses_over_the_limit_without_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = IndexCache::new();
+        let mut f = file_with(dir.path(), "big", &[b'x'; 100]);
+        match cache.index(&mut f, 99) {
+            Err(IndexError::TooLarge(99)) => {}
+            other => panic!("{other:?}"),
+        }
+        // The host's own cap bounds any request.
+        assert!(cache.index(&mut f, u64::MAX).is_ok());
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used() {
+        let mut inner = Inner::default();
+        let key = |ino| FileKey {
+            dev: 1,
+            ino,
+            size: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+        };
+        let ix = Arc::new(index_bytes(b"x", 0));
+        for ino in 0..MAX_ENTRIES as u64 + 10 {
+            inner.insert(key(ino), ix.clone());
+        }
+        assert_eq!(inner.map.len(), MAX_ENTRIES);
+        assert!(!inner.map.contains_key(&key(0)));
+        assert!(inner.map.contains_key(&key(MAX_ENTRIES as u64 + 9)));
+        assert_eq!(inner.bytes, MAX_ENTRIES * Inner::cost(&ix));
+    }
+}

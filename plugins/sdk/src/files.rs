@@ -1,0 +1,94 @@
+//! Native file indexes: the `toolhost:plugin/files` import.
+//!
+//! [`index`] asks the host for a file's SHA-256, size, line count, text
+//! check and line starts (every [`FileIndex::stride`]-th line), computed
+//! natively and cached by the host, so a tool that pages through a file can
+//! seek to the page it needs instead of reading and hashing all of it in
+//! Wasm. The host opens the path exactly as the guest's own `open` would
+//! (only inside the call's mounts), so it never reveals more than the tool
+//! could read itself.
+//!
+//! ```no_run
+//! # fn f(ctx: &toolhost_sdk::Context) -> Result<(), toolhost_sdk::ToolError> {
+//! let guest = ctx.guest_path("src/main.rs")?;
+//! if let Ok(ix) = toolhost_sdk::files::index(&guest.to_string_lossy(), 4 << 20) {
+//!     let _start_of_line_129 = ix.line_start(129);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Outside a component (a tool's native unit tests) there is no host:
+//! [`index`] answers [`FileError::Unavailable`], and a tool falls back to
+//! reading the file itself.
+
+pub use crate::bindings::toolhost::plugin::files::{FileError, FileIndex};
+
+/// Indexes the file at guest path `path` (e.g. `/workspace/src/main.rs`),
+/// reading at most `max_bytes` of it (the host applies its own cap too;
+/// [`FileError::TooLarge`] carries the limit applied).
+#[cfg(target_family = "wasm")]
+pub fn index(path: &str, max_bytes: u64) -> Result<FileIndex, FileError> {
+    crate::bindings::toolhost::plugin::files::index(path, max_bytes)
+}
+
+/// Off-wasm there is no host to ask: always [`FileError::Unavailable`].
+#[cfg(not(target_family = "wasm"))]
+pub fn index(path: &str, max_bytes: u64) -> Result<FileIndex, FileError> {
+    let _ = (path, max_bytes);
+    Err(FileError::Unavailable(
+        "the files import exists only inside a toolhost component".into(),
+    ))
+}
+
+impl FileIndex {
+    /// The byte offset where line `line` (1-based) starts, and how many
+    /// lines after it the reader has to skip to get there: the start of
+    /// the recorded line at or before it. `None` for line 0 or a line past
+    /// the end.
+    pub fn line_start(&self, line: u64) -> Option<(u64, u64)> {
+        if line == 0 || line > self.lines || self.stride == 0 {
+            return None;
+        }
+        let stride = u64::from(self.stride);
+        let group = (line - 1) / stride;
+        let start = *self.line_starts.get(usize::try_from(group).ok()?)?;
+        Some((start, (line - 1) % stride))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_wasm_the_import_is_unavailable() {
+        assert!(matches!(
+            index("/workspace/a.txt", 1024),
+            Err(FileError::Unavailable(_))
+        ));
+    }
+
+    #[test]
+    fn line_start_finds_the_group_and_the_lines_to_skip() {
+        let ix = FileIndex {
+            sha256: String::new(),
+            size: 100,
+            lines: 10,
+            is_text: true,
+            stride: 4,
+            line_starts: vec![0, 40, 80],
+            mtime_ns: 0,
+        };
+        assert_eq!(ix.line_start(1), Some((0, 0)));
+        assert_eq!(ix.line_start(4), Some((0, 3)));
+        assert_eq!(ix.line_start(5), Some((40, 0)));
+        assert_eq!(ix.line_start(10), Some((80, 1)));
+        assert_eq!(ix.line_start(0), None);
+        assert_eq!(ix.line_start(11), None);
+        let broken = FileIndex {
+            line_starts: vec![0],
+            ..ix
+        };
+        assert_eq!(broken.line_start(5), None);
+    }
+}
