@@ -120,18 +120,16 @@ pub fn index_bytes(bytes: &[u8], mtime_ns: u64) -> FileIndex {
     let stride = u64::from(STRIDE);
     let mut line_starts = vec![0u64];
     let mut newlines = 0u64;
-    let mut has_nul = false;
-    for (at, &b) in bytes.iter().enumerate() {
-        if b == b'\n' {
-            newlines += 1;
-            // Line `newlines + 1` starts after this byte.
-            if newlines % stride == 0 && at + 1 < bytes.len() {
-                line_starts.push(at as u64 + 1);
-            }
-        } else if b == 0 {
-            has_nul = true;
+    // `memchr` scans a word (or a vector) at a time: this loop visits only
+    // the line ends.
+    for at in memchr::memchr_iter(b'\n', bytes) {
+        newlines += 1;
+        // Line `newlines + 1` starts after this byte.
+        if newlines % stride == 0 && at + 1 < bytes.len() {
+            line_starts.push(at as u64 + 1);
         }
     }
+    let has_nul = memchr::memchr(0, bytes).is_some();
     let lines = match bytes.last() {
         None => 0,
         Some(b'\n') => newlines,
