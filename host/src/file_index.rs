@@ -8,7 +8,8 @@
 //!
 //! - [`index_bytes`] is the pure computation (one pass for lines and the
 //!   text check, SHA-256 with the `sha2` crate, which uses the CPU's SHA
-//!   instructions where there are any).
+//!   instructions where there are any); a file is fed to it in 64 KiB
+//!   pieces, so indexing holds no more of a file than that.
 //! - [`IndexCache`] keys results by the opened file's identity and
 //!   timestamps, `(st_dev, st_ino, size, mtime_ns, ctime_ns)` from `fstat`
 //!   of the very descriptor that is read. Any write changes the mtime and
@@ -115,55 +116,143 @@ impl FileKey {
 /// Indexes `bytes` (the whole file) with `mtime_ns` as its modification
 /// time.
 pub fn index_bytes(bytes: &[u8], mtime_ns: u64) -> FileIndex {
-    let digest = Sha256::digest(bytes);
-    let sha256 = hex::encode(digest);
-    let stride = u64::from(STRIDE);
-    let mut line_starts = vec![0u64];
-    let mut newlines = 0u64;
-    // `memchr` scans a word (or a vector) at a time: this loop visits only
-    // the line ends.
-    for at in memchr::memchr_iter(b'\n', bytes) {
-        newlines += 1;
-        // Line `newlines + 1` starts after this byte.
-        if newlines % stride == 0 && at + 1 < bytes.len() {
-            line_starts.push(at as u64 + 1);
+    let mut indexer = Indexer::default();
+    indexer.feed(bytes);
+    indexer.finish(mtime_ns)
+}
+
+/// Bytes read from a file per step: what the host holds of a file while
+/// it indexes it, whatever the file's size.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The index computed over a file fed in pieces of any size: the same
+/// result as [`index_bytes`] over the whole.
+#[derive(Default)]
+struct Indexer {
+    sha: Sha256,
+    size: u64,
+    newlines: u64,
+    line_starts: Vec<u64>,
+    last: Option<u8>,
+    has_nul: bool,
+    /// False once an invalid UTF-8 sequence was seen.
+    utf8_bad: bool,
+    /// The start of a UTF-8 sequence cut by the end of the last piece.
+    pending: Vec<u8>,
+}
+
+impl Indexer {
+    fn feed(&mut self, piece: &[u8]) {
+        if piece.is_empty() {
+            return;
+        }
+        self.sha.update(piece);
+        if self.size == 0 {
+            self.line_starts.push(0);
+        }
+        let stride = u64::from(STRIDE);
+        // `memchr` scans a word (or a vector) at a time: this loop visits
+        // only the line ends.
+        for at in memchr::memchr_iter(b'\n', piece) {
+            self.newlines += 1;
+            // Line `newlines + 1` starts after this byte (a start at the
+            // very end of the file is dropped by `finish`).
+            if self.newlines % stride == 0 {
+                self.line_starts.push(self.size + at as u64 + 1);
+            }
+        }
+        self.has_nul |= memchr::memchr(0, piece).is_some();
+        self.check_utf8(piece);
+        self.size += piece.len() as u64;
+        self.last = piece.last().copied();
+    }
+
+    /// UTF-8 validity across pieces: a sequence cut at a piece's end is
+    /// kept and completed with the next piece's first bytes.
+    fn check_utf8(&mut self, mut piece: &[u8]) {
+        if self.utf8_bad {
+            return;
+        }
+        if !self.pending.is_empty() {
+            let take = piece.len().min(4 - self.pending.len());
+            let mut joined = self.pending.clone();
+            joined.extend_from_slice(&piece[..take]);
+            match std::str::from_utf8(&joined) {
+                Ok(_) => piece = &piece[take..],
+                // The cut sequence is complete; what follows is checked
+                // with the rest of the piece.
+                Err(e) if e.valid_up_to() > self.pending.len() => {
+                    piece = &piece[e.valid_up_to() - self.pending.len()..];
+                }
+                // Still cut (a piece shorter than the sequence).
+                Err(e) if e.error_len().is_none() => {
+                    self.pending = joined;
+                    return;
+                }
+                Err(_) => {
+                    self.utf8_bad = true;
+                    return;
+                }
+            }
+            self.pending.clear();
+        }
+        if let Err(e) = std::str::from_utf8(piece) {
+            match e.error_len() {
+                None => self.pending = piece[e.valid_up_to()..].to_vec(),
+                Some(_) => self.utf8_bad = true,
+            }
         }
     }
-    let has_nul = memchr::memchr(0, bytes).is_some();
-    let lines = match bytes.last() {
-        None => 0,
-        Some(b'\n') => newlines,
-        Some(_) => newlines + 1,
-    };
-    if lines == 0 {
-        line_starts.clear();
-    }
-    FileIndex {
-        sha256,
-        size: bytes.len() as u64,
-        lines,
-        is_text: !has_nul && std::str::from_utf8(bytes).is_ok(),
-        stride: STRIDE,
-        line_starts,
-        mtime_ns,
+
+    fn finish(mut self, mtime_ns: u64) -> FileIndex {
+        if self.line_starts.last() == Some(&self.size) && self.size > 0 {
+            // A final line ending starts no line.
+            self.line_starts.pop();
+        }
+        let lines = match self.last {
+            None => 0,
+            Some(b'\n') => self.newlines,
+            Some(_) => self.newlines + 1,
+        };
+        if lines == 0 {
+            self.line_starts.clear();
+        }
+        FileIndex {
+            sha256: hex::encode(self.sha.finalize()),
+            size: self.size,
+            lines,
+            is_text: !self.has_nul && !self.utf8_bad && self.pending.is_empty(),
+            stride: STRIDE,
+            line_starts: self.line_starts,
+            mtime_ns,
+        }
     }
 }
 
-/// Reads the open regular file `file` (whose `fstat` gave `key`) whole,
-/// from its start, at most `limit` bytes, and indexes it.
+/// Reads the open regular file `file` (whose `fstat` gave `key`) from its
+/// start, at most `limit` bytes, a piece at a time, and indexes it.
 fn read_and_index(file: &mut File, key: &FileKey, limit: u64) -> Result<FileIndex, IndexError> {
     if key.size > limit {
         return Err(IndexError::TooLarge(limit));
     }
-    let mut bytes = Vec::with_capacity(key.size as usize);
     file.seek(SeekFrom::Start(0))?;
-    file.by_ref().take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        // It grew while being read.
-        return Err(IndexError::TooLarge(limit));
+    let mut indexer = Indexer::default();
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if indexer.size + n as u64 > limit {
+            // It grew while being read.
+            return Err(IndexError::TooLarge(limit));
+        }
+        indexer.feed(&buf[..n]);
     }
     let mtime_ns = u64::try_from(key.mtime_ns.max(0)).unwrap_or(u64::MAX);
-    Ok(index_bytes(&bytes, mtime_ns))
+    Ok(indexer.finish(mtime_ns))
 }
 
 /// Counters of an [`IndexCache`], for tests and benchmarks.
@@ -325,6 +414,56 @@ mod tests {
             index_bytes(b"abc", 0).sha256,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    /// Fed in pieces of any size (cutting lines, multi-byte characters,
+    /// a bad sequence or a NUL anywhere), the index is the whole's.
+    #[test]
+    fn pieces_of_any_size_give_the_index_of_the_whole() {
+        let lines: String = (1..=300).map(|i| format!("ligne {i} é€😀\n")).collect();
+        let mut bad = lines.clone().into_bytes();
+        bad[1000] = 0xff;
+        let mut nul = lines.clone().into_bytes();
+        nul[2000] = 0;
+        let cut = "é€😀".as_bytes()[..6].to_vec(); // 😀 cut after its first byte
+        let no_final_newline = format!("{lines}last");
+        let exact = "x\n".repeat(STRIDE as usize * 3);
+        for body in [
+            lines.as_bytes(),
+            &bad,
+            &nul,
+            &cut,
+            no_final_newline.as_bytes(),
+            exact.as_bytes(),
+            b"",
+        ] {
+            let whole = index_bytes(body, 3);
+            for size in [1, 2, 3, 5, 7, 64, 1000, READ_CHUNK] {
+                let mut indexer = Indexer::default();
+                body.chunks(size).for_each(|p| indexer.feed(p));
+                let pieces = indexer.finish(3);
+                assert_eq!(
+                    (
+                        pieces.sha256.as_str(),
+                        pieces.size,
+                        pieces.lines,
+                        pieces.is_text
+                    ),
+                    (
+                        whole.sha256.as_str(),
+                        whole.size,
+                        whole.lines,
+                        whole.is_text
+                    ),
+                    "pieces of {size}"
+                );
+                assert_eq!(pieces.line_starts, whole.line_starts, "pieces of {size}");
+            }
+        }
+        assert!(index_bytes(lines.as_bytes(), 0).is_text);
+        assert!(!index_bytes(&bad, 0).is_text);
+        assert!(!index_bytes(&nul, 0).is_text);
+        assert!(!index_bytes(&cut, 0).is_text);
     }
 
     #[test]
