@@ -56,13 +56,15 @@ pub static REFERENCE_DIGEST: &str =
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// Bytes compiled into the binary, with a display name, and their
+    /// Bytes compiled into the binary, with a display name, their
     /// artifact precompiled at build time (see
-    /// [`Sandbox::load_embedded`]; empty for none).
+    /// [`Sandbox::load_embedded`]; empty for none) and their `sha256:`
+    /// digest, also computed at build time.
     Embedded {
         name: String,
         bytes: &'static [u8],
         precompiled: &'static [u8],
+        digest: &'static str,
     },
     /// A component file.
     File(PathBuf),
@@ -90,6 +92,7 @@ impl Source {
             name: "builtin:reference".into(),
             bytes: REFERENCE_PLUGIN,
             precompiled: REFERENCE_PRECOMPILED,
+            digest: REFERENCE_DIGEST,
         }
     }
 
@@ -301,10 +304,8 @@ impl Catalog {
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
         status.digest = Some(match source {
-            Source::Embedded { bytes, .. } if std::ptr::eq(*bytes, REFERENCE_PLUGIN) => {
-                REFERENCE_DIGEST.to_owned()
-            }
-            _ => crate::trust::sha256_digest(&bytes),
+            Source::Embedded { digest, .. } => (*digest).to_owned(),
+            Source::File(_) | Source::Namespaced { .. } => crate::trust::sha256_digest(&bytes),
         });
         let inspected = match inspect_loaded(sandbox, source, &bytes, &|e| progress(&name, e)) {
             Ok(i) => i,
