@@ -468,7 +468,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Every command below loads plugins: their rule sets compile beside it.
-    toolhost::warmup::in_background();
+    let third_party = cli.plugins.plugins_dir.is_some() || !cli.plugins.plugins.is_empty();
+    toolhost::warmup::in_background(third_party);
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {

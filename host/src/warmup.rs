@@ -11,19 +11,20 @@
 //! left of its compilation (`LazyLock` lets one thread compile and the
 //! others wait), so the result is the same as without it, only sooner.
 
-/// Compiles the pattern sets on background threads (see the module docs).
-/// Best effort: a process that cannot start a thread compiles them on
-/// first use, as it would have anyway.
-pub fn in_background() {
+/// Compiles the pattern sets on background threads (see the module docs):
+/// the secret set always, the poisoning set only when `third_party` (only
+/// plugins from files are scanned for poisoning, so a process that loads
+/// the built-in tools alone would compile it for nothing). Best effort: a
+/// process that cannot start a thread compiles them on first use, as it
+/// would have anyway.
+pub fn in_background(third_party: bool) {
     // One thread each: the poisoning set is wanted first (the first
     // third-party plugin, ~15 ms into a start), the secret set (~30 ms
     // to compile) by the first output with strings; one after the other
     // on one thread, the secret set was ready only ~45 ms into the start.
-    let sets: [fn(); 2] = [
-        crate::trust::poison::compile_rules,
-        crate::redact::compile_rules,
-    ];
-    for compile in sets {
+    let poison: fn() = crate::trust::poison::compile_rules;
+    let redact: fn() = crate::redact::compile_rules;
+    for compile in third_party.then_some(poison).into_iter().chain([redact]) {
         let _ = std::thread::Builder::new()
             .name("toolhost-warmup".into())
             .spawn(compile);
@@ -35,7 +36,7 @@ mod tests {
     /// Scans racing the background compilation get the rules' answers.
     #[test]
     fn scans_during_the_background_compile_find_what_they_would() {
-        super::in_background();
+        super::in_background(true);
         // Built at run time, so this file holds no key for the repository
         // scan to flag.
         let key = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
