@@ -577,8 +577,13 @@ impl Host {
         }
         // Secrets go before the text is rendered from the output, so the
         // structured output and the model-facing text agree. An output
-        // without strings (the trivial call) is not scanned at all.
-        let redactions = if !p.secrets && has_string(&value) {
+        // without strings (the trivial call) is not scanned at all, nor
+        // one whose JSON text holds no trigger of any rule (one pass over
+        // it instead of one per string).
+        let redactions = if !p.secrets
+            && has_string(&value)
+            && crate::redact::redactor().json_may_hold_secret(out)
+        {
             crate::redact::redact_json(&mut value)
         } else {
             Vec::new()

@@ -1,15 +1,17 @@
 //! Start-up work that can run beside the rest of the start.
 //!
 //! The secret rules ([`crate::redact`]) and the tool-poisoning rules
-//! ([`crate::trust::poison`]) are regular-expression sets compiled once
-//! per process on first use. Compiling the poisoning set alone takes about
-//! 15 ms, and the first third-party plugin a server loads would wait for
-//! it on the start path (the first call waits for the secret rules the
-//! same way). [`in_background`] compiles each on a thread of its own as
-//! the process starts, while the engine, the record store and the
-//! embedded tools load; whoever needs a set first waits only for what is
-//! left of its compilation (`LazyLock` lets one thread compile and the
-//! others wait), so the result is the same as without it, only sooner.
+//! ([`crate::trust::poison`]) are regular expressions compiled once per
+//! process. Compiling the poisoning set takes about 15 ms, and the first
+//! third-party plugin a server loads would wait for it on the start path.
+//! A secret rule's pattern is compiled the first time an output holds one
+//! of its triggers (about 30 ms for all of them), so that output would wait
+//! for the patterns it needs. [`in_background`] compiles each set on a
+//! thread of its own as the process starts, while the engine, the record
+//! store and the embedded tools load; whoever needs a rule first waits
+//! only for what is left of its compilation (`LazyLock` and `OnceLock` let
+//! one thread compile and the others wait), so the result is the same as
+//! without it, only sooner.
 
 /// Compiles the pattern sets on background threads (see the module docs):
 /// the secret set always, the poisoning set only when `third_party` (only
@@ -19,9 +21,9 @@
 /// would have anyway.
 pub fn in_background(third_party: bool) {
     // One thread each: the poisoning set is wanted first (the first
-    // third-party plugin, ~15 ms into a start), the secret set (~30 ms
-    // to compile) by the first output with strings; one after the other
-    // on one thread, the secret set was ready only ~45 ms into the start.
+    // third-party plugin, ~15 ms into a start), the secret patterns by the
+    // first output that holds a trigger; one after the other on one
+    // thread, the secret set was ready only ~45 ms into the start.
     let poison: fn() = crate::trust::poison::compile_rules;
     let redact: fn() = crate::redact::compile_rules;
     for compile in third_party.then_some(poison).into_iter().chain([redact]) {

@@ -23,7 +23,7 @@
 //! arguments, without changing them, so that a tool with network needs can
 //! be refused arguments that carry a secret (`secret_in_arguments`).
 //!
-//! The rules are compiled once per process ([`redactor`]). A text is first
+//! The rule set is built once per process ([`redactor`]). A text is first
 //! searched for each rule's *trigger literals* (`AKIA`, `ghp_`, `-----BEGIN`,
 //! `://`, `eyJ`, secret-looking names; see [`rules::triggers`]) with one
 //! Aho-Corasick automaton, ASCII case ignored: one pass over the text says
@@ -33,8 +33,15 @@
 //! (a `RegexSet` of the same literals, used before, cost about 1.9 times
 //! as much on a 64-line output). Case is compared as ASCII only: a trigger
 //! spelled with a Unicode look-alike that `(?i)` would fold (`ſ` for `s`)
-//! is not seen. A text of 4 KiB or more skips the automaton, as each pattern's
-//! own literal prefilter is faster on long text. (A set over the full
+//! is not seen. The same pass serves long texts (on 1 MiB of source text
+//! it costs what the patterns' own literal prefilters save). A rule's
+//! pattern is compiled the first time a text holds one of its triggers, so
+//! a process pays about 1 ms for the automata at its first scan instead of
+//! ~30 ms for every pattern ([`compile_rules`] compiles them all ahead, on
+//! a thread of its own at start). A JSON output is first searched whole for
+//! any trigger, credential header name or escape that could spell one
+//! ([`Redactor::json_may_hold_secret`]): an output with none skips the
+//! walk over its strings. (A set over the full
 //! patterns was measured first and was far slower on source text: its
 //! union automaton outgrows the lazy DFA's cache.) Word boundaries are
 //! ASCII (`(?-u:\b)`): a Unicode `\b` forces the slow engine on any
@@ -47,7 +54,7 @@ pub mod rules;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 use serde::Serialize;
@@ -63,9 +70,6 @@ use rules::{
 /// How far after an AWS access key id a lone 40-character secret key is
 /// looked for (a credentials CSV or an `aws configure` listing).
 const AWS_PAIR_WINDOW: usize = 160;
-
-/// Texts shorter than this are first filtered by the trigger set.
-const TRIGGER_SET_MAX_BYTES: usize = 4096;
 
 /// Header names whose values are credentials.
 const CREDENTIAL_HEADERS: [&str; 6] = [
@@ -100,13 +104,21 @@ pub fn marker(rule: SecretRule) -> String {
     format!("[REDACTED:{}]", rule.id())
 }
 
-/// The compiled rule set.
+/// The rule set: the trigger automata built at once, each rule's pattern
+/// compiled the first time a text holds one of its triggers.
 pub struct Redactor {
     /// Every rule's trigger literals, compared without ASCII case.
     triggers: aho_corasick::AhoCorasick,
     /// The rule (index into `RULES`) of each trigger literal.
     trigger_rule: Vec<usize>,
-    regexes: Vec<Regex>,
+    /// The trigger literals, the credential header names and the two JSON
+    /// escapes that can spell a trigger's character (`\u`, `\/`): a JSON
+    /// text with none of them holds nothing [`Redactor::redact_json`]
+    /// would hide (see [`Redactor::json_may_hold_secret`]).
+    json_guard: aho_corasick::AhoCorasick,
+    /// Each rule's pattern, word boundaries made ASCII.
+    patterns: Vec<String>,
+    regexes: Vec<OnceLock<Regex>>,
 }
 
 static REDACTOR: LazyLock<Redactor> = LazyLock::new(Redactor::compile);
@@ -119,10 +131,11 @@ pub fn redactor() -> &'static Redactor {
 /// Compiles the rules now rather than on the first scan (see
 /// [`crate::warmup`]).
 pub fn compile_rules() {
-    LazyLock::force(&REDACTOR);
+    let r = redactor();
     LazyLock::force(&SECRET_NAME_RX);
     LazyLock::force(&AWS_SECRET_NAME_RX);
     LazyLock::force(&BASE64_40_RX);
+    r.compile_all();
 }
 
 /// Replaces the secrets in `text`; `field` names it in the report.
@@ -158,17 +171,53 @@ impl Redactor {
                 trigger_rule.push(index);
             }
         }
-        Redactor {
-            triggers: aho_corasick::AhoCorasick::builder()
+        let automaton = |literals: &[&str]| {
+            aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
-                .build(&literals)
-                .expect("trigger literals compile"),
+                .build(literals)
+                .expect("trigger literals compile")
+        };
+        // Every credential header name holds a trigger but `cookie`.
+        let mut guard = literals.clone();
+        guard.extend(["cookie", "\\u", "\\/"]);
+        Redactor {
+            triggers: automaton(&literals),
             trigger_rule,
-            regexes: patterns
-                .iter()
-                .map(|p| Regex::new(p).expect("secret rule compiles"))
-                .collect(),
+            json_guard: automaton(&guard),
+            regexes: patterns.iter().map(|_| OnceLock::new()).collect(),
+            patterns,
         }
+    }
+
+    /// Rule `index`'s compiled pattern (compiled now if it was not yet).
+    fn regex(&self, index: usize) -> &Regex {
+        self.regexes[index]
+            .get_or_init(|| Regex::new(&self.patterns[index]).expect("secret rule compiles"))
+    }
+
+    /// How many rule patterns are compiled so far.
+    #[cfg(test)]
+    fn compiled(&self) -> usize {
+        self.regexes.iter().filter(|r| r.get().is_some()).count()
+    }
+
+    /// Compiles every rule's pattern now rather than on first need.
+    pub fn compile_all(&self) {
+        for index in 0..self.regexes.len() {
+            self.regex(index);
+        }
+    }
+
+    /// Whether the JSON text `raw` may hold something that
+    /// [`Redactor::redact_json`] of its parsed value would hide. `false`
+    /// when `raw` holds no trigger literal of any rule, no credential
+    /// header name and no `\u` or `\/` escape (the only escapes whose
+    /// character a trigger can contain): every rule needs a trigger in the
+    /// string it matches, every secret-looking member name holds one, and
+    /// a string's text is its raw text with escapes undone. One pass over
+    /// `raw` instead of one per string.
+    pub fn json_may_hold_secret(&self, raw: &str) -> bool {
+        self.json_guard.is_match(raw)
     }
 
     /// Every secret in `text`, non-overlapping, in order. Where two rules
@@ -176,26 +225,20 @@ impl Redactor {
     /// rule (earlier in the table).
     pub fn find(&self, text: &str) -> Vec<SecretMatch> {
         let mut found: Vec<(SecretMatch, usize)> = Vec::new();
-        // Short texts (most JSON strings) pay one pass of the trigger set;
-        // long ones go straight to the patterns, whose own literal
-        // prefilters are faster than the set on a long text.
-        let candidates: Vec<usize> = if text.len() < TRIGGER_SET_MAX_BYTES {
-            // Most short strings hold no trigger at all: one pass that
-            // stops early and allocates nothing says so.
-            let mut hit: u64 = 0;
-            for m in self.triggers.find_overlapping_iter(text) {
-                hit |= 1 << self.trigger_rule[m.pattern().as_usize()];
-            }
-            if hit == 0 {
-                return Vec::new();
-            }
-            (0..RULES.len()).filter(|&i| hit & (1 << i) != 0).collect()
-        } else {
-            (0..RULES.len()).collect()
-        };
+        // One pass of the trigger automaton says which rules can match;
+        // most texts hold no trigger at all, and that pass allocates
+        // nothing.
+        let mut hit: u64 = 0;
+        for m in self.triggers.find_overlapping_iter(text) {
+            hit |= 1 << self.trigger_rule[m.pattern().as_usize()];
+        }
+        if hit == 0 {
+            return Vec::new();
+        }
+        let candidates = (0..RULES.len()).filter(|&i| hit & (1 << i) != 0);
         for index in candidates {
             let def = &RULES[index];
-            for caps in self.regexes[index].captures_iter(text) {
+            for caps in self.regex(index).captures_iter(text) {
                 let Some(m) = caps.get(def.group) else {
                     continue;
                 };

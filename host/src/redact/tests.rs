@@ -206,10 +206,10 @@ fn github_tokens_and_jwts_are_redacted() {
     assert_eq!(rules_of(&fake), []);
 }
 
-#[test]
-fn every_rule_has_a_planted_example() {
+/// One planted example of every rule without a test of its own.
+fn planted_examples() -> Vec<(String, SecretRule)> {
     let mut g = Chars::new(4);
-    let cases: Vec<(String, SecretRule)> = vec![
+    vec![
         (format!("glpat-{}", g.take(URLSAFE, 20)), SecretRule::GitlabToken),
         (format!("xoxb-{}-{}-{}", g.take("0123456789", 12), g.take("0123456789", 13), g.take(ALNUM, 24)), SecretRule::SlackToken),
         (format!("xapp-1-{}-{}", g.take(UPPER, 11), g.take(HEX, 64)), SecretRule::SlackToken),
@@ -235,7 +235,12 @@ fn every_rule_has_a_planted_example() {
         (format!("DB_PASSWORD={}!{}", g.take(ALNUM, 10), g.take("0123456789", 3)), SecretRule::SecretAssignment),
         (format!("api_key: \"{}\"", g.take(ALNUM, 32)), SecretRule::SecretAssignment),
         (format!("\"client_secret\": \"{}\"", g.take(URLSAFE, 40)), SecretRule::SecretAssignment),
-    ];
+    ]
+}
+
+#[test]
+fn every_rule_has_a_planted_example() {
+    let cases = planted_examples();
     let mut seen = std::collections::BTreeSet::new();
     for (text, rule) in &cases {
         let found = rules_of(text);
@@ -473,4 +478,78 @@ fn this_repository_is_not_flagged() {
         "false positives:\n{}",
         flagged.join("\n")
     );
+}
+
+#[test]
+fn rule_patterns_are_compiled_only_when_a_trigger_is_seen() {
+    let r = Redactor::compile();
+    assert_eq!(r.compiled(), 0);
+    assert!(r
+        .find("fn main() { println!(\"hello\"); }\n".repeat(200).as_str())
+        .is_empty());
+    assert_eq!(r.compiled(), 0, "a text without triggers compiles nothing");
+    let key = aws_key_id(&mut Chars::new(30));
+    assert_eq!(r.find(&format!("id {key}")).len(), 1);
+    assert_eq!(r.compiled(), 1, "only the access key rule");
+    r.compile_all();
+    assert_eq!(r.compiled(), RULES.len());
+    // A fresh set and a compiled one find the same.
+    for (text, rule) in planted_examples() {
+        let fresh = Redactor::compile();
+        assert_eq!(fresh.find(&text), r.find(&text), "{text}");
+        assert_eq!(fresh.find(&text)[0].rule, rule);
+    }
+}
+
+#[test]
+fn the_json_guard_lets_through_every_output_with_something_to_hide() {
+    let r = redactor();
+    let mut g = Chars::new(31);
+    let mut outputs: Vec<Value> = planted_examples()
+        .into_iter()
+        .map(|(text, _)| json!({"lines": [{"number": 1, "text": text}]}))
+        .collect();
+    // Member names that make a whole value a secret, `cookie` among them
+    // (the one credential header name with no trigger of its own).
+    let cookie = g.take(URLSAFE, 24);
+    outputs.push(json!({"Cookie": format!("sid={cookie}")}));
+    outputs.push(json!({"headers": [{"name": "set-cookie", "value": format!("sid={cookie}")}]}));
+    outputs.push(
+        json!({"db": {"password": format!("{}-{}", g.take(ALNUM, 8), g.take("0123456789", 4))}}),
+    );
+    outputs.push(json!({"SecretAccessKey": aws_secret(&mut g)}));
+    outputs.push(json!({"k": pem_block(&mut g, "OPENSSH PRIVATE KEY")}));
+    outputs.push(json!({"k": jwt(&mut g)}));
+    outputs.push(json!({"k": github_token(&mut g)}));
+    for value in &outputs {
+        let raw = serde_json::to_string(value).unwrap();
+        assert!(!redact_json(&mut value.clone()).is_empty(), "{raw}");
+        assert!(r.json_may_hold_secret(&raw), "{raw}");
+    }
+
+    // Escapes that spell a trigger's character in the JSON text: the
+    // guard sees the escape, the walk (over the parsed text) the secret.
+    let key = aws_key_id(&mut g);
+    let password = g.take(ALNUM, 16);
+    for raw in [
+        format!(r#"{{"t": "id \u0041{}"}}"#, &key[1..]),
+        format!(r#"{{"t": "postgres:\/\/app:{password}@db.internal\/prod"}}"#),
+    ] {
+        let mut value: Value = serde_json::from_str(&raw).unwrap();
+        assert!(!redact_json(&mut value).is_empty(), "{raw}");
+        assert!(r.json_may_hold_secret(&raw), "{raw}");
+    }
+
+    // And an output with none of them is passed over: a page of hex
+    // lines, a digest, numbers, plain words.
+    let hex = "0123456789abcdef".repeat(4);
+    let page = json!({
+        "path": "data/four_kib.txt", "offset": 1, "total_lines": 64, "has_more": false,
+        "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "lines": (1..=64).map(|i| json!({"number": i, "text": hex})).collect::<Vec<_>>(),
+    });
+    let raw = serde_json::to_string(&page).unwrap();
+    assert!(!r.json_may_hold_secret(&raw));
+    assert_eq!(redact_json(&mut page.clone()), []);
+    assert!(!r.json_may_hold_secret(r#"{"text": "a line\twith \"quotes\" and \\ and\nnewlines"}"#));
 }
