@@ -324,6 +324,23 @@ impl IndexCache {
         Ok(index)
     }
 
+    /// The cached index of the open file `file` if there is one for what
+    /// it is now (its key from `fstat`); reads nothing, indexes nothing and
+    /// counts nothing.
+    pub fn peek(&self, file: &File) -> Option<Arc<FileIndex>> {
+        let key = FileKey::of(file).ok()?;
+        let inner = self.lock();
+        inner.map.get(&key).map(|(index, _)| index.clone())
+    }
+
+    /// Caches `index` for what the open file `file` is now, whatever it
+    /// holds (tests plant indexes with it).
+    #[cfg(test)]
+    pub(crate) fn remember(&self, file: &File, index: FileIndex) {
+        let key = FileKey::of(file).unwrap();
+        self.lock().insert(key, Arc::new(index));
+    }
+
     fn lookup(&self, key: &FileKey) -> Option<Arc<FileIndex>> {
         let mut inner = self.lock();
         inner.clock += 1;

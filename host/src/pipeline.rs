@@ -879,7 +879,8 @@ impl Host {
         if p.inputs.files.is_empty() && requested.is_empty() && programs.is_empty() {
             return obs;
         }
-        let mut sources = crate::provenance::sources(&p.inputs, requested, &programs);
+        let indexes = Some(self.sandbox().file_indexes());
+        let mut sources = crate::provenance::sources(&p.inputs, requested, &programs, indexes);
         let mut hidden = Vec::new();
         if !p.secrets {
             for (i, s) in sources.iter_mut().enumerate() {

@@ -21,7 +21,11 @@
 //!   has ended (beneath the workspace root, following no link): for a
 //!   read-only call that is the file it read, unless something else wrote
 //!   it meanwhile; for an edit, the file as it left it. Directories, larger
-//!   files and files gone by then carry no hash.
+//!   files and files gone by then carry no hash. A file the host's index
+//!   cache ([`crate::file_index`]) holds for what the file is now (same
+//!   device, inode, size, mtime and ctime) takes its hash from there
+//!   instead of being read again: paging through a file with `file_view`
+//!   hashes it once, not once per page.
 //! - **network**: each URL the guest requested that the host let through to
 //!   a granted origin, recorded by the outgoing-HTTP hook
 //!   ([`crate::sandbox`]). Refused requests brought nothing back and are not
@@ -38,6 +42,7 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
+use crate::file_index::IndexCache;
 use crate::observation::{Source, SourceKind, MAX_HASHED_FILE_BYTES};
 use crate::opendir::OpenDir;
 
@@ -61,12 +66,20 @@ impl Inputs {
 }
 
 /// The sources of a finished run: `inputs`' files (hashed when small
-/// regular files), then the URLs the guest requested, then the programs it
-/// ran.
-pub(crate) fn sources(inputs: &Inputs, requested: &[String], programs: &[String]) -> Vec<Source> {
+/// regular files, from `indexes` when it holds one), then the URLs the
+/// guest requested, then the programs it ran.
+pub(crate) fn sources(
+    inputs: &Inputs,
+    requested: &[String],
+    programs: &[String],
+    indexes: Option<&IndexCache>,
+) -> Vec<Source> {
     let mut out = Vec::with_capacity(inputs.files.len() + requested.len() + programs.len());
     for rel in &inputs.files {
-        let sha256 = inputs.root.as_ref().and_then(|root| hash_file(root, rel));
+        let sha256 = inputs
+            .root
+            .as_ref()
+            .and_then(|root| hash_file(root, rel, indexes));
         out.push(Source {
             kind: SourceKind::File,
             reference: rel.clone(),
@@ -87,14 +100,18 @@ pub(crate) fn sources(inputs: &Inputs, requested: &[String], programs: &[String]
 }
 
 /// Hex SHA-256 of the regular file `rel` beneath `root`, if it is one, is
-/// at most [`MAX_HASHED_FILE_BYTES`] long and can be read.
-fn hash_file(root: &OpenDir, rel: &str) -> Option<String> {
+/// at most [`MAX_HASHED_FILE_BYTES`] long and can be read (or `indexes`
+/// holds its index).
+fn hash_file(root: &OpenDir, rel: &str, indexes: Option<&IndexCache>) -> Option<String> {
     if rel == "." || rel.is_empty() {
         return None;
     }
     let (file, size) = root.open_file_beneath(rel).ok()?;
     if size > MAX_HASHED_FILE_BYTES {
         return None;
+    }
+    if let Some(index) = indexes.and_then(|c| c.peek(&file)) {
+        return Some(index.sha256.clone());
     }
     let mut hasher = Sha256::new();
     let mut buf = [0u8; 16 * 1024];
@@ -143,6 +160,7 @@ mod tests {
             &inputs,
             &["http://127.0.0.1:9/x?q=1".to_string()],
             &["cargo".to_string()],
+            None,
         );
         let by = |r: &str| s.iter().find(|x| x.reference == r).unwrap();
         assert_eq!(s.len(), 7, "{s:?}");
@@ -162,6 +180,45 @@ mod tests {
             (SourceKind::Process, &None)
         );
         assert_eq!(s.last().unwrap().reference, "cargo");
-        assert!(sources(&Inputs::default(), &[], &[]).is_empty());
+        assert!(sources(&Inputs::default(), &[], &[], None).is_empty());
+    }
+
+    #[test]
+    fn an_indexed_file_takes_its_hash_from_the_index_while_it_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "hello\n").unwrap();
+        let inputs = Inputs {
+            root: Some(OpenDir::open(dir.path()).unwrap()),
+            files: vec!["a.txt".into()],
+        };
+        let cache = IndexCache::new();
+        // An index that says otherwise than the file: only the cache can
+        // be where the hash then comes from.
+        let planted = "f".repeat(64);
+        cache.remember(
+            &std::fs::File::open(&path).unwrap(),
+            crate::file_index::FileIndex {
+                sha256: planted.clone(),
+                ..crate::file_index::index_bytes(b"hello\n", 0)
+            },
+        );
+        let hash = |cache| sources(&inputs, &[], &[], cache)[0].sha256.clone();
+        assert_eq!(hash(Some(&cache)), Some(planted));
+        assert_eq!(
+            hash(None).as_deref(),
+            Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
+        );
+        // Any write changes the key: the file is read and hashed again.
+        std::fs::write(&path, "hello\n").unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(
+            hash(Some(&cache)).as_deref(),
+            Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
+        );
     }
 }

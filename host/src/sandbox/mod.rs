@@ -588,6 +588,11 @@ impl Sandbox {
     pub fn file_index_stats(&self) -> CacheStats {
         self.files.stats()
     }
+
+    /// The file index cache the `files` import answers from.
+    pub fn file_indexes(&self) -> &IndexCache {
+        &self.files
+    }
 }
 
 /// Stores alive in this process. The epoch only matters while a guest
