@@ -15,8 +15,8 @@
 //! Both spins are also learned, since a spin that ends without what it
 //! waited for only takes a CPU from the threads that have work (the
 //! runtime writing the answer, the client parsing it, the journal): the
-//! thread stays awake after a call only if the last call came within
-//! [`SPIN_WORTH`] of the one before it ending, and the runtime waits awake
+//! thread stays awake after a call only if the last call was handed to it
+//! within [`SPIN_WORTH`] of the one before it ending, and the runtime waits awake
 //! for a result only if the last call ran shorter than [`RESULT_SPIN`]. A
 //! client calling in a tight loop keeps both; a client that takes longer
 //! than that between calls, or calls that run longer (a page of a file,
@@ -43,13 +43,16 @@ pub const SPIN_WORTH: Duration = Duration::from_micros(100);
 type Job = Box<dyn FnOnce() + Send>;
 
 struct Shared {
-    job: Mutex<Option<Job>>,
+    /// The job and when it was handed over.
+    job: Mutex<Option<(Job, Instant)>>,
     /// A job is in `job`.
     ready: AtomicBool,
     /// The thread has a job, queued or running.
     busy: AtomicBool,
     /// How long the last job ran, in microseconds.
     last_run_us: AtomicU64,
+    /// The thread stays awake after its current or last job.
+    spins: AtomicBool,
 }
 
 /// One warm thread (see the module docs).
@@ -65,6 +68,7 @@ impl WarmThread {
             ready: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             last_run_us: AtomicU64::new(0),
+            spins: AtomicBool::new(true),
         });
         let worker = shared.clone();
         let handle = std::thread::Builder::new()
@@ -81,14 +85,16 @@ impl WarmThread {
                             std::thread::park();
                         }
                     }
-                    spin = if idle_since.elapsed() < SPIN_WORTH {
-                        SPIN
-                    } else {
-                        Duration::ZERO
-                    };
                     let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
                     let started = Instant::now();
-                    if let Some(job) = job {
+                    if let Some((job, handed)) = job {
+                        // The gap as the client made it: until the job was
+                        // handed over, not until this thread woke for it
+                        // (a wake-up alone can take longer than SPIN_WORTH,
+                        // and would then keep the spin off for good).
+                        let worth = handed.saturating_duration_since(idle_since) < SPIN_WORTH;
+                        spin = if worth { SPIN } else { Duration::ZERO };
+                        worker.spins.store(worth, Ordering::Relaxed);
                         // A panicking call drops its result sender: the
                         // caller sees a failed call, the thread lives on.
                         let _ = catch_unwind(AssertUnwindSafe(job));
@@ -120,9 +126,10 @@ impl WarmThread {
             return Err(f);
         }
         let (tx, rx) = oneshot::channel();
-        *self.shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(move || {
+        let job: Job = Box::new(move || {
             let _ = tx.send(f());
-        }));
+        });
+        *self.shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some((job, Instant::now()));
         self.shared.ready.store(true, Ordering::Release);
         self.thread.unpark();
         Ok(rx)
@@ -229,6 +236,18 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         tx.send(8).unwrap();
         assert_eq!(take_result(rx, Duration::ZERO).ok(), Some(8));
+    }
+
+    #[test]
+    fn the_thread_stops_spinning_after_a_call_that_came_late() {
+        let warm = WarmThread::spawn().unwrap();
+        assert!(warm.shared.spins.load(Ordering::Relaxed), "it starts awake");
+        assert_eq!(wait(run_when_free(&warm, || 1)), Ok(1));
+        // The next call comes long after (the client took its time): the
+        // thread learns not to stay awake for the one after.
+        std::thread::sleep(SPIN_WORTH * 20);
+        assert_eq!(wait(run_when_free(&warm, || 2)), Ok(2));
+        assert!(!warm.shared.spins.load(Ordering::Relaxed));
     }
 
     #[test]
