@@ -461,9 +461,9 @@ impl McpServer {
         run_call: impl FnOnce() -> Observation + Send + 'static,
         cancel: CancelToken,
     ) -> Result<Observation, ErrorData> {
-        let (handed, spin) = match &self.warm {
-            Some(warm) => (warm.try_run(run_call), warm.result_spin()),
-            None => (Err(run_call), warm::RESULT_SPIN),
+        let handed = match &self.warm {
+            Some(warm) => warm.try_run(run_call),
+            None => Err(run_call),
         };
         let rx = match handed {
             Ok(rx) => rx,
@@ -475,7 +475,7 @@ impl McpServer {
                 rx
             }
         };
-        match warm::take_result(rx, spin) {
+        match warm::take_result(rx) {
             Ok(obs) => Ok(obs),
             Err(mut rx) => tokio::select! {
                 done = &mut rx => done,

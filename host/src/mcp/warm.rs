@@ -11,20 +11,9 @@
 //! ([`take_result`]). Both spins are bounded, so an idle session costs
 //! nothing; a call that arrives while the thread is busy goes to the
 //! blocking pool as before.
-//!
-//! Both spins are also learned, since a spin that ends without what it
-//! waited for only takes a CPU from the threads that have work (the
-//! runtime writing the answer, the client parsing it, the journal): the
-//! thread stays awake after a call only if the last call was handed to it
-//! within [`SPIN_WORTH`] of the one before it ending, and the runtime waits awake
-//! for a result only if the last call ran shorter than [`RESULT_SPIN`]. A
-//! client calling in a tight loop keeps both; a client that takes longer
-//! than that between calls, or calls that run longer (a page of a file,
-//! whose answer takes the client longer to read), get parked threads and
-//! pay the wake-ups instead of the spins.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -35,24 +24,15 @@ use tokio::sync::oneshot;
 pub const SPIN: Duration = Duration::from_micros(300);
 /// How long the runtime thread waits awake for a result before it yields.
 pub const RESULT_SPIN: Duration = Duration::from_micros(100);
-/// The thread stays awake after a call only if the last call came within
-/// this long of the one before it ending: about what a wake-up costs on
-/// this kind of machine, so a longer spin would cost more than it saves.
-pub const SPIN_WORTH: Duration = Duration::from_micros(100);
 
 type Job = Box<dyn FnOnce() + Send>;
 
 struct Shared {
-    /// The job and when it was handed over.
-    job: Mutex<Option<(Job, Instant)>>,
+    job: Mutex<Option<Job>>,
     /// A job is in `job`.
     ready: AtomicBool,
     /// The thread has a job, queued or running.
     busy: AtomicBool,
-    /// How long the last job ran, in microseconds.
-    last_run_us: AtomicU64,
-    /// The thread stays awake after its current or last job.
-    spins: AtomicBool,
 }
 
 /// One warm thread (see the module docs).
@@ -67,42 +47,26 @@ impl WarmThread {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
             busy: AtomicBool::new(false),
-            last_run_us: AtomicU64::new(0),
-            spins: AtomicBool::new(true),
         });
         let worker = shared.clone();
         let handle = std::thread::Builder::new()
             .name("toolhost-call".into())
-            .spawn(move || {
-                // Whether to stay awake after a call (see the module docs).
-                let mut spin = SPIN;
-                loop {
-                    let idle_since = Instant::now();
-                    while !worker.ready.swap(false, Ordering::Acquire) {
-                        if idle_since.elapsed() < spin {
-                            std::hint::spin_loop();
-                        } else {
-                            std::thread::park();
-                        }
+            .spawn(move || loop {
+                let idle_since = Instant::now();
+                while !worker.ready.swap(false, Ordering::Acquire) {
+                    if idle_since.elapsed() < SPIN {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::park();
                     }
-                    let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    let started = Instant::now();
-                    if let Some((job, handed)) = job {
-                        // The gap as the client made it: until the job was
-                        // handed over, not until this thread woke for it
-                        // (a wake-up alone can take longer than SPIN_WORTH,
-                        // and would then keep the spin off for good).
-                        let worth = handed.saturating_duration_since(idle_since) < SPIN_WORTH;
-                        spin = if worth { SPIN } else { Duration::ZERO };
-                        worker.spins.store(worth, Ordering::Relaxed);
-                        // A panicking call drops its result sender: the
-                        // caller sees a failed call, the thread lives on.
-                        let _ = catch_unwind(AssertUnwindSafe(job));
-                    }
-                    let ran = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    worker.last_run_us.store(ran, Ordering::Relaxed);
-                    worker.busy.store(false, Ordering::Release);
                 }
+                let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(job) = job {
+                    // A panicking call drops its result sender: the caller
+                    // sees a failed call, the thread lives on.
+                    let _ = catch_unwind(AssertUnwindSafe(job));
+                }
+                worker.busy.store(false, Ordering::Release);
             })?;
         Ok(WarmThread {
             shared,
@@ -126,37 +90,19 @@ impl WarmThread {
             return Err(f);
         }
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move || {
+        *self.shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(move || {
             let _ = tx.send(f());
-        });
-        *self.shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some((job, Instant::now()));
+        }));
         self.shared.ready.store(true, Ordering::Release);
         self.thread.unpark();
         Ok(rx)
     }
 }
 
-impl WarmThread {
-    /// How long to wait awake for the result of a call handed to this
-    /// thread: [`RESULT_SPIN`] if the last call ran shorter than that, else
-    /// nothing (see the module docs).
-    pub(crate) fn result_spin(&self) -> Duration {
-        let last = Duration::from_micros(self.shared.last_run_us.load(Ordering::Relaxed));
-        if last < RESULT_SPIN {
-            RESULT_SPIN
-        } else {
-            Duration::ZERO
-        }
-    }
-}
-
-/// The result if it arrives within `spin`; else the receiver, to be
-/// awaited.
-pub(crate) fn take_result<T>(
-    mut rx: oneshot::Receiver<T>,
-    spin: Duration,
-) -> Result<T, oneshot::Receiver<T>> {
-    let until = Instant::now() + spin;
+/// The result if it arrives within [`RESULT_SPIN`]; else the receiver, to
+/// be awaited.
+pub(crate) fn take_result<T>(mut rx: oneshot::Receiver<T>) -> Result<T, oneshot::Receiver<T>> {
+    let until = Instant::now() + RESULT_SPIN;
     loop {
         match rx.try_recv() {
             Ok(v) => return Ok(v),
@@ -230,40 +176,8 @@ mod tests {
     fn take_result_returns_a_ready_value_or_the_receiver() {
         let (tx, rx) = oneshot::channel();
         tx.send(7).unwrap();
-        assert_eq!(take_result(rx, RESULT_SPIN).ok(), Some(7));
+        assert_eq!(take_result(rx).ok(), Some(7));
         let (_tx, rx) = oneshot::channel::<u8>();
-        assert!(take_result(rx, RESULT_SPIN).is_err());
-        let (tx, rx) = oneshot::channel();
-        tx.send(8).unwrap();
-        assert_eq!(take_result(rx, Duration::ZERO).ok(), Some(8));
-    }
-
-    #[test]
-    fn the_thread_stops_spinning_after_a_call_that_came_late() {
-        let warm = WarmThread::spawn().unwrap();
-        assert!(warm.shared.spins.load(Ordering::Relaxed), "it starts awake");
-        assert_eq!(wait(run_when_free(&warm, || 1)), Ok(1));
-        // The next call comes long after (the client took its time): the
-        // thread learns not to stay awake for the one after.
-        std::thread::sleep(SPIN_WORTH * 20);
-        assert_eq!(wait(run_when_free(&warm, || 2)), Ok(2));
-        assert!(!warm.shared.spins.load(Ordering::Relaxed));
-    }
-
-    #[test]
-    fn the_result_spin_follows_the_last_call() {
-        let warm = WarmThread::spawn().unwrap();
-        assert_eq!(wait(run_when_free(&warm, || 1)), Ok(1));
-        let until = Instant::now() + Duration::from_secs(10);
-        while warm.shared.busy.load(Ordering::Acquire) && Instant::now() < until {
-            std::thread::yield_now();
-        }
-        assert_eq!(warm.result_spin(), RESULT_SPIN, "a short call: wait awake");
-        let slow = run_when_free(&warm, || std::thread::sleep(RESULT_SPIN * 3));
-        assert_eq!(wait(slow), Ok(()));
-        while warm.shared.busy.load(Ordering::Acquire) && Instant::now() < until {
-            std::thread::yield_now();
-        }
-        assert_eq!(warm.result_spin(), Duration::ZERO, "a long call: do not");
+        assert!(take_result(rx).is_err());
     }
 }
