@@ -5,7 +5,7 @@
 //! process. Compiling the poisoning set takes about 15 ms, and the first
 //! third-party plugin a server loads would wait for it on the start path.
 //! A secret rule's pattern is compiled the first time an output holds one
-//! of its triggers (about 30 ms for all of them), so that output would wait
+//! of its triggers (about 22 ms for all of them), so that output would wait
 //! for the patterns it needs. [`in_background`] compiles each set on a
 //! thread of its own as the process starts, while the engine, the record
 //! store and the embedded tools load; whoever needs a rule first waits

@@ -37,7 +37,7 @@
 //! it costs what the patterns' own literal prefilters save). A rule's
 //! pattern is compiled the first time a text holds one of its triggers, so
 //! a process pays about 1 ms for the automata at its first scan instead of
-//! ~30 ms for every pattern ([`compile_rules`] compiles them all ahead, on
+//! ~22 ms for every pattern ([`compile_rules`] compiles them all ahead, on
 //! a thread of its own at start). A JSON output is first searched whole for
 //! any trigger, credential header name or escape that could spell one
 //! ([`Redactor::json_may_hold_secret`]): an output with none skips the
