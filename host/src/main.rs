@@ -174,7 +174,18 @@ impl PluginArgs {
             trusted_signers: self.trust.trusted_signers.clone(),
             require_signature: self.trust.require_signature,
             strict_descriptions: self.trust.strict_descriptions,
+            clean_memo: self.cache_dir().map(|d| d.join("poison-clean")),
         }
+    }
+
+    /// The compile-cache directory, unless `--no-cache`.
+    fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir
+            .clone()
+            .or_else(toolhost::sandbox::CompileCache::default_dir)
     }
 }
 
@@ -443,14 +454,7 @@ fn emit(text: impl std::fmt::Display) -> Result<()> {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     let config = SandboxConfig {
-        cache_dir: if cli.plugins.no_cache {
-            None
-        } else {
-            cli.plugins
-                .cache_dir
-                .clone()
-                .or_else(toolhost::sandbox::CompileCache::default_dir)
-        },
+        cache_dir: cli.plugins.cache_dir(),
         ..SandboxConfig::default()
     };
     let p = &cli.plugins;

@@ -53,6 +53,9 @@ pub struct TrustPolicy {
     pub require_signature: bool,
     /// Refuse a tool with a suspicious description instead of warning.
     pub strict_descriptions: bool,
+    /// Where descriptors found clean are remembered, so that they are not
+    /// scanned again ([`poison::CleanMemo`]); `None` scans every time.
+    pub clean_memo: Option<PathBuf>,
 }
 
 /// Why the policy's files could not be read.
@@ -271,8 +274,12 @@ impl Trust {
             }
         }
         // 3. Descriptions.
+        let memo = self.policy.clean_memo.as_ref().map(poison::CleanMemo::new);
         for desc in descriptors {
-            let findings = poison::scan_tool(desc);
+            let findings = match &memo {
+                Some(memo) => memo.scan_tool(desc),
+                None => poison::scan_tool(desc),
+            };
             if findings.is_empty() {
                 continue;
             }
