@@ -471,9 +471,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         emit(String::from_utf8_lossy(&out).trim_end())?;
         return Ok(ExitCode::SUCCESS);
     }
-    // Every command below loads plugins: their rule sets compile beside it.
+    // Every command below loads plugins: without a cache directory to
+    // remember clean descriptors in, the poisoning rules compile beside it.
     let third_party = cli.plugins.plugins_dir.is_some() || !cli.plugins.plugins.is_empty();
-    toolhost::warmup::in_background(third_party);
+    toolhost::warmup::in_background(third_party && config.cache_dir.is_none());
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {

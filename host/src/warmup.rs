@@ -1,35 +1,32 @@
 //! Start-up work that can run beside the rest of the start.
 //!
-//! The secret rules ([`crate::redact`]) and the tool-poisoning rules
-//! ([`crate::trust::poison`]) are regular expressions compiled once per
-//! process. Compiling the poisoning set takes about 15 ms, and the first
-//! third-party plugin a server loads would wait for it on the start path.
-//! A secret rule's pattern is compiled the first time an output holds one
-//! of its triggers (about 22 ms for all of them), so that output would wait
-//! for the patterns it needs. [`in_background`] compiles each set on a
-//! thread of its own as the process starts, while the engine, the record
-//! store and the embedded tools load; whoever needs a rule first waits
-//! only for what is left of its compilation (`LazyLock` and `OnceLock` let
-//! one thread compile and the others wait), so the result is the same as
-//! without it, only sooner.
+//! The tool-poisoning rules ([`crate::trust::poison`]) are regular
+//! expressions compiled once per process, in about 15 ms, and the first
+//! third-party plugin a server loads would wait for them on the start path.
+//! Usually it does not need them: a descriptor found clean before is
+//! remembered in the cache directory ([`crate::trust::poison::CleanMemo`]).
+//! Without a cache directory (`--no-cache`) every descriptor is scanned, and
+//! [`in_background`] compiles the rules on a thread of its own as the
+//! process starts, while the engine, the record store and the embedded
+//! tools load; whoever needs them first waits only for what is left of the
+//! compilation (`LazyLock` lets one thread compile and the others wait).
+//!
+//! The secret rules ([`crate::redact`]) are not compiled ahead: each
+//! pattern is compiled the first time an output holds one of its triggers.
+//! Compiling both sets ahead on every start (as before) took two threads
+//! ~37 ms of CPU, two thirds of a warm start's CPU, beside the main thread
+//! on a two-core machine: the first answer of a warm start came 34–36 ms
+//! after spawn with it and 23–24 ms without (15 interleaved starts each).
 
-/// Compiles the pattern sets on background threads (see the module docs):
-/// the secret set always, the poisoning set only when `third_party` (only
-/// plugins from files are scanned for poisoning, so a process that loads
-/// the built-in tools alone would compile it for nothing). Best effort: a
-/// process that cannot start a thread compiles them on first use, as it
-/// would have anyway.
-pub fn in_background(third_party: bool) {
-    // One thread each: the poisoning set is wanted first (the first
-    // third-party plugin, ~15 ms into a start), the secret patterns by the
-    // first output that holds a trigger; one after the other on one
-    // thread, the secret set was ready only ~45 ms into the start.
-    let poison: fn() = crate::trust::poison::compile_rules;
-    let redact: fn() = crate::redact::compile_rules;
-    for compile in third_party.then_some(poison).into_iter().chain([redact]) {
+/// Compiles the poisoning rules on a background thread when `scan_all`
+/// (plugins from files are named and no clean verdict can be remembered;
+/// see the module docs). Best effort: a process that cannot start a thread
+/// compiles them on first use, as it would have anyway.
+pub fn in_background(scan_all: bool) {
+    if scan_all {
         let _ = std::thread::Builder::new()
             .name("toolhost-warmup".into())
-            .spawn(compile);
+            .spawn(crate::trust::poison::compile_rules);
     }
 }
 

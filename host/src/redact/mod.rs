@@ -37,8 +37,8 @@
 //! it costs what the patterns' own literal prefilters save). A rule's
 //! pattern is compiled the first time a text holds one of its triggers, so
 //! a process pays about 1 ms for the automata at its first scan instead of
-//! ~22 ms for every pattern ([`compile_rules`] compiles them all ahead, on
-//! a thread of its own at start). A JSON output is first searched whole for
+//! ~22 ms for every pattern ([`compile_rules`] compiles them all ahead).
+//! A JSON output is first searched whole for
 //! any trigger, credential header name or escape that could spell one
 //! ([`Redactor::json_may_hold_secret`]): an output with none skips the
 //! walk over its strings. (A set over the full
@@ -128,8 +128,7 @@ pub fn redactor() -> &'static Redactor {
     &REDACTOR
 }
 
-/// Compiles the rules now rather than on the first scan (see
-/// [`crate::warmup`]).
+/// Compiles every rule now rather than when a text first needs it.
 pub fn compile_rules() {
     let r = redactor();
     LazyLock::force(&SECRET_NAME_RX);
