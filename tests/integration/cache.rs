@@ -151,13 +151,18 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
     use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
     let dir = tempfile::tempdir().unwrap();
     // Another memory limit and instance count than the default: the
-    // artifact depends on the compilation settings, not on the pool's.
+    // artifact depends on the compilation settings, not on the pool's. And
+    // no cache at all: the artifact is used from the binary.
     for config in [
         config(dir.path()),
         SandboxConfig {
             max_memory_bytes: 64 << 20,
             max_concurrent_instances: 3,
             ..config(dir.path())
+        },
+        SandboxConfig {
+            cache_dir: None,
+            ..SandboxConfig::default()
         },
     ] {
         let sandbox = Sandbox::new(&config).unwrap();
@@ -173,9 +178,39 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
             .unwrap()
             .iter()
             .any(|t| t.name == "file_view"));
-        // Nothing compiled, nothing written to the cache.
-        assert!(artifacts(dir.path()).is_empty());
+        // Nothing compiled: the artifact itself was written to the cache
+        // once, to be mapped from there (one entry for both settings).
+        let entries = artifacts(dir.path());
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(
+            std::fs::metadata(&entries[0]).unwrap().len() as usize,
+            REFERENCE_PRECOMPILED.len() - 16,
+            "the artifact without its frame"
+        );
     }
+
+    // A damaged entry is replaced from the binary, not believed.
+    let entry = &artifacts(dir.path())[0];
+    let mut bytes = std::fs::read(entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::remove_file(entry).unwrap();
+    std::fs::write(entry, &bytes).unwrap();
+    let sandbox = Sandbox::new(&config(dir.path())).unwrap();
+    let seen = Mutex::new(Vec::new());
+    let plugin = sandbox
+        .load_embedded(REFERENCE_PLUGIN, REFERENCE_PRECOMPILED, &|e| {
+            seen.lock().unwrap().push(e)
+        })
+        .expect("load");
+    assert_eq!(seen.into_inner().unwrap(), [LoadEvent::Precompiled]);
+    assert!(plugin
+        .describe()
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "file_view"));
+    let cache = toolhost::sandbox::CompileCache::open(dir.path()).unwrap();
+    assert!(cache.check(entry).is_ok(), "rewritten whole");
 }
 
 #[test]
