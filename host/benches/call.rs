@@ -28,6 +28,11 @@ mod support;
 
 mod stats;
 
+/// The allocator of the `toolhost` binary (see `src/main.rs`), so that these
+/// figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Duration;
 
 use stats::{measure, us};
