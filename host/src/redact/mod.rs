@@ -37,13 +37,13 @@
 //! it costs what the patterns' own literal prefilters save). A rule's
 //! pattern is compiled the first time a text holds one of its triggers, so
 //! a process pays about 1 ms for the automata at its first scan instead of
-//! ~22 ms for every pattern ([`compile_rules`] compiles them all ahead).
-//! A JSON output is first searched whole for
-//! any trigger, credential header name or escape that could spell one
-//! ([`Redactor::json_may_hold_secret`]): an output with none skips the
-//! walk over its strings. (A set over the full
-//! patterns was measured first and was far slower on source text: its
-//! union automaton outgrows the lazy DFA's cache.) Word boundaries are
+//! ~22 ms for every pattern ([`Redactor::compile_all`] compiles them all
+//! ahead). A JSON output is first searched whole for any trigger,
+//! credential header name or escape that could spell one
+//! ([`Redactor::json_may_hold_secret`]): an output with none skips the walk
+//! over its strings. (A set over the full patterns was measured first and
+//! was far slower on source text: its union automaton outgrows the lazy
+//! DFA's cache.) Word boundaries are
 //! ASCII (`(?-u:\b)`): a Unicode `\b` forces the slow engine on any
 //! non-ASCII text. A member-name rule is tried only after the cheap tests
 //! on the value. The `redact` benchmark measures 1 MiB of text, a
@@ -128,15 +128,6 @@ pub fn redactor() -> &'static Redactor {
     &REDACTOR
 }
 
-/// Compiles every rule now rather than when a text first needs it.
-pub fn compile_rules() {
-    let r = redactor();
-    LazyLock::force(&SECRET_NAME_RX);
-    LazyLock::force(&AWS_SECRET_NAME_RX);
-    LazyLock::force(&BASE64_40_RX);
-    r.compile_all();
-}
-
 /// Replaces the secrets in `text`; `field` names it in the report.
 pub fn redact_text<'a>(text: &'a str, field: &str) -> (Cow<'a, str>, Vec<Redaction>) {
     redactor().redact_text(text, field)
@@ -176,9 +167,9 @@ impl Redactor {
                 .build(literals)
                 .expect("trigger literals compile")
         };
-        // Every credential header name holds a trigger but `cookie`.
         let mut guard = literals.clone();
-        guard.extend(["cookie", "\\u", "\\/"]);
+        guard.extend(CREDENTIAL_HEADERS);
+        guard.extend(["\\u", "\\/"]);
         Redactor {
             triggers: automaton(&literals),
             trigger_rule,
