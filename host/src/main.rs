@@ -28,12 +28,6 @@
 //! exits 0 when every item is ok, 4 when some are, 1 when none is.
 
 use std::io::{IsTerminal, Read, Write};
-
-/// The process's allocator: a call builds and drops many small JSON values
-/// (an object per line of a page), and glibc's malloc and free were about a
-/// fifth of a busy server's CPU.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +43,12 @@ use toolhost::pipeline::{Call, CallOptions, Host, Mode};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
+
+/// The process's allocator: a call builds and drops many small JSON values
+/// (an object per line of a page), and glibc's malloc and free were about a
+/// fifth of a busy server's CPU.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cap_cmd;
 mod config;
