@@ -37,7 +37,7 @@
 //! The rules take about 15 ms to compile, on the start path of a server's
 //! first third-party plugin. [`CleanMemo`] remembers, in the compile-cache
 //! directory, each descriptor these very rules found clean (an empty file
-//! named for the SHA-256 of this source file and the descriptor's JSON), so
+//! named for the SHA-256 of the rules' source and the descriptor's JSON), so
 //! a server that starts again with the same plugins scans nothing; a
 //! descriptor with findings is scanned every time, and any change to the
 //! rules or to the descriptor changes the name. The directory is trusted as
@@ -445,9 +445,15 @@ pub fn scan_tool(desc: &ToolDescriptor) -> Vec<Finding> {
     out
 }
 
-/// SHA-256 of this file's source: the version of the rules.
-static RULES_DIGEST: LazyLock<[u8; 32]> =
-    LazyLock::new(|| Sha256::digest(include_str!("poison.rs")).into());
+/// SHA-256 of the rules' source, this file and the module whose
+/// invisible-character test `hidden_unicode` uses: the version of the
+/// rules.
+static RULES_DIGEST: LazyLock<[u8; 32]> = LazyLock::new(|| {
+    let mut digest = Sha256::new();
+    digest.update(include_str!("poison.rs"));
+    digest.update(include_str!("mod.rs"));
+    digest.finalize().into()
+});
 
 /// Descriptors found clean before, remembered in a directory (see the
 /// module docs).
