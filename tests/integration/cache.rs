@@ -146,9 +146,26 @@ fn the_cache_directory_is_owner_only() {
     assert_eq!(mode, 0o700);
 }
 
+/// Loads the embedded reference tools from `artifact` in `sandbox`, checks
+/// they describe `file_view`, and returns the load events.
+fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> {
+    let seen = Mutex::new(Vec::new());
+    let plugin = sandbox
+        .load_embedded(toolhost::catalog::REFERENCE_PLUGIN, artifact, &|e| {
+            seen.lock().unwrap().push(e)
+        })
+        .expect("load");
+    assert!(plugin
+        .describe()
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "file_view"));
+    seen.into_inner().unwrap()
+}
+
 #[test]
 fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
-    use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
+    use toolhost::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
     // Another memory limit and instance count than the default: the
     // artifact depends on the compilation settings, not on the pool's. And
@@ -166,18 +183,10 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
         },
     ] {
         let sandbox = Sandbox::new(&config).unwrap();
-        let seen = Mutex::new(Vec::new());
-        let plugin = sandbox
-            .load_embedded(REFERENCE_PLUGIN, REFERENCE_PRECOMPILED, &|e| {
-                seen.lock().unwrap().push(e)
-            })
-            .expect("load");
-        assert_eq!(seen.into_inner().unwrap(), [LoadEvent::Precompiled]);
-        assert!(plugin
-            .describe()
-            .unwrap()
-            .iter()
-            .any(|t| t.name == "file_view"));
+        assert_eq!(
+            load_reference(&sandbox, REFERENCE_PRECOMPILED),
+            [LoadEvent::Precompiled]
+        );
         // Nothing compiled: the artifact itself was written to the cache
         // once, to be mapped from there (one entry for both settings).
         let entries = artifacts(dir.path());
@@ -197,18 +206,10 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
     std::fs::remove_file(entry).unwrap();
     std::fs::write(entry, &bytes).unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
-    let seen = Mutex::new(Vec::new());
-    let plugin = sandbox
-        .load_embedded(REFERENCE_PLUGIN, REFERENCE_PRECOMPILED, &|e| {
-            seen.lock().unwrap().push(e)
-        })
-        .expect("load");
-    assert_eq!(seen.into_inner().unwrap(), [LoadEvent::Precompiled]);
-    assert!(plugin
-        .describe()
-        .unwrap()
-        .iter()
-        .any(|t| t.name == "file_view"));
+    assert_eq!(
+        load_reference(&sandbox, REFERENCE_PRECOMPILED),
+        [LoadEvent::Precompiled]
+    );
     let cache = toolhost::sandbox::CompileCache::open(dir.path()).unwrap();
     assert!(cache.check(entry).is_ok(), "rewritten whole");
 }
@@ -229,7 +230,7 @@ fn the_embedded_reference_digest_from_the_build_is_the_catalogs() {
 
 #[test]
 fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
-    use toolhost::catalog::{REFERENCE_PLUGIN, REFERENCE_PRECOMPILED};
+    use toolhost::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     let mut damaged = REFERENCE_PRECOMPILED.to_vec();
@@ -238,13 +239,7 @@ fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
     let truncated = &REFERENCE_PRECOMPILED[..REFERENCE_PRECOMPILED.len().min(12)];
     let damaged: &'static [u8] = Box::leak(damaged.into_boxed_slice());
     for artifact in [damaged, truncated, &[][..], &b"not an artifact at all"[..]] {
-        let seen = Mutex::new(Vec::new());
-        let plugin = sandbox
-            .load_embedded(REFERENCE_PLUGIN, artifact, &|e| {
-                seen.lock().unwrap().push(e)
-            })
-            .expect("load");
-        let seen = seen.into_inner().unwrap();
+        let seen = load_reference(&sandbox, artifact);
         assert!(
             matches!(
                 seen[..],
@@ -252,10 +247,5 @@ fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
             ),
             "{seen:?}"
         );
-        assert!(plugin
-            .describe()
-            .unwrap()
-            .iter()
-            .any(|t| t.name == "file_view"));
     }
 }

@@ -277,48 +277,26 @@ fn the_files_import_reads_only_what_the_calls_mounts_let_the_guest_read() {
     let out = site.attempt(&sub, "/workspace/sub/link_in");
     assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"), "{out:#}");
 
-    refused(
-        &site.attempt(&sub, "../outside/secret.txt"),
-        "invalid",
-        "absolute",
-    );
-    refused(
-        &site.attempt(&sub, "/workspace/sub/../other/secret.txt"),
-        "invalid",
-        "`..`",
-    );
-    refused(
-        &site.attempt(&sub, "/etc/passwd"),
-        "denied",
-        "outside the call's mounts",
-    );
-    refused(
-        &site.attempt(&sub, "/workspace/other/secret.txt"),
-        "denied",
-        "outside the call's mounts (/workspace/sub)",
-    );
-    for link in ["link_out", "link_other", "link_abs"] {
-        refused(
-            &site.attempt(&sub, &format!("/workspace/sub/{link}")),
+    let links = ["link_out", "link_other", "link_abs"].map(|l| format!("/workspace/sub/{l}"));
+    let cases = [
+        ("../outside/secret.txt", "invalid", "absolute"),
+        ("/workspace/sub/../other/secret.txt", "invalid", "`..`"),
+        ("/etc/passwd", "denied", "outside the call's mounts"),
+        (
+            "/workspace/other/secret.txt",
             "denied",
-            "leads out of its mount",
-        );
+            "outside the call's mounts (/workspace/sub)",
+        ),
+        (&links[0], "denied", "leads out of its mount"),
+        (&links[1], "denied", "leads out of its mount"),
+        (&links[2], "denied", "leads out of its mount"),
+        ("/workspace/sub/fifo", "denied", "named pipe (FIFO)"),
+        ("/workspace/sub/missing", "not_found", ""),
+        ("/workspace/sub/dir", "is_directory", ""),
+    ];
+    for (path, outcome, says) in cases {
+        refused(&site.attempt(&sub, path), outcome, says);
     }
-    refused(
-        &site.attempt(&sub, "/workspace/sub/fifo"),
-        "denied",
-        "named pipe (FIFO)",
-    );
-    refused(
-        &site.attempt(&sub, "/workspace/sub/missing"),
-        "not_found",
-        "",
-    );
-    refused(
-        &site.attempt(&sub, "/workspace/sub/dir"),
-        "is_directory",
-        "",
-    );
 
     // With the whole workspace granted, `other/` is readable: the same
     // path was refused only for lack of that grant.
