@@ -37,6 +37,7 @@ mod provenance;
 mod reference_tools;
 mod resources;
 mod run_command;
+mod spares;
 mod spill;
 mod store_and_flags;
 mod trust;

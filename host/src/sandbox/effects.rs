@@ -77,9 +77,8 @@ impl Plugin {
         let ctx = context(req, req.idempotency_key);
         let mounts = read_only(req.mounts);
         let req = &without_effects(req, &mounts);
-        self.run_fresh(req, None, |store| {
-            let instance = self.pre.instance_pre().instantiate(&mut *store)?;
-            let planner = indices.load(&mut *store, &instance)?;
+        self.run_fresh(req, None, |store, fresh| {
+            let planner = indices.load(&mut *store, &fresh.instance)?;
             planner.call_dry_run(&mut *store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
@@ -106,9 +105,8 @@ impl Plugin {
         let ctx = context(req, Some(key));
         let mounts = read_only(req.mounts);
         let req = &without_effects(req, &mounts);
-        self.run_fresh(req, None, |store| {
-            let instance = self.pre.instance_pre().instantiate(&mut *store)?;
-            let prober = indices.load(&mut *store, &instance)?;
+        self.run_fresh(req, None, |store, fresh| {
+            let prober = indices.load(&mut *store, &fresh.instance)?;
             prober.call_probe(&mut *store, req.tool, req.args_json, key, &ctx)
         })
         .map(|answer, usage| match answer {

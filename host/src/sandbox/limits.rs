@@ -37,6 +37,18 @@ impl MemoryLimiter {
     pub fn refused(&self) -> bool {
         self.refused
     }
+
+    /// Total linear memory now.
+    pub fn total_bytes(&self) -> usize {
+        self.total_bytes
+    }
+
+    /// Takes over the memory `other` counted: the instance it was counting
+    /// for (made ahead of its call, see `spare`) is now this one's.
+    pub fn carry(&mut self, other: &MemoryLimiter) {
+        self.total_bytes = other.total_bytes;
+        self.peak_bytes = self.peak_bytes.max(other.total_bytes);
+    }
 }
 
 impl ResourceLimiter for MemoryLimiter {

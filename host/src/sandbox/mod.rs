@@ -8,7 +8,9 @@
 //! the `toolhost:plugin` world and pre-linked.
 //!
 //! [`Plugin::call`] runs one call in a fresh store and instance that holds
-//! only what [`CallRequest`] grants. Deny by default:
+//! only what [`CallRequest`] grants (the instance usually made ahead of the
+//! call on a background thread, and the store dropped there after it; see
+//! `spare`). Deny by default:
 //!
 //! | resource            | default                                        |
 //! |---------------------|------------------------------------------------|
@@ -66,10 +68,12 @@ mod files_link;
 mod fsguard;
 pub mod http;
 mod limits;
+mod spare;
 
 pub use cache::{Checked, CompileCache, Miss};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
+pub use spare::SpareStats;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,6 +109,9 @@ pub const WASMTIME_VERSION: &str = "48.0.8";
 
 /// How often the epoch ticks; deadlines are rounded up to it.
 const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Fuel for instantiating a spare (see `spare`): about 10 ms of code.
+const SPARE_FUEL: u64 = 10_000_000;
 
 /// Largest describe() answer accepted from a plugin, in bytes.
 pub const MAX_DESCRIPTOR_BYTES: usize = 4 * 1024 * 1024;
@@ -353,8 +360,9 @@ struct State {
     stderr: Capture,
     deadline: Instant,
     cancel: Option<CancelToken>,
-    /// Keeps the epoch ticking while this store exists.
-    _ticking: Ticking,
+    /// Keeps the epoch ticking while this store can run (a spare, made
+    /// and waiting, does not).
+    _ticking: Option<Ticking>,
     /// The call's programs (`exec_link`).
     exec: Option<Arc<crate::exec_call::CallExec>>,
     /// A program was ended by the call's deadline: the run is a timeout.
@@ -363,6 +371,8 @@ struct State {
     mounts: Vec<(OpenDir, String)>,
     /// The sandbox's file index cache (`files_link`).
     files: Arc<IndexCache>,
+    /// Being instantiated as a spare: a call into the host fails it.
+    making_spare: bool,
 }
 
 impl WasiHttpView for State {
@@ -392,6 +402,8 @@ pub struct Sandbox {
     cache: Option<CompileCache>,
     /// File indexes, shared by every plugin and call (`files_link`).
     files: Arc<IndexCache>,
+    /// Instances made ahead and stores dropped after calls (`spare`).
+    spares: spare::Spares,
 }
 
 /// Progress of a load, for a caller that wants to show it.
@@ -416,7 +428,10 @@ impl Sandbox {
         let mut c = Config::new();
         engine::compile_settings(&mut c);
         let mut pool = PoolingAllocationConfig::default();
-        let n = config.max_concurrent_instances.max(1);
+        let calls = config.max_concurrent_instances.max(1);
+        // Room for as many stores waiting to be dropped and for the spares
+        // (see `spare`) beside the calls themselves.
+        let n = calls * 2 + spare::MAX_SPARES as u32;
         pool.total_component_instances(n)
             .total_core_instances(n * 8)
             .total_memories(n * 4)
@@ -424,7 +439,7 @@ impl Sandbox {
             // Fiber stacks (wasmtime's async support, compiled in for WASI)
             // are allocated and guarded at start, one per slot: 1,000 by
             // default cost ~3 ms of every start; calls run synchronously.
-            .total_stacks(n)
+            .total_stacks(calls)
             .max_memories_per_component(8)
             .max_memory_size(config.max_memory_bytes)
             // Reset a reused slot's first pages in place instead of
@@ -459,6 +474,7 @@ impl Sandbox {
             linker: Arc::new(linker),
             cache,
             files: Arc::new(IndexCache::new()),
+            spares: spare::Spares::start(),
         })
     }
 
@@ -527,13 +543,18 @@ impl Sandbox {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+        let indices = bindings::plugin::PluginIndices::new(&pre)
+            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
         let pre = bindings::plugin::PluginPre::new(pre)
             .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
         Ok(Plugin {
             engine: self.engine.clone(),
             files: self.files.clone(),
             pre,
+            indices,
             digest: digest.to_hex().to_string(),
+            slot: Arc::default(),
+            spares: self.spares.clone(),
         })
     }
 
@@ -615,6 +636,12 @@ impl Sandbox {
     pub fn file_indexes(&self) -> &IndexCache {
         &self.files
     }
+
+    /// How many instances were made ahead of calls and how many calls ran
+    /// in one (see `spare`).
+    pub fn spare_stats(&self) -> SpareStats {
+        self.spares.stats()
+    }
 }
 
 /// Stores alive in this process. The epoch only matters while a guest
@@ -668,7 +695,12 @@ pub struct Plugin {
     engine: Engine,
     files: Arc<IndexCache>,
     pre: bindings::plugin::PluginPre<State>,
+    /// The `plugin` world's exports, looked up in an instance.
+    indices: bindings::plugin::PluginIndices,
     digest: String,
+    /// The next call's instance, when one was made ahead (`spare`).
+    slot: Arc<spare::Slot>,
+    spares: spare::Spares,
 }
 
 /// A handle that stops a running call at its next epoch check.
@@ -685,6 +717,12 @@ impl CancelToken {
 }
 
 impl Plugin {
+    /// Whether an instance made ahead waits for this plugin's next call
+    /// (see `spare`).
+    pub fn spare_ready(&self) -> bool {
+        !self.slot.is_empty()
+    }
+
     /// BLAKE3 of the component bytes (hex), the component's identity in
     /// the compile cache.
     pub fn digest(&self) -> &str {
@@ -703,7 +741,8 @@ impl Plugin {
         };
         let deadline = Instant::now() + limits.timeout;
         let mut store = self
-            .new_store(&[], NetPolicy::none(), &limits, deadline, None, None)
+            .state(&[], NetPolicy::none(), &limits, deadline, None, None)
+            .and_then(|state| self.new_store(state, &limits))
             .map_err(|e| SandboxError::Describe(format!("{e:#}")))?;
         let failed = |e: wasmtime::Error, store: &Store<State>| match e.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => SandboxError::DescribeTimeout(limits.timeout),
@@ -740,7 +779,8 @@ impl Plugin {
         Ok(list.into_iter().map(ToolDescriptorText::from).collect())
     }
 
-    fn new_store(
+    /// The state of a store for a run with these grants and limits.
+    fn state(
         &self,
         mounts: &[Mount],
         net: Arc<NetPolicy>,
@@ -748,7 +788,7 @@ impl Plugin {
         deadline: Instant,
         cancel: Option<&CancelToken>,
         exec: Option<Arc<crate::exec_call::CallExec>>,
-    ) -> std::io::Result<Store<State>> {
+    ) -> std::io::Result<State> {
         let mut b = WasiCtxBuilder::new();
         b.allow_blocking_current_thread(true);
         // Raw sockets and DNS stay closed whatever the grant: the only way
@@ -780,7 +820,7 @@ impl Plugin {
             stderr,
             deadline,
             cancel: cancel.cloned(),
-            _ticking: Ticking::start(),
+            _ticking: Some(Ticking::start()),
             exec,
             deadline_reached: false,
             mounts: mounts
@@ -788,16 +828,49 @@ impl Plugin {
                 .map(|m| (m.dir.clone(), m.guest.clone()))
                 .collect(),
             files: self.files.clone(),
+            making_spare: false,
         };
+        Ok(state)
+    }
+
+    /// A new store holding `state`, armed with `limits`' fuel and deadline.
+    fn new_store(&self, state: State, limits: &Limits) -> std::io::Result<Store<State>> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-        let ticks = (limits.timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
-        store.set_epoch_deadline(ticks + 1);
-        store.epoch_deadline_trap();
+        arm(&mut store, limits)?;
         Ok(store)
+    }
+
+    /// A store and an instance in it under a neutral state, made ahead of
+    /// the call that will use them (see `spare`), and the fuel that
+    /// instantiating took: `None` when instantiating failed or called into
+    /// the host (code that could see the neutral state).
+    fn make_spare(&self) -> Option<(Store<State>, spare::Fresh, u64)> {
+        // Start functions that need more than this get no spares.
+        let limits = Limits {
+            fuel: SPARE_FUEL,
+            timeout: Duration::from_secs(1),
+            ..Limits::default()
+        };
+        let deadline = Instant::now() + limits.timeout;
+        let state = self
+            .state(&[], NetPolicy::none(), &limits, deadline, None, None)
+            .ok()?;
+        let mut store = self.new_store(state, &limits).ok()?;
+        store.data_mut().making_spare = true;
+        store.call_hook(|store, hook| match hook {
+            wasmtime::CallHook::CallingHost if store.data().making_spare => Err(
+                wasmtime::Error::msg("instantiating a spare called the host"),
+            ),
+            _ => Ok(()),
+        });
+        let watch = deadline::watch(deadline);
+        let fresh = self.instantiate(&mut store).ok()?;
+        drop(watch);
+        let spent = limits.fuel.saturating_sub(store.get_fuel().ok()?);
+        // Nothing runs in it until a call arms it: the epoch need not tick.
+        store.data_mut()._ticking = None;
+        Some((store, fresh, spent))
     }
 
     /// Runs one call in a fresh instance.
@@ -816,11 +889,11 @@ impl Plugin {
             workspace_root: req.workspace_root.to_string(),
             idempotency_key: req.idempotency_key.map(str::to_string),
         };
-        self.run_fresh(req, cancel, |store| {
-            self.pre
-                .instantiate(&mut *store)?
+        self.run_fresh(req, cancel, |store, fresh| {
+            fresh
+                .plugin
                 .toolhost_plugin_tools()
-                .call_call(&mut *store, req.tool, req.args_json, &ctx)
+                .call_call(store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
             Ok(out) => output_within_limit(out, req, usage),
@@ -834,19 +907,34 @@ impl Plugin {
         })
     }
 
-    /// Runs `run` in a fresh store built for `req` (its mounts, network
-    /// origins, fuel, deadline and memory; `cancel` checked at every epoch
-    /// tick) and measures it: the one path of calls, dry-runs and probes.
+    /// A fresh instance of this plugin in `store`.
+    fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<spare::Fresh> {
+        let instance = self.pre.instance_pre().instantiate(&mut *store)?;
+        let plugin = self.indices.load(&mut *store, &instance)?;
+        Ok(spare::Fresh { instance, plugin })
+    }
+
+    /// Runs `run` on a fresh instance in a store built for `req` (its
+    /// mounts, network origins, fuel, deadline and memory; `cancel` checked
+    /// at every epoch tick) and measures it: the one path of calls,
+    /// dry-runs and probes. The instance is the plugin's spare when it has
+    /// one (see `spare`), else instantiated here; the store is dropped on
+    /// the spares thread, which then makes the next spare.
     fn run_fresh<T>(
         &self,
         req: &CallRequest<'_>,
         cancel: Option<&CancelToken>,
-        run: impl FnOnce(&mut Store<State>) -> wasmtime::Result<T>,
+        run: impl FnOnce(&mut Store<State>, &spare::Fresh) -> wasmtime::Result<T>,
     ) -> RunOutcome<T> {
         let start = Instant::now();
         let deadline = start + req.limits.timeout;
         let net = NetPolicy::new(req.net_origins, deadline);
-        let mut store = match self.new_store(
+        let unavailable = |e: std::io::Error| {
+            RunOutcome::without_run(Err(Failure::Unavailable {
+                reason: format!("could not prepare the sandbox: {e}"),
+            }))
+        };
+        let state = match self.state(
             req.mounts,
             net.clone(),
             &req.limits,
@@ -855,11 +943,33 @@ impl Plugin {
             req.exec.clone(),
         ) {
             Ok(s) => s,
-            Err(e) => {
-                return RunOutcome::without_run(Err(Failure::Unavailable {
-                    reason: format!("could not prepare the sandbox: {e}"),
-                }))
+            Err(e) => return unavailable(e),
+        };
+        let (mut store, ready) = match self.slot.take() {
+            // A spare that already holds more memory than this call may
+            // have is no use to it: instantiating under the call's own
+            // limit fails as it should.
+            Some(spare) if spare.store.data().memory.total_bytes() <= req.limits.memory_bytes => {
+                let mut store = spare.store;
+                let mut state = state;
+                state.memory.carry(&store.data().memory);
+                *store.data_mut() = state;
+                // The fuel its instantiation took is the call's, as it is
+                // on the other path.
+                let limits = Limits {
+                    fuel: req.limits.fuel.saturating_sub(spare.spent_fuel),
+                    ..req.limits
+                };
+                if let Err(e) = arm(&mut store, &limits) {
+                    return unavailable(e);
+                }
+                self.spares.taken();
+                (store, Some(spare.fresh))
             }
+            _ => match self.new_store(state, &req.limits) {
+                Ok(s) => (s, None),
+                Err(e) => return unavailable(e),
+            },
         };
         if let Some(token) = cancel {
             let token = token.clone();
@@ -877,7 +987,11 @@ impl Plugin {
             store.set_epoch_deadline(1);
         }
         let watch = deadline::watch(deadline);
-        let ran = match run(&mut store) {
+        let fresh = match ready {
+            Some(fresh) => Ok(fresh),
+            None => self.instantiate(&mut store),
+        };
+        let ran = match fresh.and_then(|fresh| run(&mut store, &fresh)) {
             Ok(_) if store.data().deadline_reached => Err(Trap::Interrupt.into()),
             ran => ran,
         };
@@ -892,6 +1006,7 @@ impl Plugin {
         let result = ran.map_err(|e| classify_trap(&e, &store));
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
+        self.spares.after_call(store, self, &self.slot);
         RunOutcome {
             result,
             usage,
@@ -908,6 +1023,17 @@ impl Plugin {
 fn contract_version_of(name: &str) -> Option<&str> {
     let rest = name.strip_prefix(CONTRACT_PACKAGE)?.strip_prefix('/')?;
     Some(rest.split_once('@').map_or("", |(_, v)| v))
+}
+
+/// Sets `limits`' fuel and deadline on `store`, from now.
+fn arm(store: &mut Store<State>, limits: &Limits) -> std::io::Result<()> {
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    let ticks = (limits.timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
+    store.set_epoch_deadline(ticks + 1);
+    store.epoch_deadline_trap();
+    Ok(())
 }
 
 /// A call's answer, unless its JSON is over the request's output limit.
@@ -1095,11 +1221,12 @@ impl Plugin {
             stderr: Capture::new(0),
             deadline: Instant::now() + Duration::from_secs(3600),
             cancel: None,
-            _ticking: Ticking::start(),
+            _ticking: Some(Ticking::start()),
             exec: None,
             deadline_reached: false,
             mounts: Vec::new(),
             files: self.files.clone(),
+            making_spare: false,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

@@ -1,0 +1,210 @@
+//! Fresh instances made before the calls that use them, and used stores
+//! torn down after, both on a background thread.
+//!
+//! Every call runs in a fresh instance: instantiated for that call and used
+//! by no other. Instantiating (taking a pooled slot, mapping the heap image,
+//! resolving every import) and tearing the store down afterwards are fixed
+//! costs of a call that do not depend on what it is granted: for the
+//! reference tools, about a fifth of a 4 KiB `file_view` in process. So
+//! they move off the call path:
+//!
+//! - after a call, its store goes to the [`Spares`] thread to be dropped;
+//! - then that thread makes the plugin a **spare**: a store and instance
+//!   made under a neutral state (nothing mounted, no network, no programs,
+//!   the epoch not kept ticking for it), kept in the plugin's [`Slot`];
+//! - the plugin's next call takes the spare, puts its own state in (its
+//!   WASI context with the call's mounts, network policy, captures,
+//!   deadline, memory limit, programs) and arms its own fuel and deadline
+//!   before any guest code runs. A spare serves one call; a call that finds
+//!   none instantiates as before.
+//!
+//! A spare is kept only when instantiating it called nothing in the host
+//! (a call hook fails the instantiation at the first such call) within
+//! [`SPARE_FUEL`](super::SPARE_FUEL): whatever guest code ran (start
+//! functions) could compute but not see the neutral state, so the instance
+//! is exactly what instantiating it for the call would have given, and the
+//! fuel it took is charged to the call as it would have been. A component
+//! whose instantiation calls the host never gets spares. A spare whose
+//! instantiation took more memory than a call allows is dropped and the
+//! call instantiates under its own limit, which fails the way it always
+//! did. At most [`MAX_SPARES`] exist at once per sandbox; its pool has room
+//! for them beside [`SandboxConfig::max_concurrent_instances`] calls and as
+//! many stores waiting to be dropped.
+//!
+//! [`SandboxConfig::max_concurrent_instances`]: super::SandboxConfig
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, Weak};
+
+use wasmtime::component::Instance;
+use wasmtime::Store;
+
+use super::{bindings, Plugin, State};
+
+/// Most spares alive at once, across every plugin of a sandbox.
+pub(super) const MAX_SPARES: usize = 8;
+
+/// A fresh instance made ahead for one plugin's next call.
+pub(super) struct Spare {
+    pub store: Store<State>,
+    pub fresh: Fresh,
+    /// The fuel instantiating it took (its start functions').
+    pub spent_fuel: u64,
+    /// Counts this spare in [`Spares::live`] until it is taken or dropped.
+    _live: Live,
+}
+
+/// An instance no call has used yet, with the `plugin` world's exports
+/// looked up.
+pub(super) struct Fresh {
+    pub instance: Instance,
+    pub plugin: bindings::plugin::Plugin,
+}
+
+/// One plugin's spare, shared by the plugin's clones.
+#[derive(Default)]
+pub(super) struct Slot {
+    spare: Mutex<Option<Spare>>,
+    /// Making a spare ran guest code or failed: this plugin gets none.
+    refused: AtomicBool,
+}
+
+impl Slot {
+    /// The spare, if there is one.
+    pub fn take(&self) -> Option<Spare> {
+        self.spare.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spare
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+enum Job {
+    /// A used store, to drop.
+    Drop(Store<State>),
+    /// Make this plugin a spare if its slot is empty.
+    Make(Plugin, Weak<Slot>),
+}
+
+/// The background thread's queue, shared by a sandbox and its plugins. The
+/// thread ends when the last of them is dropped.
+#[derive(Clone)]
+pub(super) struct Spares {
+    jobs: mpsc::Sender<Job>,
+    live: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+/// How many spares were made and taken, since the sandbox started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpareStats {
+    /// Spares made.
+    pub made: u64,
+    /// Calls that ran in a spare instead of instantiating.
+    pub taken: u64,
+}
+
+#[derive(Default)]
+struct Counts {
+    made: AtomicU64,
+    taken: AtomicU64,
+}
+
+/// One spare counted in [`Spares::live`].
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Spares {
+    /// Starts the thread.
+    pub fn start() -> Spares {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let live = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new(Counts::default());
+        let counted = live.clone();
+        let made = counts.clone();
+        std::thread::Builder::new()
+            .name("toolhost-spares".into())
+            .spawn(move || {
+                for job in queue {
+                    match job {
+                        Job::Drop(store) => drop(store),
+                        Job::Make(plugin, slot) => {
+                            if let Some(slot) = slot.upgrade() {
+                                if make(&plugin, &slot, &counted) {
+                                    made.made.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                        }
+                    }
+                }
+            })
+            .expect("spawning the spares thread");
+        Spares { jobs, live, counts }
+    }
+
+    /// Counts a call that ran in a spare.
+    pub fn taken(&self) {
+        self.counts.taken.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn stats(&self) -> SpareStats {
+        SpareStats {
+            made: self.counts.made.load(Ordering::Relaxed),
+            taken: self.counts.taken.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Hands `store`, done with, to the thread, and asks it for a spare for
+    /// `plugin` (whose slot is `slot`) if it has none and may have one.
+    pub fn after_call(&self, store: Store<State>, plugin: &Plugin, slot: &Arc<Slot>) {
+        // The thread only ends once every sender is gone, and `self` is one:
+        // these sends cannot fail while `self` exists.
+        let _ = self.jobs.send(Job::Drop(store));
+        if !slot.refused.load(Ordering::Relaxed)
+            && slot.is_empty()
+            && self.live.load(Ordering::SeqCst) < MAX_SPARES
+        {
+            let _ = self
+                .jobs
+                .send(Job::Make(plugin.clone(), Arc::downgrade(slot)));
+        }
+    }
+}
+
+/// Makes `plugin` a spare into `slot` (true), or marks the slot refused.
+fn make(plugin: &Plugin, slot: &Slot, live: &Arc<AtomicUsize>) -> bool {
+    if !slot.is_empty() || live.load(Ordering::SeqCst) >= MAX_SPARES {
+        return false;
+    }
+    match plugin.make_spare() {
+        Some((store, fresh, spent_fuel)) => {
+            live.fetch_add(1, Ordering::SeqCst);
+            let spare = Spare {
+                store,
+                fresh,
+                spent_fuel,
+                _live: Live(live.clone()),
+            };
+            let mut held = slot.spare.lock().unwrap_or_else(|e| e.into_inner());
+            let empty = held.is_none();
+            if empty {
+                *held = Some(spare);
+            }
+            empty
+        }
+        None => {
+            slot.refused.store(true, Ordering::Relaxed);
+            false
+        }
+    }
+}

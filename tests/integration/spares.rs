@@ -1,0 +1,183 @@
+//! Instances made ahead of calls (`sandbox::spare`, issue 16): after a
+//! plugin's call, the sandbox instantiates the next one on a background
+//! thread under a neutral state, and the next call puts its own in.
+//!
+//! - a call that runs in a spare sees only its own mount (not the first
+//!   call's, not none), and pays the same fuel and memory as a call that
+//!   instantiated;
+//! - a spare's call is still bounded by its own deadline (the epoch ticks
+//!   for it) and memory limit;
+//! - a call whose memory limit is below what the spare already holds does
+//!   not take it, and fails as it does without spares.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use toolhost::sandbox::{
+    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig,
+};
+
+use crate::support::*;
+
+/// A sandbox of this test's own, so that its counts are this test's.
+fn private_sandbox() -> Sandbox {
+    Sandbox::new(&SandboxConfig {
+        cache_dir: Some(repo_root().join("target/test-compile-cache")),
+        ..SandboxConfig::default()
+    })
+    .unwrap()
+}
+
+fn hostile(sandbox: &Sandbox) -> Plugin {
+    sandbox
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap()
+}
+
+/// Waits (at most 10 s) until the spares thread has made `plugin` a spare.
+fn wait_for_spare(plugin: &Plugin) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !plugin.spare_ready() {
+        assert!(Instant::now() < until, "no spare was made within 10 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limits) -> CallOutcome {
+    plugin.call(&CallRequest {
+        tool,
+        args_json: &args.to_string(),
+        call_id: "spare",
+        workspace_root: "/workspace",
+        idempotency_key: None,
+        mounts,
+        net_origins: &[],
+        exec: None,
+        limits,
+    })
+}
+
+/// `index_attempt`'s answer for `/workspace/f.txt` under `mounts`.
+fn index(plugin: &Plugin, mounts: &[Mount]) -> (Value, CallOutcome) {
+    let outcome = call(
+        plugin,
+        "index_attempt",
+        json!({"path": "/workspace/f.txt"}),
+        mounts,
+        Limits::default(),
+    );
+    let json = &outcome.result.as_ref().unwrap().as_ref().unwrap().json;
+    (serde_json::from_str(json).unwrap(), outcome)
+}
+
+#[test]
+fn a_call_in_an_instance_made_ahead_sees_only_its_own_grant_and_pays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("a", "first grant\n"), ("b", "second grant\nsecond line\n")] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join("f.txt"), text).unwrap();
+    }
+    let mount = |name: &str| [Mount::open(&dir.path().join(name), "/workspace", false).unwrap()];
+    let sandbox = private_sandbox();
+    let plugin = hostile(&sandbox);
+    assert!(!plugin.spare_ready(), "nothing is made before a first call");
+
+    let (first, instantiated) = index(&plugin, &mount("a"));
+    assert_eq!(first["outcome"], "indexed", "{first:#}");
+    assert_eq!(first["lines"], 1, "{first:#}");
+    assert_eq!(sandbox.spare_stats().taken, 0);
+
+    // The next call runs in the spare made after the first, with the other
+    // grant: it sees that one's file.
+    wait_for_spare(&plugin);
+    let (second, _) = index(&plugin, &mount("b"));
+    assert_eq!(second["outcome"], "indexed", "{second:#}");
+    assert_eq!(second["lines"], 2, "{second:#}");
+    assert_eq!(sandbox.spare_stats().taken, 1);
+
+    // In a spare with no mount at all, nothing is there.
+    wait_for_spare(&plugin);
+    let (none, _) = index(&plugin, &[]);
+    assert_ne!(none["outcome"], "indexed", "{none:#}");
+    assert_eq!(sandbox.spare_stats().taken, 2);
+
+    // The first call again, now in a spare: the same answer, fuel and
+    // memory as when it instantiated for itself.
+    wait_for_spare(&plugin);
+    let (again, in_spare) = index(&plugin, &mount("a"));
+    assert_eq!(again, first);
+    assert_eq!(sandbox.spare_stats().taken, 3);
+    assert_eq!(
+        in_spare.usage.fuel_consumed,
+        instantiated.usage.fuel_consumed
+    );
+    assert_eq!(
+        in_spare.usage.peak_memory_bytes,
+        instantiated.usage.peak_memory_bytes
+    );
+    let stats = sandbox.spare_stats();
+    assert!(stats.made >= stats.taken, "{stats:?}");
+}
+
+#[test]
+fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
+    let sandbox = private_sandbox();
+    let plugin = hostile(&sandbox);
+    let (_, _) = index(&plugin, &[]);
+
+    // Its deadline: the epoch ticks for a spare once a call takes it.
+    wait_for_spare(&plugin);
+    let limits = Limits {
+        timeout: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let spun = call(&plugin, "spin_forever", json!({}), &[], limits);
+    assert!(
+        matches!(spun.result, Err(Failure::Timeout)),
+        "{:?}",
+        spun.result
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(sandbox.spare_stats().taken, 1);
+
+    // Its memory limit, counted from what instantiating it took.
+    wait_for_spare(&plugin);
+    let limits = Limits {
+        memory_bytes: 8 << 20,
+        ..Limits::default()
+    };
+    let bomb = call(&plugin, "memory_bomb", json!({}), &[], limits);
+    assert!(
+        matches!(bomb.result, Err(Failure::MemoryExhausted)),
+        "{:?}",
+        bomb.result
+    );
+    assert!(bomb.usage.peak_memory_bytes <= 8 << 20, "{:?}", bomb.usage);
+    assert_eq!(sandbox.spare_stats().taken, 2);
+}
+
+#[test]
+fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_it() {
+    // What a call allowed 64 KiB gets without spares: its instantiation
+    // fails under its own limit.
+    let sandbox = private_sandbox();
+    let fresh = hostile(&sandbox);
+    let tiny = Limits {
+        memory_bytes: 64 << 10,
+        ..Limits::default()
+    };
+    let without = call(&fresh, "index_attempt", json!({"path": "/x"}), &[], tiny);
+    assert!(without.result.is_err(), "{:?}", without.result);
+
+    let plugin = hostile(&sandbox);
+    let _ = index(&plugin, &[]);
+    wait_for_spare(&plugin);
+    let taken = sandbox.spare_stats().taken;
+    let with = call(&plugin, "index_attempt", json!({"path": "/x"}), &[], tiny);
+    assert_eq!(
+        format!("{:?}", with.result),
+        format!("{:?}", without.result)
+    );
+    assert_eq!(sandbox.spare_stats().taken, taken, "the spare was not used");
+}
