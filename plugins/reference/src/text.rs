@@ -130,16 +130,46 @@ pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 
 /// Length of `s` as a JSON string literal (quotes included), exactly as
 /// `serde_json` escapes it. Counted over bytes: every byte of a multi-byte
-/// character is at least 0x80 and is copied as it is.
+/// character is at least 0x80 and is copied as it is. Eight bytes at a time
+/// are first checked for any byte that needs an escape (most lines have
+/// none), and only such a word is counted byte by byte.
 pub fn json_str_len(s: &str) -> usize {
-    2 + s.len()
-        + s.bytes()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-                0..=0x1f => 5,
-                _ => 0,
-            })
-            .sum::<usize>()
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    let mut extra = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        if may_need_escape(word) {
+            extra += chunk.iter().map(|&b| escape_extra(b)).sum::<usize>();
+        }
+    }
+    extra += chunks
+        .remainder()
+        .iter()
+        .map(|&b| escape_extra(b))
+        .sum::<usize>();
+    2 + bytes.len() + extra
+}
+
+/// Bytes that escaping `b` adds: `\"`-style escapes one, `\u00XX` five.
+fn escape_extra(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// Whether any byte of `word` is a control character, `"` or `\` (never
+/// false when one is; the bit tricks are exact as a yes/no).
+fn may_need_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    (below_space | quote | backslash) != 0
 }
 
 /// The canonical form of a workspace-relative path: `.` components and
@@ -179,6 +209,25 @@ mod tests {
                 serde_json::to_string(s).unwrap().len(),
                 "{s:?}"
             );
+        }
+        // Every byte that escapes (and its neighbours) at every position of
+        // a word and across word edges, in lines of 0 to 24 bytes, beside
+        // multi-byte characters whose bytes are all >= 0x80.
+        let mut specials: Vec<char> = (0u8..0x20).map(char::from).collect();
+        specials.extend([
+            '"', '\\', ' ', '!', '#', '[', ']', '\u{7f}', 'é', '😀', '\u{2028}',
+        ]);
+        for len in 0..24 {
+            for at in 0..len {
+                for &c in &specials {
+                    let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
+                    assert_eq!(
+                        json_str_len(&s),
+                        serde_json::to_string(&s).unwrap().len(),
+                        "{s:?}"
+                    );
+                }
+            }
         }
     }
 

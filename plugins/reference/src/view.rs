@@ -215,16 +215,18 @@ fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> 
         return lines;
     }
     for (number, line) in numbered {
-        let clipped = clip_line(&line, MAX_LINE_CHARS);
-        let cost = json_str_len(&clipped);
+        // A line that cannot need a clip is moved, not copied.
+        let text = if line.len() <= MAX_LINE_CHARS {
+            line.into_owned()
+        } else {
+            clip_line(&line, MAX_LINE_CHARS).into_owned()
+        };
+        let cost = json_str_len(&text);
         if !lines.is_empty() && cost > budget {
             break;
         }
         budget = budget.saturating_sub(cost);
-        lines.push(Line {
-            number,
-            text: clipped.into_owned(),
-        });
+        lines.push(Line { number, text });
         if lines.len() >= limit as usize {
             break;
         }
@@ -254,11 +256,14 @@ fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option
     }
     let mut failed = false;
     let mut number = offset;
+    // Each line's buffer starts at about the file's mean line length, so
+    // that reading a line rarely grows it.
+    let typical = (ix.size / ix.lines.max(1)).clamp(16, 4096) as usize + 1;
     let numbered = std::iter::from_fn(|| {
         if number > ix.lines {
             return None;
         }
-        let mut line = Vec::new();
+        let mut line = Vec::with_capacity(typical);
         match reader.read_until(b'\n', &mut line) {
             Ok(n) if n > 0 => {}
             _ => {
