@@ -181,3 +181,42 @@ fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_i
     );
     assert_eq!(sandbox.spare_stats().taken, taken, "the spare was not used");
 }
+
+#[test]
+fn calls_faster_than_the_spares_thread_never_run_out_of_instance_slots() {
+    // A pool for 2 calls at a time: stores waiting to be dropped, spares and
+    // the calls themselves share it. Back-to-back calls from 2 threads
+    // outpace the thread that drops the stores and makes the spares; none
+    // may fail for want of a slot.
+    let sandbox = Sandbox::new(&SandboxConfig {
+        cache_dir: Some(repo_root().join("target/test-compile-cache")),
+        max_concurrent_instances: 2,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let plugin = sandbox
+        .load(&std::fs::read(test_plugin("tp_trivial")).unwrap(), &|_| {})
+        .unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for n in 0..1500 {
+                    let outcome = call(
+                        &plugin,
+                        "echo_value",
+                        json!({ "value": n }),
+                        &[],
+                        Limits::default(),
+                    );
+                    let out = outcome.result.unwrap().unwrap();
+                    assert_eq!(out.json, json!({ "value": n }).to_string());
+                }
+            });
+        }
+    });
+    assert!(
+        sandbox.spare_stats().taken > 0,
+        "{:?}",
+        sandbox.spare_stats()
+    );
+}

@@ -474,7 +474,7 @@ impl Sandbox {
             linker: Arc::new(linker),
             cache,
             files: Arc::new(IndexCache::new()),
-            spares: spare::Spares::start(),
+            spares: spare::Spares::start(calls as usize),
         })
     }
 

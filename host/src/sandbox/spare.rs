@@ -27,9 +27,12 @@
 //! whose instantiation calls the host never gets spares. A spare whose
 //! instantiation took more memory than a call allows is dropped and the
 //! call instantiates under its own limit, which fails the way it always
-//! did. At most [`MAX_SPARES`] exist at once per sandbox; its pool has room
-//! for them beside [`SandboxConfig::max_concurrent_instances`] calls and as
-//! many stores waiting to be dropped.
+//! did. At most [`MAX_SPARES`] exist at once per sandbox, one per plugin,
+//! and at most one is asked for at a time per plugin. The sandbox's pool
+//! has room for them beside [`SandboxConfig::max_concurrent_instances`]
+//! calls and as many stores waiting to be dropped; a call that finds that
+//! many waiting (calls outpacing the thread) drops its own store itself, so
+//! that waiting stores never take a call's slot.
 //!
 //! [`SandboxConfig::max_concurrent_instances`]: super::SandboxConfig
 
@@ -66,8 +69,10 @@ pub(super) struct Fresh {
 #[derive(Default)]
 pub(super) struct Slot {
     spare: Mutex<Option<Spare>>,
-    /// Making a spare ran guest code or failed: this plugin gets none.
+    /// Making a spare called the host or failed: this plugin gets none.
     refused: AtomicBool,
+    /// A spare was asked for and not made yet: one request at a time.
+    requested: AtomicBool,
 }
 
 impl Slot {
@@ -97,6 +102,11 @@ enum Job {
 pub(super) struct Spares {
     jobs: mpsc::Sender<Job>,
     live: Arc<AtomicUsize>,
+    /// Stores sent to be dropped and not dropped yet.
+    pending: Arc<AtomicUsize>,
+    /// Most stores waiting to be dropped; a call that finds this many drops
+    /// its own store (the pool has room for this many beside the calls).
+    max_pending: usize,
     counts: Arc<Counts>,
 }
 
@@ -125,31 +135,44 @@ impl Drop for Live {
 }
 
 impl Spares {
-    /// Starts the thread.
-    pub fn start() -> Spares {
+    /// Starts the thread; at most `max_pending` stores wait for it to drop
+    /// them.
+    pub fn start(max_pending: usize) -> Spares {
         let (jobs, queue) = mpsc::channel::<Job>();
         let live = Arc::new(AtomicUsize::new(0));
+        let pending = Arc::new(AtomicUsize::new(0));
         let counts = Arc::new(Counts::default());
         let counted = live.clone();
+        let dropped = pending.clone();
         let made = counts.clone();
         std::thread::Builder::new()
             .name("toolhost-spares".into())
             .spawn(move || {
                 for job in queue {
                     match job {
-                        Job::Drop(store) => drop(store),
+                        Job::Drop(store) => {
+                            drop(store);
+                            dropped.fetch_sub(1, Ordering::SeqCst);
+                        }
                         Job::Make(plugin, slot) => {
                             if let Some(slot) = slot.upgrade() {
                                 if make(&plugin, &slot, &counted) {
                                     made.made.fetch_add(1, Ordering::Relaxed);
                                 }
+                                slot.requested.store(false, Ordering::SeqCst);
                             }
                         }
                     }
                 }
             })
             .expect("spawning the spares thread");
-        Spares { jobs, live, counts }
+        Spares {
+            jobs,
+            live,
+            pending,
+            max_pending,
+            counts,
+        }
     }
 
     /// Counts a call that ran in a spare.
@@ -166,13 +189,22 @@ impl Spares {
 
     /// Hands `store`, done with, to the thread, and asks it for a spare for
     /// `plugin` (whose slot is `slot`) if it has none and may have one.
+    /// When the thread is behind by `max_pending` stores, the store is
+    /// dropped here instead, so that waiting stores never hold the slots
+    /// of calls.
     pub fn after_call(&self, store: Store<State>, plugin: &Plugin, slot: &Arc<Slot>) {
-        // The thread only ends once every sender is gone, and `self` is one:
-        // these sends cannot fail while `self` exists.
-        let _ = self.jobs.send(Job::Drop(store));
+        if self.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
+            // The thread only ends once every sender is gone, and `self` is
+            // one: these sends cannot fail while `self` exists.
+            let _ = self.jobs.send(Job::Drop(store));
+        } else {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            drop(store);
+        }
         if !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
             && self.live.load(Ordering::SeqCst) < MAX_SPARES
+            && !slot.requested.swap(true, Ordering::SeqCst)
         {
             let _ = self
                 .jobs
