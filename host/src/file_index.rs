@@ -15,10 +15,17 @@
 //!   of the very descriptor that is read. Any write changes the mtime and
 //!   the ctime; setting the mtime back (`touch -d`, a same-tick rewrite)
 //!   still changes the ctime, which no one can set. The racy-timestamp rule
-//!   (as git's index has it): a file whose mtime or ctime is within
-//!   [`RACY_WINDOW`] of now is never cached, because a second write in the
-//!   same clock tick could leave every timestamp as it was; such a file is
-//!   indexed afresh on each request.
+//!   (as git's index has it): a file whose mtime or ctime is within a
+//!   window of now is never cached, because a second write in the same
+//!   clock tick could leave every timestamp as it was; such a file is
+//!   indexed afresh on each request. The window is one the file system's
+//!   ticks fit in: [`RACY_WINDOW`] (2 s: FAT keeps modification times in
+//!   2-second steps, ext3 in seconds) unless both of the file's timestamps
+//!   have a sub-second part, which only a file system with fine timestamps
+//!   gives them; those come from the kernel's coarse clock, which moves at
+//!   least every 10 ms, and [`FINE_RACY_WINDOW`] is five times that. A file
+//!   just written (an agent edits, then reads) is cached after 50 ms, not
+//!   after 2 s.
 //! - The cache is bounded ([`MAX_ENTRIES`] entries and [`MAX_CACHED_BYTES`]
 //!   of line-start data), least recently used out first.
 
@@ -39,6 +46,11 @@ pub const STRIDE: u32 = 64;
 
 /// A file changed this recently (mtime or ctime) is not cached.
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// [`RACY_WINDOW`] for a file whose mtime and ctime both have a sub-second
+/// part (a file system with fine timestamps, whose clock ticks at least
+/// every 10 ms).
+pub const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
 
 /// Most entries the cache keeps.
 pub const MAX_ENTRIES: usize = 256;
@@ -100,7 +112,7 @@ impl FileKey {
         })
     }
 
-    /// Whether the file changed within [`RACY_WINDOW`] of `now` (or claims
+    /// Whether the file changed within its racy window of `now` (or claims
     /// a time after it): its timestamps cannot tell a later same-tick write
     /// apart, so its index must not be cached.
     pub fn is_racy(&self, now: SystemTime) -> bool {
@@ -108,8 +120,21 @@ impl FileKey {
             Ok(d) => d.as_nanos() as i128,
             Err(_) => return true,
         };
-        let window = RACY_WINDOW.as_nanos() as i128;
+        let window = self.racy_window().as_nanos() as i128;
         self.mtime_ns > now_ns - window || self.ctime_ns > now_ns - window
+    }
+
+    /// [`FINE_RACY_WINDOW`] when both timestamps have a sub-second part,
+    /// else [`RACY_WINDOW`] (a whole second may be all the file system
+    /// keeps; a fine one gives a whole second once in many writes, and
+    /// that file only waits longer).
+    fn racy_window(&self) -> Duration {
+        let fraction = |ns: i128| ns.rem_euclid(1_000_000_000) != 0;
+        if fraction(self.mtime_ns) && fraction(self.ctime_ns) {
+            FINE_RACY_WINDOW
+        } else {
+            RACY_WINDOW
+        }
     }
 }
 
@@ -497,6 +522,39 @@ mod tests {
             .write_all(body)
             .unwrap();
         File::open(path).unwrap()
+    }
+
+    #[test]
+    fn the_racy_window_is_short_only_for_fine_timestamps() {
+        let at = |s: i128, ns: i128| s * 1_000_000_000 + ns;
+        let key = |mtime_ns, ctime_ns| FileKey {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns,
+            ctime_ns,
+        };
+        let now = |s: u64, ms: u64| UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms);
+        // Both timestamps with a sub-second part: settled after 50 ms.
+        let fine = key(at(1_000, 123_456_789), at(1_000, 123_456_789));
+        assert!(fine.is_racy(now(1_000, 150)));
+        assert!(fine.is_racy(now(1_000, 173)));
+        assert!(!fine.is_racy(now(1_000, 174)));
+        // Either one a whole second (FAT, ext3, or a fine file system by
+        // chance): 2 s.
+        for coarse in [
+            key(at(1_000, 0), at(1_000, 0)),
+            key(at(1_000, 0), at(1_000, 10_000_000)),
+            key(at(1_000, 10_000_000), at(1_000, 0)),
+        ] {
+            assert!(coarse.is_racy(now(1_001, 900)), "{coarse:?}");
+            assert!(!coarse.is_racy(now(1_002, 20)), "{coarse:?}");
+        }
+        // The later of the two counts, and a time after now is racy.
+        let changed_later = key(at(1_000, 123_456_789), at(1_005, 1));
+        assert!(changed_later.is_racy(now(1_005, 40)));
+        assert!(!changed_later.is_racy(now(1_005, 60)));
+        assert!(fine.is_racy(now(999, 0)));
     }
 
     #[test]
