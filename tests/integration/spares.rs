@@ -1,6 +1,7 @@
-//! Instances made ahead of calls (`sandbox::spare`, issue 16): after a
-//! plugin's call, the sandbox instantiates the next one on a background
-//! thread under a neutral state, and the next call puts its own in.
+//! Instances made ahead of calls (`sandbox::spare`, issue 16): as a
+//! plugin's call starts, the sandbox instantiates the next one on a
+//! background thread under a neutral state, and the next call puts its own
+//! in.
 //!
 //! - a call that runs in a spare sees only its own mount (not the first
 //!   call's, not none), and pays the same fuel and memory as a call that

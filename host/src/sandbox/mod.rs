@@ -918,8 +918,8 @@ impl Plugin {
     /// mounts, network origins, fuel, deadline and memory; `cancel` checked
     /// at every epoch tick) and measures it: the one path of calls,
     /// dry-runs and probes. The instance is the plugin's spare when it has
-    /// one (see `spare`), else instantiated here; the store is dropped on
-    /// the spares thread, which then makes the next spare.
+    /// one (see `spare`), else instantiated here; either way the next
+    /// spare is asked for, and the store is dropped on the spares thread.
     fn run_fresh<T>(
         &self,
         req: &CallRequest<'_>,
@@ -971,6 +971,7 @@ impl Plugin {
                 Err(e) => return unavailable(e),
             },
         };
+        self.spares.request(self, &self.slot);
         if let Some(token) = cancel {
             let token = token.clone();
             store.epoch_deadline_callback(move |_| {
@@ -1006,7 +1007,7 @@ impl Plugin {
         let result = ran.map_err(|e| classify_trap(&e, &store));
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
-        self.spares.after_call(store, self, &self.slot);
+        self.spares.retire(store);
         RunOutcome {
             result,
             usage,

@@ -8,15 +8,16 @@
 //! reference tools, about a fifth of a 4 KiB `file_view` in process. So
 //! they move off the call path:
 //!
-//! - after a call, its store goes to the [`Spares`] thread to be dropped;
-//! - then that thread makes the plugin a **spare**: a store and instance
-//!   made under a neutral state (nothing mounted, no network, no programs,
-//!   the epoch not kept ticking for it), kept in the plugin's [`Slot`];
+//! - as a call starts, it asks the [`Spares`] thread for the plugin's next
+//!   instance, a **spare**: a store and instance made under a neutral state
+//!   (nothing mounted, no network, no programs, the epoch not kept ticking
+//!   for it), kept in the plugin's [`Slot`] and made while the call runs;
 //! - the plugin's next call takes the spare, puts its own state in (its
 //!   WASI context with the call's mounts, network policy, captures,
 //!   deadline, memory limit, programs) and arms its own fuel and deadline
 //!   before any guest code runs. A spare serves one call; a call that finds
-//!   none instantiates as before.
+//!   none instantiates as before;
+//! - after a call, its store goes to the thread to be dropped.
 //!
 //! A spare is kept only when instantiating it called nothing in the host
 //! (a call hook fails the instantiation at the first such call) within
@@ -187,12 +188,10 @@ impl Spares {
         }
     }
 
-    /// Hands `store`, done with, to the thread, and asks it for a spare for
-    /// `plugin` (whose slot is `slot`) if it has none and may have one.
-    /// When the thread is behind by `max_pending` stores, the store is
-    /// dropped here instead, so that waiting stores never hold the slots
-    /// of calls.
-    pub fn after_call(&self, store: Store<State>, plugin: &Plugin, slot: &Arc<Slot>) {
+    /// Hands `store`, done with, to the thread to drop. When the thread is
+    /// behind by `max_pending` stores, the store is dropped here instead,
+    /// so that waiting stores never hold the slots of calls.
+    pub fn retire(&self, store: Store<State>) {
         if self.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
             // The thread only ends once every sender is gone, and `self` is
             // one: these sends cannot fail while `self` exists.
@@ -201,6 +200,12 @@ impl Spares {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             drop(store);
         }
+    }
+
+    /// Asks the thread for a spare for `plugin` (whose slot is `slot`) if
+    /// it has none, none is being made, and it may have one. A call asks as
+    /// it starts, so that the next call's instance is made while it runs.
+    pub fn request(&self, plugin: &Plugin, slot: &Arc<Slot>) {
         if !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
             && self.live.load(Ordering::SeqCst) < MAX_SPARES
