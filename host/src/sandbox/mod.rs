@@ -934,7 +934,7 @@ impl Plugin {
                 reason: format!("could not prepare the sandbox: {e}"),
             }))
         };
-        let state = match self.state(
+        let mut state = match self.state(
             req.mounts,
             net.clone(),
             &req.limits,
@@ -951,7 +951,6 @@ impl Plugin {
             // limit fails as it should.
             Some(spare) if spare.store.data().memory.total_bytes() <= req.limits.memory_bytes => {
                 let mut store = spare.store;
-                let mut state = state;
                 state.memory.carry(&store.data().memory);
                 *store.data_mut() = state;
                 // The fuel its instantiation took is the call's, as it is
@@ -971,7 +970,7 @@ impl Plugin {
                 Err(e) => return unavailable(e),
             },
         };
-        self.spares.request(self, &self.slot);
+        self.spares.request(self);
         if let Some(token) = cancel {
             let token = token.clone();
             store.epoch_deadline_callback(move |_| {

@@ -39,7 +39,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use wasmtime::component::Instance;
 use wasmtime::Store;
@@ -94,7 +94,7 @@ enum Job {
     /// A used store, to drop.
     Drop(Store<State>),
     /// Make this plugin a spare if its slot is empty.
-    Make(Plugin, Weak<Slot>),
+    Make(Plugin),
 }
 
 /// The background thread's queue, shared by a sandbox and its plugins. The
@@ -155,13 +155,11 @@ impl Spares {
                             drop(store);
                             dropped.fetch_sub(1, Ordering::SeqCst);
                         }
-                        Job::Make(plugin, slot) => {
-                            if let Some(slot) = slot.upgrade() {
-                                if make(&plugin, &slot, &counted) {
-                                    made.made.fetch_add(1, Ordering::Relaxed);
-                                }
-                                slot.requested.store(false, Ordering::SeqCst);
+                        Job::Make(plugin) => {
+                            if make(&plugin, &counted) {
+                                made.made.fetch_add(1, Ordering::Relaxed);
                             }
+                            plugin.slot.requested.store(false, Ordering::SeqCst);
                         }
                     }
                 }
@@ -202,24 +200,24 @@ impl Spares {
         }
     }
 
-    /// Asks the thread for a spare for `plugin` (whose slot is `slot`) if
-    /// it has none, none is being made, and it may have one. A call asks as
-    /// it starts, so that the next call's instance is made while it runs.
-    pub fn request(&self, plugin: &Plugin, slot: &Arc<Slot>) {
+    /// Asks the thread for a spare for `plugin` if it has none, none is
+    /// being made, and it may have one. A call asks as it starts, so that
+    /// the next call's instance is made while it runs.
+    pub fn request(&self, plugin: &Plugin) {
+        let slot = &plugin.slot;
         if !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
             && self.live.load(Ordering::SeqCst) < MAX_SPARES
             && !slot.requested.swap(true, Ordering::SeqCst)
         {
-            let _ = self
-                .jobs
-                .send(Job::Make(plugin.clone(), Arc::downgrade(slot)));
+            let _ = self.jobs.send(Job::Make(plugin.clone()));
         }
     }
 }
 
-/// Makes `plugin` a spare into `slot` (true), or marks the slot refused.
-fn make(plugin: &Plugin, slot: &Slot, live: &Arc<AtomicUsize>) -> bool {
+/// Makes `plugin` a spare into its slot (true), or marks the slot refused.
+fn make(plugin: &Plugin, live: &Arc<AtomicUsize>) -> bool {
+    let slot = &plugin.slot;
     if !slot.is_empty() || live.load(Ordering::SeqCst) >= MAX_SPARES {
         return false;
     }
