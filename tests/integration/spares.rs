@@ -7,7 +7,7 @@
 //!   call's, not none), and pays the same fuel and memory as a call that
 //!   instantiated;
 //! - a spare's call is still bounded by its own deadline (the epoch ticks
-//!   for it) and memory limit;
+//!   for it, and a wait in a host call ends at it) and memory limit;
 //! - a call whose memory limit is below what the spare already holds does
 //!   not take it, and fails as it does without spares.
 
@@ -142,6 +142,18 @@ fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(sandbox.spare_stats().taken, 1);
 
+    // Its deadline inside a host call too: a wait in `poll` ends at it.
+    wait_for_spare(&plugin);
+    let started = Instant::now();
+    let slept = call(&plugin, "poll_sleep", json!({"ms": 60_000}), &[], limits);
+    assert!(
+        matches!(slept.result, Err(Failure::Timeout)),
+        "{:?}",
+        slept.result
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(sandbox.spare_stats().taken, 2);
+
     // Its memory limit, counted from what instantiating it took.
     wait_for_spare(&plugin);
     let limits = Limits {
@@ -155,7 +167,7 @@ fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
         bomb.result
     );
     assert!(bomb.usage.peak_memory_bytes <= 8 << 20, "{:?}", bomb.usage);
-    assert_eq!(sandbox.spare_stats().taken, 2);
+    assert_eq!(sandbox.spare_stats().taken, 3);
 }
 
 #[test]
