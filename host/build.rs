@@ -26,6 +26,7 @@ fn main() {
         "sdk/src",
         "sdk/Cargo.toml",
         "reference/src",
+        "reference/build.rs",
         "reference/Cargo.toml",
         "Cargo.toml",
         "Cargo.lock",
