@@ -55,7 +55,7 @@ pub(super) struct Spare {
     pub fresh: Fresh,
     /// The fuel instantiating it took (its start functions').
     pub spent_fuel: u64,
-    /// Counts this spare in [`Spares::live`] until it is taken or dropped.
+    /// Counts this spare in [`Shared::live`] until it is taken or dropped.
     _live: Live,
 }
 
@@ -102,13 +102,21 @@ enum Job {
 #[derive(Clone)]
 pub(super) struct Spares {
     jobs: mpsc::Sender<Job>,
-    live: Arc<AtomicUsize>,
-    /// Stores sent to be dropped and not dropped yet.
-    pending: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
     /// Most stores waiting to be dropped; a call that finds this many drops
     /// its own store (the pool has room for this many beside the calls).
     max_pending: usize,
-    counts: Arc<Counts>,
+}
+
+/// What the callers and the thread both count.
+#[derive(Default)]
+struct Shared {
+    /// Spares alive.
+    live: AtomicUsize,
+    /// Stores sent to be dropped and not dropped yet.
+    pending: AtomicUsize,
+    made: AtomicU64,
+    taken: AtomicU64,
 }
 
 /// How many spares were made and taken, since the sandbox started.
@@ -120,18 +128,12 @@ pub struct SpareStats {
     pub taken: u64,
 }
 
-#[derive(Default)]
-struct Counts {
-    made: AtomicU64,
-    taken: AtomicU64,
-}
-
-/// One spare counted in [`Spares::live`].
-struct Live(Arc<AtomicUsize>);
+/// One spare counted in [`Shared::live`].
+struct Live(Arc<Shared>);
 
 impl Drop for Live {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.live.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -140,12 +142,8 @@ impl Spares {
     /// them.
     pub fn start(max_pending: usize) -> Spares {
         let (jobs, queue) = mpsc::channel::<Job>();
-        let live = Arc::new(AtomicUsize::new(0));
-        let pending = Arc::new(AtomicUsize::new(0));
-        let counts = Arc::new(Counts::default());
-        let counted = live.clone();
-        let dropped = pending.clone();
-        let made = counts.clone();
+        let shared = Arc::new(Shared::default());
+        let counts = shared.clone();
         std::thread::Builder::new()
             .name("toolhost-spares".into())
             .spawn(move || {
@@ -153,12 +151,10 @@ impl Spares {
                     match job {
                         Job::Drop(store) => {
                             drop(store);
-                            dropped.fetch_sub(1, Ordering::SeqCst);
+                            counts.pending.fetch_sub(1, Ordering::SeqCst);
                         }
                         Job::Make(plugin) => {
-                            if make(&plugin, &counted) {
-                                made.made.fetch_add(1, Ordering::Relaxed);
-                            }
+                            make(&plugin, &counts);
                             plugin.slot.requested.store(false, Ordering::SeqCst);
                         }
                     }
@@ -167,22 +163,20 @@ impl Spares {
             .expect("spawning the spares thread");
         Spares {
             jobs,
-            live,
-            pending,
+            shared,
             max_pending,
-            counts,
         }
     }
 
     /// Counts a call that ran in a spare.
     pub fn taken(&self) {
-        self.counts.taken.fetch_add(1, Ordering::Relaxed);
+        self.shared.taken.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn stats(&self) -> SpareStats {
         SpareStats {
-            made: self.counts.made.load(Ordering::Relaxed),
-            taken: self.counts.taken.load(Ordering::Relaxed),
+            made: self.shared.made.load(Ordering::Relaxed),
+            taken: self.shared.taken.load(Ordering::Relaxed),
         }
     }
 
@@ -190,12 +184,13 @@ impl Spares {
     /// behind by `max_pending` stores, the store is dropped here instead,
     /// so that waiting stores never hold the slots of calls.
     pub fn retire(&self, store: Store<State>) {
-        if self.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
+        let pending = &self.shared.pending;
+        if pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
             // The thread only ends once every sender is gone, and `self` is
             // one: these sends cannot fail while `self` exists.
             let _ = self.jobs.send(Job::Drop(store));
         } else {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
+            pending.fetch_sub(1, Ordering::SeqCst);
             drop(store);
         }
     }
@@ -207,7 +202,7 @@ impl Spares {
         let slot = &plugin.slot;
         if !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
-            && self.live.load(Ordering::SeqCst) < MAX_SPARES
+            && self.shared.live.load(Ordering::SeqCst) < MAX_SPARES
             && !slot.requested.swap(true, Ordering::SeqCst)
         {
             let _ = self.jobs.send(Job::Make(plugin.clone()));
@@ -215,31 +210,24 @@ impl Spares {
     }
 }
 
-/// Makes `plugin` a spare into its slot (true), or marks the slot refused.
-fn make(plugin: &Plugin, live: &Arc<AtomicUsize>) -> bool {
+/// Makes `plugin` a spare into its slot, or marks the slot refused.
+fn make(plugin: &Plugin, shared: &Arc<Shared>) {
     let slot = &plugin.slot;
-    if !slot.is_empty() || live.load(Ordering::SeqCst) >= MAX_SPARES {
-        return false;
+    if !slot.is_empty() || shared.live.load(Ordering::SeqCst) >= MAX_SPARES {
+        return;
     }
     match plugin.make_spare() {
         Some((store, fresh, spent_fuel)) => {
-            live.fetch_add(1, Ordering::SeqCst);
-            let spare = Spare {
+            shared.live.fetch_add(1, Ordering::SeqCst);
+            shared.made.fetch_add(1, Ordering::Relaxed);
+            // Only this thread fills slots, and it found this one empty.
+            *slot.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(Spare {
                 store,
                 fresh,
                 spent_fuel,
-                _live: Live(live.clone()),
-            };
-            let mut held = slot.spare.lock().unwrap_or_else(|e| e.into_inner());
-            let empty = held.is_none();
-            if empty {
-                *held = Some(spare);
-            }
-            empty
+                _live: Live(shared.clone()),
+            });
         }
-        None => {
-            slot.refused.store(true, Ordering::Relaxed);
-            false
-        }
+        None => slot.refused.store(true, Ordering::Relaxed),
     }
 }
