@@ -1,8 +1,11 @@
-//! Instances made ahead of calls (`sandbox::spare`, issue 16): as a
-//! plugin's call starts, the sandbox instantiates the next one on a
-//! background thread under a neutral state, and the next call puts its own
-//! in.
+//! Instances made ahead of calls (`sandbox::spare`, issue 16): on a
+//! thread that runs idle work between its calls (`defer_to_idle`, as a
+//! stdio session's warm call thread does), a plugin's call asks for the
+//! next instance, `idle_work` instantiates it under a neutral state, and
+//! the next call puts its own state in.
 //!
+//! - on a thread without `defer_to_idle` nothing is made ahead and nothing
+//!   is left waiting (calls instantiate and drop inline);
 //! - a call that runs in a spare sees only its own mount (not the first
 //!   call's, not none), and pays the same fuel and memory as a call that
 //!   instantiated;
@@ -15,18 +18,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::sandbox::{
-    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig,
+    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
 };
 
 use crate::support::*;
 
-/// A sandbox of this test's own, so that its counts are this test's.
+/// A sandbox of this test's own, so that its counts are this test's; the
+/// calls of this test's thread leave their work to its idle time.
 fn private_sandbox() -> Sandbox {
-    Sandbox::new(&SandboxConfig {
+    let sandbox = Sandbox::new(&SandboxConfig {
         cache_dir: Some(repo_root().join("target/test-compile-cache")),
         ..SandboxConfig::default()
     })
-    .unwrap()
+    .unwrap();
+    sandbox.defer_to_idle();
+    sandbox
 }
 
 fn hostile(sandbox: &Sandbox) -> Plugin {
@@ -35,13 +41,11 @@ fn hostile(sandbox: &Sandbox) -> Plugin {
         .unwrap()
 }
 
-/// Waits (at most 10 s) until the spares thread has made `plugin` a spare.
-fn wait_for_spare(plugin: &Plugin) {
-    let until = Instant::now() + Duration::from_secs(10);
-    while !plugin.spare_ready() {
-        assert!(Instant::now() < until, "no spare was made within 10 s");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+/// Runs the idle work (what a warm thread does after answering), which
+/// makes `plugin` the spare its last call asked for.
+fn make_spare(sandbox: &Sandbox, plugin: &Plugin) {
+    sandbox.idle_work();
+    assert!(plugin.spare_ready(), "the idle work made no spare");
 }
 
 fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limits) -> CallOutcome {
@@ -83,6 +87,11 @@ fn a_call_in_an_instance_made_ahead_sees_only_its_own_grant_and_pays_the_same() 
     let plugin = hostile(&sandbox);
     assert!(!plugin.spare_ready(), "nothing is made before a first call");
 
+    sandbox.idle_work();
+    assert!(
+        !plugin.spare_ready(),
+        "nothing is asked for before a first call"
+    );
     let (first, instantiated) = index(&plugin, &mount("a"));
     assert_eq!(first["outcome"], "indexed", "{first:#}");
     assert_eq!(first["lines"], 1, "{first:#}");
@@ -90,21 +99,21 @@ fn a_call_in_an_instance_made_ahead_sees_only_its_own_grant_and_pays_the_same() 
 
     // The next call runs in the spare made after the first, with the other
     // grant: it sees that one's file.
-    wait_for_spare(&plugin);
+    make_spare(&sandbox, &plugin);
     let (second, _) = index(&plugin, &mount("b"));
     assert_eq!(second["outcome"], "indexed", "{second:#}");
     assert_eq!(second["lines"], 2, "{second:#}");
     assert_eq!(sandbox.spare_stats().taken, 1);
 
     // In a spare with no mount at all, nothing is there.
-    wait_for_spare(&plugin);
+    make_spare(&sandbox, &plugin);
     let (none, _) = index(&plugin, &[]);
     assert_ne!(none["outcome"], "indexed", "{none:#}");
     assert_eq!(sandbox.spare_stats().taken, 2);
 
     // The first call again, now in a spare: the same answer, fuel and
     // memory as when it instantiated for itself.
-    wait_for_spare(&plugin);
+    make_spare(&sandbox, &plugin);
     let (again, in_spare) = index(&plugin, &mount("a"));
     assert_eq!(again, first);
     assert_eq!(sandbox.spare_stats().taken, 3);
@@ -128,8 +137,11 @@ fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
 
     // Its deadline: the epoch ticks for a spare once a call takes it, and
     // a wait inside a host call (`poll`) ends at it too.
+    // Fuel for far longer than the deadline (the default's 2e9 lasts
+    // ~130 ms of this spin on a fast machine).
     let limits = Limits {
         timeout: Duration::from_millis(200),
+        fuel: 1 << 50,
         ..Limits::default()
     };
     let waits = [
@@ -137,7 +149,7 @@ fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
         ("poll_sleep", json!({"ms": 60_000})),
     ];
     for (taken, (tool, args)) in (1..).zip(waits) {
-        wait_for_spare(&plugin);
+        make_spare(&sandbox, &plugin);
         let started = Instant::now();
         let outcome = call(&plugin, tool, args, &[], limits);
         assert!(
@@ -150,7 +162,7 @@ fn a_call_in_an_instance_made_ahead_keeps_its_deadline_and_memory_limit() {
     }
 
     // Its memory limit, counted from what instantiating it took.
-    wait_for_spare(&plugin);
+    make_spare(&sandbox, &plugin);
     let limits = Limits {
         memory_bytes: 8 << 20,
         ..Limits::default()
@@ -180,7 +192,7 @@ fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_i
 
     let plugin = hostile(&sandbox);
     let _ = index(&plugin, &[]);
-    wait_for_spare(&plugin);
+    make_spare(&sandbox, &plugin);
     let taken = sandbox.spare_stats().taken;
     let with = call(&plugin, "index_attempt", json!({"path": "/x"}), &[], tiny);
     assert_eq!(
@@ -191,11 +203,32 @@ fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_i
 }
 
 #[test]
-fn calls_faster_than_the_spares_thread_never_run_out_of_instance_slots() {
+fn without_idle_work_nothing_is_made_ahead_and_nothing_waits() {
+    let sandbox = Sandbox::new(&SandboxConfig {
+        cache_dir: Some(repo_root().join("target/test-compile-cache")),
+        max_concurrent_instances: 1,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let plugin = hostile(&sandbox);
+    // More calls than the pool has slots for stores left waiting: each
+    // drops its own store inline.
+    for _ in 0..20 {
+        let (answer, _) = index(&plugin, &[]);
+        assert_ne!(answer["outcome"], "indexed", "{answer:#}");
+    }
+    sandbox.idle_work();
+    assert!(!plugin.spare_ready());
+    assert_eq!(sandbox.spare_stats(), SpareStats::default());
+}
+
+#[test]
+fn calls_faster_than_the_idle_work_never_run_out_of_instance_slots() {
     // A pool for 2 calls at a time: stores waiting to be dropped, spares and
-    // the calls themselves share it. Back-to-back calls from 2 threads
-    // outpace the thread that drops the stores and makes the spares; none
-    // may fail for want of a slot.
+    // the calls themselves share it. Back-to-back calls from 2 threads that
+    // leave their work to idle time outpace a third that runs it (drops
+    // the stores, makes the spares) only now and then; none may fail for
+    // want of a slot.
     let sandbox = Sandbox::new(&SandboxConfig {
         cache_dir: Some(repo_root().join("target/test-compile-cache")),
         max_concurrent_instances: 2,
@@ -205,9 +238,17 @@ fn calls_faster_than_the_spares_thread_never_run_out_of_instance_slots() {
     let plugin = sandbox
         .load(&std::fs::read(test_plugin("tp_trivial")).unwrap(), &|_| {})
         .unwrap();
+    let done = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
+        s.spawn(|| {
+            while done.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+                sandbox.idle_work();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
         for _ in 0..2 {
             s.spawn(|| {
+                sandbox.defer_to_idle();
                 for n in 0..1500 {
                     let outcome = call(
                         &plugin,
@@ -219,6 +260,7 @@ fn calls_faster_than_the_spares_thread_never_run_out_of_instance_slots() {
                     let out = outcome.result.unwrap().unwrap();
                     assert_eq!(out.json, json!({ "value": n }).to_string());
                 }
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             });
         }
     });

@@ -844,9 +844,13 @@ pub(super) async fn serve_stdio(
     let transport = UniqueIds::new(
         AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes),
     );
+    // The warm thread drops its calls' stores and makes the next instances
+    // between calls (one sandbox serves every generation).
+    let sandbox = state.current().host.sandbox().clone();
     let mut server = McpServer::new(state, Some(scope));
     server.kept = kept;
-    match WarmThread::spawn() {
+    let idle = sandbox.clone();
+    match WarmThread::spawn(move || sandbox.defer_to_idle(), move || idle.idle_work()) {
         Ok(warm) => server.warm = Some(Arc::new(warm)),
         Err(e) => log!("toolhost: no warm call thread ({e}); calls use the blocking pool"),
     }

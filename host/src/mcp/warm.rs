@@ -11,6 +11,11 @@
 //! ([`take_result`]). Both spins are bounded, so an idle session costs
 //! nothing; a call that arrives while the thread is busy goes to the
 //! blocking pool as before.
+//!
+//! Between answering a call and spinning, the thread runs its idle work
+//! (for a session, the sandbox's: dropping used stores and making the next
+//! call's instance, see `sandbox::spare`), so that work is off the path
+//! from request to answer and needs no other thread woken.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +47,11 @@ pub(crate) struct WarmThread {
 }
 
 impl WarmThread {
-    pub(crate) fn spawn() -> std::io::Result<WarmThread> {
+    /// Starts the thread; it runs `setup` first and `idle` after every job.
+    pub(crate) fn spawn(
+        setup: impl FnOnce() + Send + 'static,
+        idle: impl Fn() + Send + 'static,
+    ) -> std::io::Result<WarmThread> {
         let shared = Arc::new(Shared {
             job: Mutex::new(None),
             ready: AtomicBool::new(false),
@@ -51,22 +60,27 @@ impl WarmThread {
         let worker = shared.clone();
         let handle = std::thread::Builder::new()
             .name("toolhost-call".into())
-            .spawn(move || loop {
-                let idle_since = Instant::now();
-                while !worker.ready.swap(false, Ordering::Acquire) {
-                    if idle_since.elapsed() < SPIN {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::park();
+            .spawn(move || {
+                setup();
+                loop {
+                    let idle_since = Instant::now();
+                    while !worker.ready.swap(false, Ordering::Acquire) {
+                        if idle_since.elapsed() < SPIN {
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::park();
+                        }
                     }
+                    let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    if let Some(job) = job {
+                        // A panicking call drops its result sender: the caller
+                        // sees a failed call, the thread lives on.
+                        let _ = catch_unwind(AssertUnwindSafe(job));
+                    }
+                    worker.busy.store(false, Ordering::Release);
+                    // A job handed over meanwhile waits at most this long.
+                    let _ = catch_unwind(AssertUnwindSafe(&idle));
                 }
-                let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(job) = job {
-                    // A panicking call drops its result sender: the caller
-                    // sees a failed call, the thread lives on.
-                    let _ = catch_unwind(AssertUnwindSafe(job));
-                }
-                worker.busy.store(false, Ordering::Release);
             })?;
         Ok(WarmThread {
             shared,
@@ -143,7 +157,7 @@ mod tests {
 
     #[test]
     fn runs_jobs_one_at_a_time_and_refuses_while_busy() {
-        let warm = WarmThread::spawn().unwrap();
+        let warm = WarmThread::spawn(|| {}, || {}).unwrap();
         assert_eq!(wait(warm.try_run(|| 1 + 1).ok().unwrap()), Ok(2));
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let slow = run_when_free(&warm, move || go_rx.recv().map(|_| "done"));
@@ -158,8 +172,35 @@ mod tests {
     }
 
     #[test]
+    fn setup_runs_first_and_idle_work_after_every_job_on_the_thread() {
+        use std::sync::atomic::AtomicUsize;
+        let idle_runs = Arc::new(AtomicUsize::new(0));
+        let counted = idle_runs.clone();
+        let warm = WarmThread::spawn(
+            || SET_UP.with(|s| s.set(true)),
+            move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+        thread_local!(static SET_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        for n in 1..=3 {
+            // Each job runs after the setup, on the same thread.
+            let set_up = wait(run_when_free(&warm, || SET_UP.with(|s| s.get())));
+            assert_eq!(set_up, Ok(true));
+            // Then the idle work runs once, after the job.
+            let until = Instant::now() + Duration::from_secs(10);
+            while idle_runs.load(Ordering::SeqCst) < n {
+                assert!(Instant::now() < until, "no idle work after job {n}");
+                std::thread::yield_now();
+            }
+            assert_eq!(idle_runs.load(Ordering::SeqCst), n);
+        }
+    }
+
+    #[test]
     fn a_panicking_job_closes_its_channel_and_the_thread_goes_on() {
-        let warm = WarmThread::spawn().unwrap();
+        let warm = WarmThread::spawn(|| {}, || {}).unwrap();
         let rx = warm.try_run(|| -> u8 { panic!("boom") }).ok().unwrap();
         assert!(wait(rx).is_err());
         let rx = loop {

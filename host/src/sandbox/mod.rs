@@ -474,7 +474,7 @@ impl Sandbox {
             linker: Arc::new(linker),
             cache,
             files: Arc::new(IndexCache::new()),
-            spares: spare::Spares::start(calls as usize),
+            spares: spare::Spares::new(calls as usize),
         })
     }
 
@@ -641,6 +641,21 @@ impl Sandbox {
     /// in one (see `spare`).
     pub fn spare_stats(&self) -> SpareStats {
         self.spares.stats()
+    }
+
+    /// Promises that this thread runs [`Sandbox::idle_work`] between its
+    /// calls (see `spare`): from now on, the calls it runs leave their
+    /// stores to be dropped there and ask for the plugin's next instance to
+    /// be made there. Calls on other threads instantiate and drop inline.
+    pub fn defer_to_idle(&self) {
+        self.spares.defer();
+    }
+
+    /// Drops the stores of finished calls and makes the instances asked
+    /// for, on this thread: what a thread that called
+    /// [`Sandbox::defer_to_idle`] does while it waits for its next call.
+    pub fn idle_work(&self) {
+        self.spares.run_idle();
     }
 }
 
@@ -919,7 +934,7 @@ impl Plugin {
     /// at every epoch tick) and measures it: the one path of calls,
     /// dry-runs and probes. The instance is the plugin's spare when it has
     /// one (see `spare`), else instantiated here; either way the next
-    /// spare is asked for, and the store is dropped on the spares thread.
+    /// spare is asked for, and the store is left to idle work to drop.
     fn run_fresh<T>(
         &self,
         req: &CallRequest<'_>,

@@ -1,23 +1,38 @@
 //! Fresh instances made before the calls that use them, and used stores
-//! torn down after, both on a background thread.
+//! torn down after, in a thread's idle time between calls.
 //!
 //! Every call runs in a fresh instance: instantiated for that call and used
 //! by no other. Instantiating (taking a pooled slot, mapping the heap image,
 //! resolving every import) and tearing the store down afterwards are fixed
-//! costs of a call that do not depend on what it is granted: for the
-//! reference tools, about a fifth of a 4 KiB `file_view` in process. So
-//! they move off the call path:
+//! costs of a call that do not depend on what it is granted. Where a thread
+//! waits between calls anyway (a stdio session's call thread, see
+//! `mcp::warm`, spins for the next call after answering one), that work
+//! can move into the wait, off the path from request to answer. Such a
+//! thread says so with [`Sandbox::defer_to_idle`] and then runs
+//! [`Sandbox::idle_work`] after each answer; the calls *it* runs then
+//! leave their work to it:
 //!
-//! - as a call starts, it asks the [`Spares`] thread for the plugin's next
-//!   instance, a **spare**: a store and instance made under a neutral state
-//!   (nothing mounted, no network, no programs, the epoch not kept ticking
-//!   for it), kept in the plugin's [`Slot`] and made while the call runs;
+//! - as a call starts, it queues a request for the plugin's next instance,
+//!   a **spare**: a store and instance made under a neutral state (nothing
+//!   mounted, no network, no programs, the epoch not kept ticking for it),
+//!   kept in the plugin's [`Slot`];
 //! - the plugin's next call takes the spare, puts its own state in (its
 //!   WASI context with the call's mounts, network policy, captures,
 //!   deadline, memory limit, programs) and arms its own fuel and deadline
 //!   before any guest code runs. A spare serves one call; a call that finds
 //!   none instantiates as before;
-//! - after a call, its store goes to the thread to be dropped.
+//! - after a call, its store is queued to be dropped.
+//!
+//! Nothing is handed to another thread: on the two-vCPU virtual machines
+//! this host is measured on, waking a parked thread on the other CPU costs
+//! the waker several microseconds and the wakee tens (a pipe round trip
+//! between two processes pinned to different CPUs: ~70 µs; on one CPU:
+//! ~2 µs), more than instantiating. A background thread doing this work
+//! made the in-process 4 KiB `file_view` slower (~130 µs median against
+//! ~99 µs with everything inline). Calls on any other thread (in process,
+//! over HTTP, a stdio call that found the warm thread busy) instantiate
+//! and drop inline, and take a spare when one is there: nothing they leave
+//! behind waits for a thread that may never run again.
 //!
 //! A spare is kept only when instantiating it called nothing in the host
 //! (a call hook fails the instantiation at the first such call) within
@@ -32,19 +47,32 @@
 //! and at most one is asked for at a time per plugin. The sandbox's pool
 //! has room for them beside [`SandboxConfig::max_concurrent_instances`]
 //! calls and as many stores waiting to be dropped; a call that finds that
-//! many waiting (calls outpacing the thread) drops its own store itself, so
-//! that waiting stores never take a call's slot.
+//! many waiting drops its own store itself, so that waiting stores never
+//! take a call's slot.
 //!
 //! [`SandboxConfig::max_concurrent_instances`]: super::SandboxConfig
+//! [`Sandbox::defer_to_idle`]: super::Sandbox::defer_to_idle
+//! [`Sandbox::idle_work`]: super::Sandbox::idle_work
 
+use std::cell::Cell;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use wasmtime::component::Instance;
 use wasmtime::Store;
 
 use super::{bindings, Plugin, State};
+
+thread_local! {
+    /// This thread runs idle work between its calls (see the module docs).
+    static DEFERS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calls of this thread leave their work to its idle time.
+fn deferring() -> bool {
+    DEFERS.with(Cell::get)
+}
 
 /// Most spares alive at once, across every plugin of a sandbox.
 pub(super) const MAX_SPARES: usize = 8;
@@ -97,23 +125,22 @@ enum Job {
     Make(Plugin),
 }
 
-/// The background thread's queue, shared by a sandbox and its plugins. The
-/// thread ends when the last of them is dropped.
+/// The queue of idle work, shared by a sandbox and its plugins.
 #[derive(Clone)]
 pub(super) struct Spares {
-    jobs: mpsc::Sender<Job>,
     shared: Arc<Shared>,
     /// Most stores waiting to be dropped; a call that finds this many drops
     /// its own store (the pool has room for this many beside the calls).
     max_pending: usize,
 }
 
-/// What the callers and the thread both count.
+/// What the callers and the idle threads both count.
 #[derive(Default)]
 struct Shared {
+    jobs: Mutex<VecDeque<Job>>,
     /// Spares alive.
     live: AtomicUsize,
-    /// Stores sent to be dropped and not dropped yet.
+    /// Stores queued to be dropped and not dropped yet.
     pending: AtomicUsize,
     made: AtomicU64,
     taken: AtomicU64,
@@ -138,33 +165,49 @@ impl Drop for Live {
 }
 
 impl Spares {
-    /// Starts the thread; at most `max_pending` stores wait for it to drop
-    /// them.
-    pub fn start(max_pending: usize) -> Spares {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let shared = Arc::new(Shared::default());
-        let counts = shared.clone();
-        std::thread::Builder::new()
-            .name("toolhost-spares".into())
-            .spawn(move || {
-                for job in queue {
-                    match job {
-                        Job::Drop(store) => {
-                            drop(store);
-                            counts.pending.fetch_sub(1, Ordering::SeqCst);
-                        }
-                        Job::Make(plugin) => {
-                            make(&plugin, &counts);
-                            plugin.slot.requested.store(false, Ordering::SeqCst);
-                        }
-                    }
-                }
-            })
-            .expect("spawning the spares thread");
+    /// An empty queue; at most `max_pending` stores wait in it.
+    pub fn new(max_pending: usize) -> Spares {
         Spares {
-            jobs,
-            shared,
+            shared: Arc::default(),
             max_pending,
+        }
+    }
+
+    /// From now on, the calls of this thread queue their work for
+    /// [`Spares::run_idle`] instead of dropping inline and asking for no
+    /// spare.
+    pub fn defer(&self) {
+        DEFERS.with(|d| d.set(true));
+    }
+
+    fn push(&self, job: Job) {
+        self.shared
+            .jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(job);
+    }
+
+    /// Runs every queued job, the ones queued meanwhile too.
+    pub fn run_idle(&self) {
+        loop {
+            let job = self
+                .shared
+                .jobs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+            match job {
+                None => return,
+                Some(Job::Drop(store)) => {
+                    drop(store);
+                    self.shared.pending.fetch_sub(1, Ordering::SeqCst);
+                }
+                Some(Job::Make(plugin)) => {
+                    make(&plugin, &self.shared);
+                    plugin.slot.requested.store(false, Ordering::SeqCst);
+                }
+            }
         }
     }
 
@@ -180,32 +223,36 @@ impl Spares {
         }
     }
 
-    /// Hands `store`, done with, to the thread to drop. When the thread is
-    /// behind by `max_pending` stores, the store is dropped here instead,
-    /// so that waiting stores never hold the slots of calls.
+    /// Queues `store`, done with, to be dropped in this thread's idle
+    /// time; drops it here when this thread runs no idle work or
+    /// `max_pending` stores already wait, so that waiting stores never hold
+    /// the slots of calls.
     pub fn retire(&self, store: Store<State>) {
-        let pending = &self.shared.pending;
-        if pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
-            // The thread only ends once every sender is gone, and `self` is
-            // one: these sends cannot fail while `self` exists.
-            let _ = self.jobs.send(Job::Drop(store));
+        let shared = &self.shared;
+        if !deferring() {
+            return drop(store);
+        }
+        if shared.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
+            self.push(Job::Drop(store));
         } else {
-            pending.fetch_sub(1, Ordering::SeqCst);
+            shared.pending.fetch_sub(1, Ordering::SeqCst);
             drop(store);
         }
     }
 
-    /// Asks the thread for a spare for `plugin` if it has none, none is
-    /// being made, and it may have one. A call asks as it starts, so that
-    /// the next call's instance is made while it runs.
+    /// Queues a spare for `plugin` if this thread runs idle work, the
+    /// plugin has none, none is asked for, and it may have one. A call asks
+    /// as it starts, so that the next call's instance is made in the idle
+    /// time after it.
     pub fn request(&self, plugin: &Plugin) {
         let slot = &plugin.slot;
-        if !slot.refused.load(Ordering::Relaxed)
+        if deferring()
+            && !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
             && self.shared.live.load(Ordering::SeqCst) < MAX_SPARES
             && !slot.requested.swap(true, Ordering::SeqCst)
         {
-            let _ = self.jobs.send(Job::Make(plugin.clone()));
+            self.push(Job::Make(plugin.clone()));
         }
     }
 }
@@ -220,7 +267,8 @@ fn make(plugin: &Plugin, shared: &Arc<Shared>) {
         Some((store, fresh, spent_fuel)) => {
             shared.live.fetch_add(1, Ordering::SeqCst);
             shared.made.fetch_add(1, Ordering::Relaxed);
-            // Only this thread fills slots, and it found this one empty.
+            // One request at a time per plugin: only this job fills the
+            // slot, and it found it empty.
             *slot.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(Spare {
                 store,
                 fresh,
