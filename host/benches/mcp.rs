@@ -7,8 +7,13 @@
 //! Absolute figures drift by half on a shared machine, ratios much less, so
 //! toolhost and the floor are measured interleaved (toolhost, floor,
 //! toolhost, floor, …) and each figure is printed as a ratio to the floor.
-//! The client is this bench: it writes a request line and reads and parses
-//! the answer line (as any client must), for toolhost and floor alike.
+//! Two clients call both servers: the issue's own (a small Python client
+//! the bench writes, like `../shared/bench/mcp_bench.py`: `json.dumps` a
+//! request, write it, read the answer line, `json.loads` it), which defines
+//! the targets, and this bench itself in Rust, whose floor is lower (a
+//! stricter ratio, beside it). Each writes a request line and reads and
+//! parses the answer line, as any client must, for toolhost and floor
+//! alike.
 //!
 //! Figures (a FILTER argument runs the ones whose name contains it):
 //!
@@ -66,6 +71,54 @@ for line in sys.stdin:
     out.flush()
 "#;
 
+/// The issue's client: spawns each server of a spec, initializes it, then
+/// calls them in turn (`rounds` rounds of `per_round` calls, the first
+/// round after `warmup` untimed calls, later ones after 10) and prints the
+/// latencies in µs per server and the last answer's length, as one JSON
+/// line. A toolhost answer whose observation is not `ok` stops it.
+const CLIENT_PY: &str = r#"import json, subprocess, sys, time
+spec = json.loads(sys.argv[1])
+procs = []
+for s in spec["servers"]:
+    p = subprocess.Popen(s["cmd"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    procs.append([p, 0, s, 0])
+
+def rpc(c, method, params):
+    p = c[0]
+    c[1] += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": c[1], "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+    m = json.loads(line)
+    assert m.get("id") == c[1], line
+    c[3] = len(line)
+    return m
+
+for c in procs:
+    rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "bench", "version": "1"}})
+    c[0].stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    c[0].stdin.flush()
+times = [[] for _ in procs]
+for r in range(spec["rounds"]):
+    for c, t in zip(procs, times):
+        s = c[2]
+        params = {"name": s["tool"], "arguments": s["args"]}
+        for i in range((spec["warmup"] if r == 0 else 10) + spec["per_round"]):
+            start = time.perf_counter()
+            m = rpc(c, "tools/call", params)
+            took = time.perf_counter() - start
+            if s["check"]:
+                status = m["result"]["_meta"]["dev.toolhost/observation"]["status"]
+                assert status == "ok", m
+            if i >= (spec["warmup"] if r == 0 else 10):
+                t.append(took * 1e6)
+for c in procs:
+    c[0].kill()
+print(json.dumps({"times": times, "answer": procs[0][3]}))
+"#;
+
 struct Stats {
     median: Duration,
     p90: Duration,
@@ -90,6 +143,7 @@ struct Setup {
     plugins: PathBuf,
     workspace: PathBuf,
     floor: PathBuf,
+    client: PathBuf,
     cache: PathBuf,
 }
 
@@ -107,26 +161,40 @@ impl Setup {
         std::fs::write(workspace.join("one_m.txt"), one_mib_text()).unwrap();
         let floor = dir.path().join("floor.py");
         std::fs::write(&floor, FLOOR_PY).unwrap();
+        let client = dir.path().join("client.py");
+        std::fs::write(&client, CLIENT_PY).unwrap();
         Setup {
             plugins,
             workspace,
             floor,
+            client,
             cache: repo_root().join("target/test-compile-cache"),
             _dir: dir,
         }
     }
 
+    /// The `serve` command line (stdio when `transport` is `--stdio`).
+    fn toolhost_args(&self, cache: &Path, transport: &[&str]) -> Vec<String> {
+        let path = |p: &Path| p.to_str().expect("a UTF-8 temporary path").to_string();
+        let mut args = vec![env!("CARGO_BIN_EXE_toolhost").to_string(), "serve".into()];
+        args.extend(transport.iter().map(|t| t.to_string()));
+        args.extend([
+            "--plugins-dir".into(),
+            path(&self.plugins),
+            "--cache-dir".into(),
+            path(cache),
+            "--workspace".into(),
+            path(&self.workspace),
+            "--allow-read".into(),
+            ".".into(),
+        ]);
+        args
+    }
+
     fn toolhost(&self, cache: &Path, transport: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("serve")
-            .args(transport)
-            .arg("--plugins-dir")
-            .arg(&self.plugins)
-            .arg("--cache-dir")
-            .arg(cache)
-            .arg("--workspace")
-            .arg(&self.workspace)
-            .args(["--allow-read", "."])
+        let args = self.toolhost_args(cache, transport);
+        Command::new(&args[0])
+            .args(&args[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -266,8 +334,43 @@ fn round(
     t
 }
 
-/// One figure: toolhost and the floor interleaved, `ROUNDS` rounds each.
+/// One figure: toolhost and the floor interleaved, `ROUNDS` rounds each,
+/// with the issue's Python client, then with this bench's Rust client.
 fn beside_floor(setup: &Setup, label: &str, tool: &str, args: Value, target: &str) {
+    let spec = json!({
+        "rounds": ROUNDS, "per_round": PER_ROUND, "warmup": WARMUP,
+        "servers": [
+            {"cmd": setup.toolhost_args(&setup.cache, &["--stdio"]), "tool": tool,
+             "args": args, "check": true},
+            {"cmd": ["python3", setup.floor], "tool": "t", "args": {}, "check": false},
+        ],
+    });
+    let out = Command::new("python3")
+        .arg(&setup.client)
+        .arg(spec.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("running the Python client (python3)");
+    assert!(out.status.success(), "the Python client failed");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the Python client's figures");
+    let times = |i: usize| -> Vec<Duration> {
+        v["times"][i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| Duration::from_secs_f64(t.as_f64().unwrap() / 1e6))
+            .collect()
+    };
+    let answer = v["answer"].as_u64().unwrap() as usize;
+    print_beside(
+        label,
+        "Python",
+        stats(times(0)),
+        stats(times(1)),
+        answer,
+        target,
+    );
+
     let mut th = Client::start(setup.toolhost(&setup.cache, &["--stdio"]));
     let mut floor = Client::start(setup.floor());
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -277,9 +380,13 @@ fn beside_floor(setup: &Setup, label: &str, tool: &str, args: Value, target: &st
         b.extend(round(&mut floor, "t", &json!({}), warm, PER_ROUND, false));
     }
     let answer = th.last_len();
-    let (a, b) = (stats(a), stats(b));
+    print_beside(label, "Rust", stats(a), stats(b), answer, "(stricter)");
+}
+
+/// One line: toolhost's median and p90 beside the floor's, and the ratios.
+fn print_beside(label: &str, client: &str, a: Stats, b: Stats, answer: usize, target: &str) {
     println!(
-        "{label:<34} median {:>7.1} µs  p90 {:>7.1} µs | floor {:>6.1} / {:>6.1} µs | ratio {:>4.2}× (p90 {:>4.2}×)  {answer} B answer  {target}",
+        "{label:<34} {client:<6} median {:>7.1} µs  p90 {:>7.1} µs | floor {:>6.1} / {:>6.1} µs | ratio {:>4.2}× (p90 {:>4.2}×)  {answer} B answer  {target}",
         us(a.median),
         us(a.p90),
         us(b.median),
