@@ -23,14 +23,21 @@ use toolhost::sandbox::{
 
 use crate::support::*;
 
-/// A sandbox of this test's own, so that its counts are this test's; the
-/// calls of this test's thread leave their work to its idle time.
-fn private_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new(&SandboxConfig {
+/// A sandbox of this test's own, so that its counts are this test's, with
+/// a pool for `calls` calls at a time.
+fn sandbox_for(calls: u32) -> Sandbox {
+    Sandbox::new(&SandboxConfig {
         cache_dir: Some(repo_root().join("target/test-compile-cache")),
+        max_concurrent_instances: calls,
         ..SandboxConfig::default()
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// A sandbox of this test's own (the default pool); the calls of this
+/// test's thread leave their work to its idle time.
+fn private_sandbox() -> Sandbox {
+    let sandbox = sandbox_for(SandboxConfig::default().max_concurrent_instances);
     sandbox.defer_to_idle();
     sandbox
 }
@@ -204,12 +211,7 @@ fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_i
 
 #[test]
 fn without_idle_work_nothing_is_made_ahead_and_nothing_waits() {
-    let sandbox = Sandbox::new(&SandboxConfig {
-        cache_dir: Some(repo_root().join("target/test-compile-cache")),
-        max_concurrent_instances: 1,
-        ..SandboxConfig::default()
-    })
-    .unwrap();
+    let sandbox = sandbox_for(1);
     let plugin = hostile(&sandbox);
     // More calls than the pool has slots for stores left waiting: each
     // drops its own store inline.
@@ -229,12 +231,7 @@ fn calls_faster_than_the_idle_work_never_run_out_of_instance_slots() {
     // leave their work to idle time outpace a third that runs it (drops
     // the stores, makes the spares) only now and then; none may fail for
     // want of a slot.
-    let sandbox = Sandbox::new(&SandboxConfig {
-        cache_dir: Some(repo_root().join("target/test-compile-cache")),
-        max_concurrent_instances: 2,
-        ..SandboxConfig::default()
-    })
-    .unwrap();
+    let sandbox = sandbox_for(2);
     let plugin = sandbox
         .load(&std::fs::read(test_plugin("tp_trivial")).unwrap(), &|_| {})
         .unwrap();
