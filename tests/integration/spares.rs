@@ -4,8 +4,9 @@
 //! next instance, `idle_work` instantiates it under a neutral state, and
 //! the next call puts its own state in.
 //!
-//! - on a thread without `defer_to_idle` nothing is made ahead and nothing
-//!   is left waiting (calls instantiate and drop inline);
+//! - on a thread without `defer_to_idle` (or with it for another sandbox)
+//!   nothing is made ahead and nothing is left waiting (calls instantiate
+//!   and drop inline);
 //! - a call that runs in a spare sees only its own mount (not the first
 //!   call's, not none), and pays the same fuel and memory as a call that
 //!   instantiated;
@@ -211,6 +212,8 @@ fn a_call_allowed_less_memory_than_the_instance_made_ahead_holds_does_not_take_i
 
 #[test]
 fn without_idle_work_nothing_is_made_ahead_and_nothing_waits() {
+    // This thread runs the idle work of another sandbox: not this one's.
+    let _other = private_sandbox();
     let sandbox = sandbox_for(1);
     let plugin = hostile(&sandbox);
     // More calls than the pool has slots for stores left waiting: each

@@ -179,6 +179,7 @@ mod tests {
     #[test]
     fn setup_runs_first_and_idle_work_after_every_job_on_the_thread() {
         use std::sync::atomic::AtomicUsize;
+        thread_local!(static SET_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
         let idle_runs = Arc::new(AtomicUsize::new(0));
         let counted = idle_runs.clone();
         let warm = WarmThread::spawn(
@@ -188,7 +189,6 @@ mod tests {
             },
         )
         .unwrap();
-        thread_local!(static SET_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
         for n in 1..=3 {
             // Each job runs after the setup, on the same thread.
             let set_up = wait(run_when_free(&warm, || SET_UP.with(|s| s.get())));

@@ -644,9 +644,12 @@ impl Sandbox {
     }
 
     /// Promises that this thread runs [`Sandbox::idle_work`] between its
-    /// calls (see `spare`): from now on, the calls it runs leave their
-    /// stores to be dropped there and ask for the plugin's next instance to
-    /// be made there. Calls on other threads instantiate and drop inline.
+    /// calls (see `spare`): from now on, the calls it runs in this sandbox
+    /// leave their stores to be dropped there and ask for the plugin's next
+    /// instance to be made there. Calls on other threads (and this
+    /// thread's calls in another sandbox) instantiate and drop inline. A
+    /// thread runs the idle work of one sandbox at a time: the last one it
+    /// called this on.
     pub fn defer_to_idle(&self) {
         self.spares.defer();
     }

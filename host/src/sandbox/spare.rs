@@ -65,14 +65,13 @@ use wasmtime::Store;
 use super::{bindings, Plugin, State};
 
 thread_local! {
-    /// This thread runs idle work between its calls (see the module docs).
-    static DEFERS: Cell<bool> = const { Cell::new(false) };
+    /// The queue (its [`Shared::id`]) whose idle work this thread runs
+    /// between its calls (see the module docs); 0: none.
+    static DEFERS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Whether the calls of this thread leave their work to its idle time.
-fn deferring() -> bool {
-    DEFERS.with(Cell::get)
-}
+/// Ids of queues, from 1.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Most spares alive at once, across every plugin of a sandbox.
 pub(super) const MAX_SPARES: usize = 8;
@@ -135,8 +134,10 @@ pub(super) struct Spares {
 }
 
 /// What the callers and the idle threads both count.
-#[derive(Default)]
 struct Shared {
+    /// This queue's identity for [`DEFERS`]: a thread that runs one
+    /// sandbox's idle work leaves no work to another's.
+    id: u64,
     jobs: Mutex<VecDeque<Job>>,
     /// Spares alive.
     live: AtomicUsize,
@@ -168,16 +169,28 @@ impl Spares {
     /// An empty queue; at most `max_pending` stores wait in it.
     pub fn new(max_pending: usize) -> Spares {
         Spares {
-            shared: Arc::default(),
+            shared: Arc::new(Shared {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                jobs: Mutex::default(),
+                live: AtomicUsize::new(0),
+                pending: AtomicUsize::new(0),
+                made: AtomicU64::new(0),
+                taken: AtomicU64::new(0),
+            }),
             max_pending,
         }
     }
 
-    /// From now on, the calls of this thread queue their work for
-    /// [`Spares::run_idle`] instead of dropping inline and asking for no
-    /// spare.
+    /// From now on, the calls of this thread on this queue's sandbox queue
+    /// their work for [`Spares::run_idle`] instead of dropping inline and
+    /// asking for no spare.
     pub fn defer(&self) {
-        DEFERS.with(|d| d.set(true));
+        DEFERS.with(|d| d.set(self.shared.id));
+    }
+
+    /// Whether the calls of this thread leave their work to its idle time.
+    fn deferring(&self) -> bool {
+        DEFERS.with(Cell::get) == self.shared.id
     }
 
     fn push(&self, job: Job) {
@@ -229,7 +242,7 @@ impl Spares {
     /// the slots of calls.
     pub fn retire(&self, store: Store<State>) {
         let shared = &self.shared;
-        if !deferring() {
+        if !self.deferring() {
             return drop(store);
         }
         if shared.pending.fetch_add(1, Ordering::SeqCst) < self.max_pending {
@@ -246,7 +259,7 @@ impl Spares {
     /// time after it.
     pub fn request(&self, plugin: &Plugin) {
         let slot = &plugin.slot;
-        if deferring()
+        if self.deferring()
             && !slot.refused.load(Ordering::Relaxed)
             && slot.is_empty()
             && self.shared.live.load(Ordering::SeqCst) < MAX_SPARES
