@@ -25,8 +25,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-/// How long the thread stays awake for the next call after one ends.
-pub const SPIN: Duration = Duration::from_micros(300);
+/// How long the thread stays awake for the next call after one ends. The
+/// next call comes after the answer is serialised and written, the client
+/// has parsed it and sent its next request: with the issue-16 bench's
+/// Python client and a 4 KiB `file_view` (an 11 KB answer) that is often
+/// more than 300 µs, and a parked thread costs a cross-CPU wake-up on a
+/// virtual machine. That view's median over stdio, two runs each: 300 µs
+/// 239–313 µs, 1 ms 188–210 µs, 2 ms and 4 ms no better; 0 (park at once)
+/// 372–397 µs, and the trivial call 101–127 µs instead of 30–38. The price:
+/// a client calling less often than this keeps a core busy for up to 1 ms
+/// after each call; an idle session still takes no CPU.
+pub const SPIN: Duration = Duration::from_millis(1);
 /// How long the runtime thread waits awake for a result before it yields.
 /// A result that comes after it parked costs a wake-up (tens of µs on a
 /// virtual machine); a 4 KiB `file_view` takes ~150–250 µs on the call
