@@ -39,9 +39,11 @@ pub const SPIN: Duration = Duration::from_millis(1);
 /// How long the runtime thread waits awake for a result before it yields.
 /// A result that comes after it parked costs a wake-up (tens of µs on a
 /// virtual machine); a 4 KiB `file_view` takes ~150–250 µs on the call
-/// thread of a busy `serve`. With the issue-16 bench, 100 µs gave that view
-/// 231–281 µs median over stdio, 400 µs 175–215 µs (1,000 µs: slower with a
-/// Python client, whose own work the spinning thread then competes with).
+/// thread of a busy `serve`. With the issue-16 bench and the 300 µs [`SPIN`]
+/// of the time, 100 µs gave that view 231–281 µs median over stdio, 400 µs
+/// 175–215 µs (1,000 µs: slower with a Python client, whose own work the
+/// spinning thread then competes with); with the 1 ms [`SPIN`], 200, 400 and
+/// 800 µs gave the same within noise (192–202 µs, Python client).
 pub const RESULT_SPIN: Duration = Duration::from_micros(400);
 
 type Job = Box<dyn FnOnce() + Send>;
