@@ -105,14 +105,15 @@ for r in range(spec["rounds"]):
     for c, t in zip(procs, times):
         s = c[2]
         params = {"name": s["tool"], "arguments": s["args"]}
-        for i in range((spec["warmup"] if r == 0 else 10) + spec["per_round"]):
+        warm = spec["warmup"] if r == 0 else 10
+        for i in range(warm + spec["per_round"]):
             start = time.perf_counter()
             m = rpc(c, "tools/call", params)
             took = time.perf_counter() - start
             if s["check"]:
                 status = m["result"]["_meta"]["dev.toolhost/observation"]["status"]
                 assert status == "ok", m
-            if i >= (spec["warmup"] if r == 0 else 10):
+            if i >= warm:
                 t.append(took * 1e6)
 for c in procs:
     c[0].kill()
