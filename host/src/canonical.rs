@@ -36,10 +36,11 @@
 //! those JCS failure cases cannot arise here.
 
 use std::fmt;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use sha2::{Digest, Sha256};
 
 use crate::json::{self, JsonError, MAX_DEPTH, MAX_SAFE_INTEGER};
 
@@ -142,15 +143,73 @@ fn pointer_text(pointer: &str) -> &str {
 /// [`CanonError::TooDeep`] for nesting beyond [`MAX_DEPTH`]; both are checked
 /// before anything is written.
 pub fn canonicalize(value: &Value) -> Result<String, CanonError> {
-    let mut pointer = String::new();
-    check_i_json(value, 0, &mut pointer)?;
+    check_i_json(value)?;
     let mut out = String::new();
     write_canonical(value, &mut out)?;
     Ok(out)
 }
 
+/// The SHA-256 of `value`'s canonical JSON ([`canonicalize`]), hashed as it
+/// is written: a large output (a page of a file, a long listing) is never
+/// held whole a second time.
+///
+/// # Errors
+///
+/// Those of [`canonicalize`].
+pub fn canonical_sha256(value: &Value) -> Result<[u8; 32], CanonError> {
+    check_i_json(value)?;
+    let mut sink = HashSink {
+        buf: String::with_capacity(HashSink::CHUNK + 256),
+        hasher: Sha256::new(),
+    };
+    write_canonical(value, &mut sink)?;
+    sink.hasher.update(sink.buf.as_bytes());
+    Ok(sink.hasher.finalize().into())
+}
+
+/// Where canonical text goes: a `String`, or a hash fed in chunks.
+trait Sink {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// A [`Sink`] that hashes what it is given, 16 KiB at a time.
+struct HashSink {
+    buf: String,
+    hasher: Sha256,
+}
+
+impl HashSink {
+    const CHUNK: usize = 16 * 1024;
+}
+
+impl Sink for HashSink {
+    fn push_str(&mut self, s: &str) {
+        if self.buf.len() + s.len() > Self::CHUNK {
+            self.hasher.update(self.buf.as_bytes());
+            self.buf.clear();
+            if s.len() > Self::CHUNK {
+                self.hasher.update(s.as_bytes());
+                return;
+            }
+        }
+        self.buf.push_str(s);
+    }
+}
+
 /// Writes `value` (already checked by [`check_i_json`]) as JCS.
-fn write_canonical(value: &Value, out: &mut String) -> Result<(), CanonError> {
+fn write_canonical(value: &Value, out: &mut impl Sink) -> Result<(), CanonError> {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -159,9 +218,9 @@ fn write_canonical(value: &Value, out: &mut String) -> Result<(), CanonError> {
             // Integers within ±2^53 (checked) are written as ECMAScript
             // writes the same double: in plain decimal.
             if let Some(u) = n.as_u64() {
-                let _ = write!(out, "{u}");
+                out.push_str(itoa::Buffer::new().format(u));
             } else if let Some(i) = n.as_i64() {
-                let _ = write!(out, "{i}");
+                out.push_str(itoa::Buffer::new().format(i));
             } else {
                 let text = serde_json_canonicalizer::to_string(n)
                     .map_err(|e| CanonError::Serialize(e.to_string()))?;
@@ -212,11 +271,25 @@ fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// `s` as `JSON.stringify` writes it: `\"`, `\\`, the five short control
 /// escapes, other controls as lowercase `\u00xx`, all else literal.
-fn write_string(s: &str, out: &mut String) {
-    out.reserve(s.len() + 2);
+fn write_string(s: &str, out: &mut impl Sink) {
     out.push('"');
+    let bytes = s.as_bytes();
     let mut from = 0;
-    for (at, byte) in s.bytes().enumerate() {
+    let mut at = 0;
+    while at < bytes.len() {
+        // Eight bytes at a time to the next one that needs an escape (source
+        // text holds a quote or backslash every few dozen bytes at most).
+        if let Some(word) = bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            match crate::compact::escape_mask(word) {
+                0 => {
+                    at += 8;
+                    continue;
+                }
+                mask => at += (mask.trailing_zeros() / 8) as usize,
+            }
+        }
+        let byte = bytes[at];
         let escape = match byte {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -226,15 +299,28 @@ fn write_string(s: &str, out: &mut String) {
             0x08 => "\\b",
             0x0c => "\\f",
             0..=0x1f => "",
-            _ => continue,
+            _ => {
+                at += 1;
+                continue;
+            }
         };
         out.push_str(&s[from..at]);
         if escape.is_empty() {
-            let _ = write!(out, "\\u{byte:04x}");
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let code = [
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ];
+            out.push_str(std::str::from_utf8(&code).unwrap_or_default());
         } else {
             out.push_str(escape);
         }
-        from = at + 1;
+        at += 1;
+        from = at;
     }
     out.push_str(&s[from..]);
     out.push('"');
@@ -252,10 +338,52 @@ pub fn canonicalize_str(text: &str) -> Result<String, CanonError> {
     canonicalize(&value)
 }
 
-/// Walks `value` checking the I-JSON constraints a `Value` can violate.
-/// `depth` counts the arrays and objects enclosing `value` (the root is at 0;
-/// a root array or object is level 1, as in [`crate::json`]).
-fn check_i_json(value: &Value, depth: usize, pointer: &mut String) -> Result<(), CanonError> {
+/// Checks the I-JSON constraints a `Value` can violate (see
+/// [`canonicalize`]). The walk builds no pointer: only a violation's path
+/// is collected, on the way back out.
+fn check_i_json(value: &Value) -> Result<(), CanonError> {
+    check_value(value, 0).map_err(|(violation, mut path)| {
+        path.reverse();
+        let mut pointer = String::new();
+        for step in path {
+            match step {
+                Step::Index(i) => {
+                    pointer.push('/');
+                    pointer.push_str(itoa::Buffer::new().format(i));
+                }
+                Step::Key(name) => json::push_pointer_token(&mut pointer, name),
+            }
+        }
+        match violation {
+            Violation::Inexact(number) => CanonError::IntegerOutOfRange {
+                pointer,
+                value: number.to_string(),
+            },
+            Violation::TooDeep => CanonError::TooDeep {
+                pointer,
+                max: MAX_DEPTH,
+            },
+        }
+    })
+}
+
+/// What [`check_value`] found, and where: the steps from the value found
+/// back up to the root.
+type Found<'a> = (Violation<'a>, Vec<Step<'a>>);
+
+enum Violation<'a> {
+    Inexact(&'a serde_json::Number),
+    TooDeep,
+}
+
+enum Step<'a> {
+    Index(usize),
+    Key(&'a str),
+}
+
+/// `depth` counts the arrays and objects enclosing `value` (the root is at
+/// 0; a root array or object is level 1, as in [`crate::json`]).
+fn check_value(value: &Value, depth: usize) -> Result<(), Found<'_>> {
     match value {
         Value::Number(number) => {
             let exact = match (number.as_u64(), number.as_i64()) {
@@ -267,45 +395,31 @@ fn check_i_json(value: &Value, depth: usize, pointer: &mut String) -> Result<(),
             if exact {
                 Ok(())
             } else {
-                Err(CanonError::IntegerOutOfRange {
-                    pointer: pointer.clone(),
-                    value: number.to_string(),
-                })
+                Err((Violation::Inexact(number), Vec::new()))
             }
         }
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {
+            Err((Violation::TooDeep, Vec::new()))
+        }
         Value::Array(items) => {
-            enter(depth, pointer)?;
             for (index, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&index.to_string());
-                check_i_json(item, depth + 1, pointer)?;
-                pointer.truncate(len);
+                check_value(item, depth + 1).map_err(|(v, mut path)| {
+                    path.push(Step::Index(index));
+                    (v, path)
+                })?;
             }
             Ok(())
         }
         Value::Object(members) => {
-            enter(depth, pointer)?;
             for (name, item) in members {
-                let len = pointer.len();
-                json::push_pointer_token(pointer, name);
-                check_i_json(item, depth + 1, pointer)?;
-                pointer.truncate(len);
+                check_value(item, depth + 1).map_err(|(v, mut path)| {
+                    path.push(Step::Key(name));
+                    (v, path)
+                })?;
             }
             Ok(())
         }
         Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
-    }
-}
-
-fn enter(depth: usize, pointer: &str) -> Result<(), CanonError> {
-    if depth >= MAX_DEPTH {
-        Err(CanonError::TooDeep {
-            pointer: pointer.to_owned(),
-            max: MAX_DEPTH,
-        })
-    } else {
-        Ok(())
     }
 }
 
@@ -611,6 +725,70 @@ mod tests {
         let value = json!({ "k": value });
         let err = canonicalize(&value).unwrap_err();
         assert_eq!(err.kind(), CanonErrorKind::TooDeep);
+        // The innermost array, the first container past the limit.
+        let pointer = format!("/k{}", "/0".repeat(MAX_DEPTH - 1));
+        assert_eq!(
+            err,
+            CanonError::TooDeep {
+                pointer,
+                max: MAX_DEPTH
+            }
+        );
+        assert_eq!(canonical_sha256(&value).unwrap_err(), err);
+    }
+
+    /// The eight-bytes-at-a-time scan finds every byte that needs an
+    /// escape wherever it falls in a word: each control character, quote
+    /// and backslash at every offset of strings around the word size,
+    /// beside ASCII and multi-byte characters, written as serde_json
+    /// writes them (the same minimal escaping as JCS).
+    #[test]
+    fn strings_escape_every_special_byte_at_every_offset() {
+        let specials = (0u8..0x20).chain([b'"', b'\\']).map(char::from);
+        let fillers = ["a", "é", "\u{1F600}", "\u{7f}", "~"];
+        for special in specials {
+            for filler in fillers {
+                for len in 0..20 {
+                    for at in 0..=len {
+                        let mut s = filler.repeat(len);
+                        let byte_at = s.char_indices().nth(at).map_or(s.len(), |(i, _)| i);
+                        s.insert(byte_at, special);
+                        let mut out = String::new();
+                        write_string(&s, &mut out);
+                        assert_eq!(out, serde_json::to_string(&s).unwrap(), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The hash written as it goes is the hash of the canonical text,
+    /// across the sink's chunk boundary and for a string longer than a
+    /// chunk.
+    #[test]
+    fn canonical_sha256_hashes_the_canonical_text() {
+        let long = "x\"y\\z\n".repeat(HashSink::CHUNK / 3);
+        let lines: Vec<Value> = (0..2_000)
+            .map(|n| json!({"text": format!("line {n} \"q\""), "number": n}))
+            .collect();
+        for value in [
+            json!(null),
+            json!({"b": 1.5, "a": [true, "s"]}),
+            json!({"lines": lines, "long": long, "tail": "end"}),
+            json!(long),
+        ] {
+            let text = canonicalize(&value).unwrap();
+            let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+            assert_eq!(canonical_sha256(&value).unwrap(), digest);
+        }
+        let err = canonical_sha256(&json!({"a/b": [u64::MAX]})).unwrap_err();
+        assert_eq!(
+            err,
+            CanonError::IntegerOutOfRange {
+                pointer: "/a~1b/0".into(),
+                value: u64::MAX.to_string(),
+            }
+        );
     }
 
     #[test]

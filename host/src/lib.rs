@@ -48,8 +48,8 @@
 //! - [`exec`]: running a native program in a bubblewrap sandbox,
 //! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
 //!   and [`provenance`]: where its content came from,
-//! - [`canonical`]: canonical JSON (RFC 8785), and [`json`]: strict JSON
-//!   parsing,
+//! - [`canonical`]: canonical JSON (RFC 8785), [`json`]: strict JSON
+//!   parsing, and [`compact`]: compact JSON measured without being written,
 //! - [`origin`]: network origins, one grammar,
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
@@ -68,6 +68,7 @@ pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod catalog;
+pub mod compact;
 pub mod cost;
 pub mod delegation;
 pub mod descriptor;

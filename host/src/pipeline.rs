@@ -588,6 +588,9 @@ impl Host {
         } else {
             Vec::new()
         };
+        // Unredacted, the value is the parse of `out`: the journal hashes
+        // the text (see `Observation::with_output_text`).
+        let output_text = redactions.is_empty().then(|| out.to_owned());
         let mut notes: Vec<_> = redactions.into_iter().map(|r| note(r, "output")).collect();
         let name = &t.descriptor.name;
         let mut obs = match text {
@@ -603,7 +606,10 @@ impl Host {
             None => Observation::ok(call_id, name, level, value, text_bytes),
         };
         obs.redactions = notes;
-        obs
+        match output_text {
+            Some(text) => obs.with_output_text(text),
+            None => obs,
+        }
     }
 }
 

@@ -230,7 +230,10 @@ fn pending(
         args: c.args.to_string(),
         args_valid,
         output: (obs.status == Status::Ok)
-            .then(|| obs.output.clone())
+            .then(|| match obs.output_text() {
+                Some(text) => Some(journal::ResultOutput::Text(text.to_owned())),
+                None => obs.output.clone().map(journal::ResultOutput::Value),
+            })
             .flatten(),
         output_bytes: obs.usage.output_bytes,
         idempotency_key: obs.effects.idempotency_key.clone(),

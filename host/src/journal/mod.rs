@@ -180,9 +180,42 @@ pub struct Pending {
     /// Whether the arguments passed validation (else only their size is
     /// kept).
     pub args_valid: bool,
-    pub output: Option<Value>,
+    /// The output of an `ok` call, for `result_sha256`.
+    pub output: Option<ResultOutput>,
     pub output_bytes: u64,
     pub idempotency_key: Option<String>,
+}
+
+/// A call's output as the journal gets it: the JSON text the tool wrote
+/// when the output is exactly its parse (one copy of the bytes on the call
+/// path; the journal's thread parses it), else a copy of the value.
+#[derive(Debug, Clone)]
+pub enum ResultOutput {
+    /// The output's JSON text.
+    Text(String),
+    /// The output itself.
+    Value(Value),
+}
+
+impl ResultOutput {
+    /// Lowercase hex SHA-256 of the canonical output (of its compact text
+    /// when it cannot be canonicalized, as a number beyond ±2^53).
+    pub fn sha256(&self) -> String {
+        let parsed;
+        let value = match self {
+            ResultOutput::Value(v) => v,
+            ResultOutput::Text(text) => match serde_json::from_str::<Value>(text) {
+                Ok(v) => {
+                    parsed = v;
+                    &parsed
+                }
+                Err(_) => return hex::encode(Sha256::digest(text.as_bytes())),
+            },
+        };
+        let digest = crate::canonical::canonical_sha256(value)
+            .unwrap_or_else(|_| Sha256::digest(value.to_string().as_bytes()).into());
+        hex::encode(digest)
+    }
 }
 
 /// Unix microseconds of `t`.
@@ -287,10 +320,7 @@ impl Pending {
     pub fn into_entry(self, host: &str) -> Entry {
         let args_sha256 = args_sha256(&self.args);
         let args_summary = summarize_args(&self.args, self.tool_ref.as_deref(), self.args_valid);
-        let result_sha256 = self.output.as_ref().map(|o| {
-            let text = crate::canonical::canonicalize(o).unwrap_or_else(|_| o.to_string());
-            hex::encode(Sha256::digest(text.as_bytes()))
-        });
+        let result_sha256 = self.output.as_ref().map(ResultOutput::sha256);
         Entry {
             call_id: self.call_id,
             trajectory: self.trajectory,

@@ -21,7 +21,9 @@ fn pending(call_id: &str, key: Option<&str>, code: Option<&str>) -> Pending {
         error_code: code.map(String::from),
         args: r#"{"path":"a.txt","limit":5}"#.into(),
         args_valid: code.is_none(),
-        output: code.is_none().then(|| json!({"lines": []})),
+        output: code
+            .is_none()
+            .then(|| ResultOutput::Value(json!({"lines": []}))),
         output_bytes: 14,
         idempotency_key: None,
     }

@@ -280,6 +280,11 @@ pub struct Observation {
     /// again in a smaller budget. Not part of the published shape.
     #[serde(skip)]
     plugin_text: Option<String>,
+    /// The JSON text `output` was parsed from, while `output` is exactly
+    /// that parse (see [`with_output_text`](Self::with_output_text)). Not
+    /// part of the published shape.
+    #[serde(skip)]
+    output_text: Option<String>,
 }
 
 /// What kind of place content came from.
@@ -350,6 +355,7 @@ impl Observation {
             untrusted: false,
             consecutive_failures: 0,
             plugin_text: None,
+            output_text: None,
         }
     }
 
@@ -390,7 +396,7 @@ impl Observation {
         max_text_bytes: usize,
     ) -> Observation {
         let mut obs = Observation::base(call_id, tool, level, Status::Ok);
-        obs.usage.output_bytes = compact_len(&output) as u64;
+        obs.usage.output_bytes = crate::compact::compact_len(&output) as u64;
         obs.output = Some(output);
         obs.with_plugin_text(text, max_text_bytes)
     }
@@ -417,6 +423,26 @@ impl Observation {
     /// it gave one.
     pub fn plugin_text(&self) -> Option<&str> {
         self.plugin_text.as_deref()
+    }
+
+    /// Keeps `text` as the JSON text of `output`: the caller vouches that
+    /// `output` is exactly `serde_json::from_str(&text)` (as the pipeline
+    /// knows when nothing was redacted from the tool's output). The journal
+    /// then hashes the result from the text on its own thread instead of
+    /// taking a copy of the value on the call's (500 lines of a file:
+    /// ~2,000 allocations). Dropped when the output is spilled.
+    pub(crate) fn with_output_text(mut self, text: String) -> Observation {
+        if self.output.is_some() {
+            self.output_text = Some(text);
+        }
+        self
+    }
+
+    /// The JSON text of `output` kept by
+    /// [`with_output_text`](Self::with_output_text), while there is an
+    /// output.
+    pub(crate) fn output_text(&self) -> Option<&str> {
+        self.output.as_ref().and(self.output_text.as_deref())
     }
 
     /// Turns an `ok` observation whose output was over the call's output
@@ -466,6 +492,7 @@ impl Observation {
         };
         self.output = None;
         self.plugin_text = None;
+        self.output_text = None;
         let next = head_end.min(total);
         self.truncated = Some(Truncation {
             original_bytes: total as u64,
@@ -728,24 +755,6 @@ impl Observation {
     pub fn is_ok(&self) -> bool {
         self.status == Status::Ok
     }
-}
-
-/// Length of `v` as compact JSON, counted without building the text.
-fn compact_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing a `Value` cannot fail: keys are strings, numbers finite.
-    let _ = serde_json::to_writer(&mut count, v);
-    count.0
 }
 
 #[cfg(test)]
