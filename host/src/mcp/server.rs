@@ -439,7 +439,7 @@ impl McpServer {
             tokio::runtime::RuntimeFlavor::MultiThread
         );
         match progress {
-            None if !multi_thread => self.on_call_thread(cx, run_call, cancel).await,
+            None if !multi_thread => self.on_call_thread(cx, &name, run_call, cancel).await,
             None => Ok(on_this_worker(cx, run_call, cancel)),
             Some(token) => {
                 let heartbeat = Heartbeat {
@@ -458,9 +458,11 @@ impl McpServer {
     async fn on_call_thread(
         &self,
         cx: &RequestContext<RoleServer>,
+        tool: &str,
         run_call: impl FnOnce() -> Observation + Send + 'static,
         cancel: CancelToken,
     ) -> Result<Observation, ErrorData> {
+        let handed_at = Instant::now();
         let handed = match &self.warm {
             Some(warm) => warm.try_run(run_call),
             None => Err(run_call),
@@ -475,7 +477,11 @@ impl McpServer {
                 rx
             }
         };
-        match warm::take_result(rx) {
+        let spin = self
+            .warm
+            .as_ref()
+            .map_or(warm::RESULT_SPIN, |w| w.result_spin(tool));
+        let result = match warm::take_result(rx, spin) {
             Ok(obs) => Ok(obs),
             Err(mut rx) => tokio::select! {
                 done = &mut rx => done,
@@ -484,8 +490,11 @@ impl McpServer {
                     rx.await
                 }
             },
+        };
+        if let Some(warm) = &self.warm {
+            warm.record_wait(tool, handed_at.elapsed());
         }
-        .map_err(|_| ErrorData::internal_error("the call thread failed", None))
+        result.map_err(|_| ErrorData::internal_error("the call thread failed", None))
     }
 }
 
