@@ -130,17 +130,24 @@ pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 
 /// Length of `s` as a JSON string literal (quotes included), exactly as
 /// `serde_json` escapes it. Counted over bytes: every byte of a multi-byte
-/// character is at least 0x80 and is copied as it is. Eight bytes at a time
-/// are first checked for any byte that needs an escape (most lines have
-/// none), and only such a word is counted byte by byte.
+/// character is at least 0x80 and is copied as it is. Eight bytes at a
+/// time: the quotes and backslashes of a word (one extra byte each) are
+/// counted with one population count, and only a word holding a control
+/// character is looked at byte by byte.
 pub fn json_str_len(s: &str) -> usize {
     let bytes = s.as_bytes();
     let mut chunks = bytes.chunks_exact(8);
     let mut extra = 0;
     for chunk in &mut chunks {
         let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        if may_need_escape(word) {
-            extra += chunk.iter().map(|&b| escape_extra(b)).sum::<usize>();
+        let (quotes, controls) = escape_bytes(word);
+        extra += quotes.count_ones() as usize;
+        if controls != 0 {
+            extra += chunk
+                .iter()
+                .filter(|&&b| b < 0x20)
+                .map(|&b| escape_extra(b))
+                .sum::<usize>();
         }
     }
     extra += chunks
@@ -160,16 +167,17 @@ fn escape_extra(b: u8) -> usize {
     }
 }
 
-/// Whether any byte of `word` is a control character, `"` or `\` (never
-/// false when one is; the bit tricks are exact as a yes/no).
-fn may_need_escape(word: u64) -> bool {
+/// The bytes of `word` that are `"` or `\\`, and those that are control
+/// characters (below 0x20), each marked by its high bit. Exact in every
+/// byte: no carry crosses from one byte into the next.
+fn escape_bytes(word: u64) -> (u64, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
-    (below_space | quote | backslash) != 0
+    let zero = |w: u64| !(((w & LOW) + LOW) | w) & HIGH;
+    let controls = !(((word & LOW) + ONES * (0x80 - 0x20)) | word) & HIGH;
+    let quotes = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\')));
+    (quotes, controls)
 }
 
 /// The canonical form of a workspace-relative path: `.` components and
@@ -227,6 +235,21 @@ mod tests {
                         "{s:?}"
                     );
                 }
+            }
+        }
+        // Several in one word: every string of up to six of these.
+        let dense = ['"', '\\', 'a', '\n', '\u{1}', 'é'];
+        for len in 0..=6u32 {
+            for code in 0..dense.len().pow(len) {
+                let s: String = (0..len)
+                    .map(|i| dense[code / dense.len().pow(i) % dense.len()])
+                    .chain("xxxxxxxx".chars())
+                    .collect();
+                assert_eq!(
+                    json_str_len(&s),
+                    serde_json::to_string(&s).unwrap().len(),
+                    "{s:?}"
+                );
             }
         }
     }

@@ -102,6 +102,7 @@ mod context;
 mod error;
 pub mod exec;
 pub mod files;
+mod json;
 mod plan;
 mod tool;
 
