@@ -279,14 +279,13 @@ fn write_string(s: &str, out: &mut impl Sink) {
     while at < bytes.len() {
         // Eight bytes at a time to the next one that needs an escape (source
         // text holds a quote or backslash every few dozen bytes at most).
-        if let Some(word) = bytes.get(at..at + 8) {
-            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        if let Some(word) = crate::swar::word(bytes, at) {
             match crate::compact::escape_mask(word) {
                 0 => {
                     at += 8;
                     continue;
                 }
-                mask => at += (mask.trailing_zeros() / 8) as usize,
+                mask => at += crate::swar::first(mask),
             }
         }
         let byte = bytes[at];

@@ -15,33 +15,13 @@
 
 use serde_json::Value;
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
+use crate::swar;
 
-/// The bytes of `word` (eight bytes of a string, little-endian) that need
-/// an escape: a quote, a backslash or a control character (below 0x20).
-/// Each such byte has its high bit set in the mask; bytes above the first
-/// one may be marked falsely (a borrow), so only the lowest set bit is
-/// exact. Bytes of multi-byte UTF-8 characters (0x80 and above) are never
-/// marked below a true one.
+/// The bytes of `word` (eight bytes of a string, little-endian; see
+/// [`swar`]) that need an escape: a quote, a backslash or a control
+/// character (below 0x20).
 pub(crate) fn escape_mask(word: u64) -> u64 {
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    below(word, 0x20)
-        | below(word ^ (ONES * u64::from(b'"')), 1)
-        | below(word ^ (ONES * u64::from(b'\\')), 1)
-}
-
-/// Like [`escape_mask`], but exact in every byte (no borrow crosses a
-/// byte), split into the quotes and backslashes (two bytes each when
-/// escaped) and the control characters.
-fn exact_masks(word: u64) -> (u64, u64) {
-    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // High bit set where the byte is zero.
-    let zero = |x: u64| !(((x & LOW) + LOW) | x) & HIGH;
-    // High bit set where the byte is below 0x20.
-    let control = !(((word & LOW) + ONES * (0x80 - 0x20)) | word) & HIGH;
-    let quotes = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\')));
-    (quotes, control)
+    swar::below(word, 0x20) | swar::eq(word, b'"') | swar::eq(word, b'\\')
 }
 
 /// The length of `s` as a JSON string, quotes included, as serde_json's
@@ -52,9 +32,8 @@ pub fn escaped_len(s: &str) -> usize {
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
         let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        let (quotes, control) = exact_masks(word);
-        len += quotes.count_ones() as usize;
-        if control != 0 {
+        len += (swar::eq(word, b'"') | swar::eq(word, b'\\')).count_ones() as usize;
+        if swar::below(word, 0x20) != 0 {
             len += word
                 .to_le_bytes()
                 .iter()
@@ -170,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn the_lowest_marked_byte_is_the_first_that_needs_an_escape() {
+    fn the_first_marked_byte_is_the_first_that_needs_an_escape() {
         for at in 0..8 {
             for special in [0u8, 0x1f, b'"', b'\\'] {
                 for filler in [b'a', 0x80, 0xff, b' ', b'!', b']'] {

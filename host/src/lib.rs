@@ -96,6 +96,7 @@ pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
+mod swar;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;

@@ -9,9 +9,20 @@ pub fn guest_text(bytes: &[u8]) -> String {
 
 /// Whether `s` holds anything [`strip_control`] would change.
 pub(super) fn needs_cleaning(s: &str) -> bool {
+    use crate::swar;
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
+        // Eight bytes at a time past words with no candidate: a control
+        // character other than a line feed or a tab, DEL, or the lead
+        // byte of a C1 control.
+        if let Some(w) = swar::word(b, i) {
+            let controls = swar::below(w, 0x20) & !swar::eq(w, b'\n') & !swar::eq(w, b'\t');
+            if (controls | swar::eq(w, 0x7f) | swar::eq(w, 0xc2)) == 0 {
+                i += 8;
+                continue;
+            }
+        }
         let c = b[i];
         if (c < 0x20 && c != b'\n' && c != b'\t') || c == 0x7f {
             return true;
