@@ -6,8 +6,9 @@
 //! compact writer does: `\"`, `\\`, the five short control escapes, other
 //! control characters as `\u00xx`, everything else literal. Both run over
 //! every byte of every output, a page of a file included, so the strings
-//! are scanned eight bytes at a time ([`escape_mask`]) instead of one byte
-//! and one table lookup at a time.
+//! are scanned eight bytes at a time (`escape_mask`, on the masks of the
+//! private `swar` module) instead of one byte and one table lookup at a
+//! time.
 //!
 //! [`compact_len`] is exactly `serde_json::to_string(value).len()` (the
 //! tests hold it to that over values of every kind), at about a third of

@@ -66,8 +66,7 @@ impl Server {
                     Ok((conn, _)) => {
                         served += 1;
                         h.fetch_add(1, Ordering::SeqCst);
-                        let head = serve_one(conn, &reply, until);
-                        r.lock().unwrap().push(head);
+                        serve_one(conn, &reply, until, &r);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(5));
@@ -97,8 +96,10 @@ impl Server {
     }
 }
 
-/// Reads the request head (bounded), answers, closes. Returns the head.
-fn serve_one(mut conn: TcpStream, reply: &Reply, until: Instant) -> String {
+/// Reads the request head (bounded), keeps it in `requests`, answers,
+/// closes. The head is kept before the answer is written, so a client that
+/// has its answer finds its request counted.
+fn serve_one(mut conn: TcpStream, reply: &Reply, until: Instant, requests: &Mutex<Vec<String>>) {
     conn.set_nonblocking(false).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut head = Vec::new();
@@ -113,6 +114,10 @@ fn serve_one(mut conn: TcpStream, reply: &Reply, until: Instant) -> String {
             break;
         }
     }
+    requests
+        .lock()
+        .unwrap()
+        .push(String::from_utf8_lossy(&head).into_owned());
     let pause = |d: Duration| {
         let end = (Instant::now() + d).min(until);
         while Instant::now() < end {
@@ -135,7 +140,6 @@ fn serve_one(mut conn: TcpStream, reply: &Reply, until: Instant) -> String {
         }
     }
     let _ = conn.flush();
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
