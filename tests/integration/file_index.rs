@@ -92,6 +92,47 @@ fn file_view_pages_of_a_one_mib_file_reassemble_to_exactly_the_file() {
     assert_eq!(rebuilt, body);
 }
 
+/// Pages that start and end anywhere against the index's groups of 64
+/// lines (the page's region is read in one piece from the group start at
+/// or before its first line to the group start after its last): the first
+/// and last lines of a group, one line, a page across groups, the file's
+/// last line (no line ending), and past the end.
+#[test]
+fn pages_starting_and_ending_anywhere_in_the_index_groups_are_the_files_lines() {
+    let ws = Ws::new();
+    let body = one_mib_text();
+    ws.write("big.txt", &body);
+    let want: Vec<&str> = body.lines().collect();
+    let n = want.len() as u64;
+    for (offset, limit) in [
+        (1, 1),
+        (37, 1),
+        (64, 1),
+        (64, 2),
+        (65, 64),
+        (129, 500),
+        (1000, 63),
+        (n - 1, 5),
+        (n, 1),
+    ] {
+        let obs = view(reference_host(), &ws, "big.txt", offset, limit);
+        let out = expect_ok(&obs);
+        let got: Vec<(u64, &str)> = out["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| (l["number"].as_u64().unwrap(), l["text"].as_str().unwrap()))
+            .collect();
+        let end = (offset + limit - 1).min(n);
+        let expected: Vec<(u64, &str)> =
+            (offset..=end).map(|k| (k, want[k as usize - 1])).collect();
+        assert_eq!(got, expected, "offset {offset}, limit {limit}");
+        assert_eq!(out["has_more"], end < n, "offset {offset}, limit {limit}");
+    }
+    let past = view(reference_host(), &ws, "big.txt", n + 1, 10);
+    assert_eq!(expect_ok(&past)["lines"], json!([]));
+}
+
 #[test]
 fn a_page_of_a_large_file_costs_about_what_the_same_page_of_a_small_one_does() {
     // Deterministic (fuel, not time): with the host's index the guest

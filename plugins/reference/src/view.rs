@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -234,55 +234,48 @@ fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> 
     lines
 }
 
-/// The page at `offset` read from the file through its index `ix`: seek to
-/// the recorded start at or before the line, read forward only what the
-/// page needs. `None` when the file no longer matches the index (its size
-/// or mtime differ, a line ends early or is not UTF-8) or cannot be read:
-/// the caller then reads it whole.
+/// The page at `offset` read from the file through its index `ix`: one
+/// read from the recorded start at or before the line to the recorded
+/// start after the page's last line (at most one group of lines more than
+/// the page), checked as UTF-8 and for NUL once, then split into lines.
+/// `None` when the file no longer matches the index (its size or mtime
+/// differ, the region ends early, is not UTF-8 or holds a NUL) or cannot
+/// be read: the caller then reads it whole.
 fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option<Vec<Line>> {
     if offset > ix.lines {
         return Some(Vec::new());
     }
     let (start, skip) = ix.line_start(offset)?;
+    // The group after the one holding the page's last possible line starts
+    // where the read can stop (the file's end when there is none).
+    let last = (offset + u64::from(limit.max(1)) - 1).min(ix.lines);
+    let next_group = usize::try_from((last - 1) / u64::from(ix.stride.max(1)) + 1).ok()?;
+    let end = ix.line_starts.get(next_group).copied().unwrap_or(ix.size);
+    let len = usize::try_from(end.checked_sub(start)?).ok()?;
     let mut file = File::open(guest).ok()?;
     file.seek(SeekFrom::Start(start)).ok()?;
-    let mut reader = BufReader::with_capacity(64 * 1024, &file);
-    let mut buf = Vec::new();
+    let mut region = vec![0; len];
+    file.read_exact(&mut region).ok()?;
+    let text = std::str::from_utf8(&region).ok()?;
+    if text.contains('\0') {
+        return None;
+    }
+    let mut lines = text.lines();
     for _ in 0..skip {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).ok()? == 0 {
-            return None;
-        }
+        lines.next()?;
     }
     let mut failed = false;
     let mut number = offset;
-    // Each line's buffer starts at about the file's mean line length, so
-    // that reading a line rarely grows it.
-    let typical = (ix.size / ix.lines.max(1)).clamp(16, 4096) as usize + 1;
     let numbered = std::iter::from_fn(|| {
         if number > ix.lines {
             return None;
         }
-        let mut line = Vec::with_capacity(typical);
-        match reader.read_until(b'\n', &mut line) {
-            Ok(n) if n > 0 => {}
-            _ => {
-                failed = true;
-                return None;
-            }
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-        }
-        match String::from_utf8(line) {
-            Ok(text) if !text.contains('\0') => {
+        match lines.next() {
+            Some(line) => {
                 number += 1;
-                Some((number - 1, Cow::Owned(text)))
+                Some((number - 1, Cow::Borrowed(line)))
             }
-            _ => {
+            None => {
                 failed = true;
                 None
             }
