@@ -29,7 +29,10 @@
 //!   floor's spawn to first answer;
 //! - `idle`: CPU time `serve` uses while no call comes (it must sleep);
 //! - `http`: the trivial call over one keep-alive HTTP connection and 8
-//!   clients' throughput.
+//!   clients' throughput; then `file_view` of the 4 KiB file over one
+//!   connection beside a Python HTTP floor (`http.server`, keep-alive),
+//!   interleaved, target ≤ 2× the floor, and 8 clients' throughput beside
+//!   the floor's, target ≥ 1.5× the 2,058 calls/s at filing.
 //!
 //! Every toolhost answer is checked (`status: ok`) so a fast error cannot
 //! pass for a fast call.
@@ -69,6 +72,30 @@ for line in sys.stdin:
         result = {"content": [{"type": "text", "text": "ok"}]}
     out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
     out.flush()
+"#;
+
+/// The HTTP floor: a trivial MCP server over HTTP/1.1 keep-alive in Python
+/// (`http.server`, a thread per connection), answering every POST at once;
+/// prints its port.
+const FLOOR_HTTP_PY: &str = r#"import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        result = {"content": [{"type": "text", "text": "ok"}]}
+        body = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
+        # Head and body in one write: two small writes would wait on the
+        # client's delayed ACK.
+        head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        self.wfile.write((head % len(body)).encode() + body)
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+server.daemon_threads = True
+print(server.server_address[1], flush=True)
+server.serve_forever()
 "#;
 
 /// The issue's client: spawns each server of a spec, initializes it, then
@@ -559,24 +586,29 @@ impl HttpClient {
     }
 
     fn call(&mut self, id: u64, value: u64) -> &[u8] {
+        self.call_tool(id, "echo_value", &json!({"value": value}))
+    }
+
+    /// One `tools/call` of `tool`; the answer's body.
+    fn call_tool(&mut self, id: u64, tool: &str, args: &Value) -> &[u8] {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "echo_value", "arguments": {"value": value},
+            "name": tool, "arguments": args,
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {}}}})
         .to_string();
         let req = format!(
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-             Mcp-Method: tools/call\r\nMcp-Name: echo_value\r\nContent-Length: {}\r\n\r\n{body}",
+             Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         self.write.write_all(req.as_bytes()).unwrap();
         let mut length = None;
-        let mut line = String::new();
+        let mut head = String::new();
         loop {
-            line.clear();
-            self.read.read_line(&mut line).unwrap();
-            let l = line.trim_end();
+            let at = head.len();
+            self.read.read_line(&mut head).unwrap();
+            let l = head[at..].trim_end();
             if l.is_empty() {
                 break;
             }
@@ -586,7 +618,7 @@ impl HttpClient {
                 }
             }
         }
-        let n = length.expect("a Content-Length (JSON response)");
+        let n = length.unwrap_or_else(|| panic!("no Content-Length (a JSON answer) in {head:?}"));
         self.body.resize(n, 0);
         self.read.read_exact(&mut self.body).unwrap();
         &self.body
@@ -636,24 +668,91 @@ fn bench_http(setup: &Setup) {
         us(s.p90)
     );
 
+    let rate = sustained(port, "echo_value", &json!({"value": 7}), true);
+    println!("HTTP sustained, {CLIENTS} clients (trivial)   {rate:>9.0} calls/s");
+
+    // The issue's HTTP figures: `file_view` of the 4 KiB file beside the
+    // Python HTTP floor, one client interleaved, then 8 clients each.
+    let mut floor = Command::new("python3")
+        .arg("-c")
+        .arg(FLOOR_HTTP_PY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the Python HTTP floor (python3)");
+    let mut first = String::new();
+    BufReader::new(floor.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let floor_port: u16 = first.trim().parse().expect("the HTTP floor's port");
+    let view = json!({"path": "four_k.txt", "offset": 1, "limit": 200});
+    let mut th = HttpClient::connect(port);
+    let mut fl = HttpClient::connect(floor_port);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut answer = 0;
+    for r in 0..ROUNDS {
+        let warm = if r == 0 { WARMUP } else { 10 };
+        for i in 0..warm + PER_ROUND {
+            let start = Instant::now();
+            let body = th.call_tool(i as u64, "file_view", &view);
+            let took = start.elapsed();
+            answer = body.len();
+            check_ok_bytes(body);
+            if i >= warm {
+                a.push(took);
+            }
+        }
+        for i in 0..warm + PER_ROUND {
+            let start = Instant::now();
+            fl.call_tool(i as u64, "t", &json!({}));
+            if i >= warm {
+                b.push(start.elapsed());
+            }
+        }
+    }
+    print_beside(
+        "HTTP file_view 4 KiB, 1 client",
+        "Rust",
+        stats(a),
+        stats(b),
+        answer,
+        "target ≤ 2×",
+    );
+    let toolhost = sustained(port, "file_view", &view, true);
+    let floor_rate = sustained(floor_port, "t", &json!({}), false);
+    println!(
+        "HTTP file_view 4 KiB, {CLIENTS} clients      {toolhost:>9.0} calls/s | floor {floor_rate:.0} calls/s  target ≥ 3,087 calls/s (1.5× the 2,058 at filing)"
+    );
+    let _ = floor.kill();
+    let _ = floor.wait();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Calls per second of [`CLIENTS`] keep-alive clients calling `tool` in a
+/// loop for [`LOAD_SECS`] (after half a second of warm-up); `check`: each
+/// answer must be an `ok` observation.
+fn sustained(port: u16, tool: &'static str, args: &Value, check: bool) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..CLIENTS)
         .map(|_| {
-            let stop = stop.clone();
-            let done = done.clone();
+            let (stop, done, args) = (stop.clone(), done.clone(), args.clone());
             std::thread::spawn(move || {
                 let mut c = HttpClient::connect(port);
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    check_ok_bytes(c.call(i, i % 1000));
+                    let body = c.call_tool(i, tool, &args);
+                    if check {
+                        check_ok_bytes(body);
+                    }
                     done.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500)); // warm up
+    std::thread::sleep(Duration::from_millis(500));
     let start_count = done.load(Ordering::Relaxed);
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs(LOAD_SECS));
@@ -663,9 +762,7 @@ fn bench_http(setup: &Setup) {
     for w in workers {
         w.join().unwrap();
     }
-    println!("HTTP sustained, {CLIENTS} clients (trivial)   {rate:>9.0} calls/s ({calls} calls in {LOAD_SECS} s)");
-    let _ = child.kill();
-    let _ = child.wait();
+    rate
 }
 
 fn main() {
