@@ -260,7 +260,7 @@ fn one_mib_text() -> String {
 
 /// One MCP stdio client session.
 struct Client {
-    child: Child,
+    child: Reaped,
     stdin: ChildStdin,
     out: BufReader<ChildStdout>,
     line: String,
@@ -276,7 +276,7 @@ impl Client {
         let mut c = Client {
             stdin: child.stdin.take().unwrap(),
             out: BufReader::new(child.stdout.take().unwrap()),
-            child,
+            child: Reaped(child),
             line: String::new(),
             next_id: 1,
         };
@@ -321,13 +321,6 @@ impl Client {
 
     fn pid(&self) -> u32 {
         self.child.id()
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -630,7 +623,7 @@ fn check_ok_bytes(body: &[u8]) {
 }
 
 fn bench_http(setup: &Setup) {
-    let mut child = setup.toolhost(&setup.cache, &["--http", "127.0.0.1:0"]);
+    let mut child = Reaped(setup.toolhost(&setup.cache, &["--http", "127.0.0.1:0"]));
     let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut port = 0;
     for line in err.by_ref() {
@@ -673,13 +666,15 @@ fn bench_http(setup: &Setup) {
 
     // The HTTP figures: `file_view` of the 4 KiB file beside the
     // Python HTTP floor, one client interleaved, then 8 clients each.
-    let mut floor = Command::new("python3")
-        .arg("-c")
-        .arg(FLOOR_HTTP_PY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the Python HTTP floor (python3)");
+    let mut floor = Reaped(
+        Command::new("python3")
+            .arg("-c")
+            .arg(FLOOR_HTTP_PY)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the Python HTTP floor (python3)"),
+    );
     let mut first = String::new();
     BufReader::new(floor.stdout.take().unwrap())
         .read_line(&mut first)
@@ -723,10 +718,30 @@ fn bench_http(setup: &Setup) {
     println!(
         "HTTP file_view 4 KiB, {CLIENTS} clients      {toolhost:>9.0} calls/s | floor {floor_rate:.0} calls/s  target ≥ 3,087 calls/s (1.5× the 2,058 at filing)"
     );
-    let _ = floor.kill();
-    let _ = floor.wait();
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// A child process killed and reaped when dropped, a failed bench
+/// included (a panic must not leave a server running).
+struct Reaped(Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Calls per second of [`CLIENTS`] keep-alive clients calling `tool` in a
