@@ -305,16 +305,8 @@ fn write_string(s: &str, out: &mut impl Sink) {
         };
         out.push_str(&s[from..at]);
         if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let code = [
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ];
-            out.push_str(std::str::from_utf8(&code).unwrap_or_default());
+            // Rare: the other control characters.
+            out.push_str(&format!("\\u{byte:04x}"));
         } else {
             out.push_str(escape);
         }

@@ -161,6 +161,12 @@ impl<'a> Writer<'a> {
         self.out.push(b':');
     }
 
+    /// Opens an enum variant's `{"variant":` and its content's bracket.
+    fn variant(mut self, variant: &str, open: u8, close: u8) -> Compound<'a> {
+        self.open_variant(variant);
+        Compound::open(self.out, open, close, true)
+    }
+
     fn float(self, v: impl Serialize) -> Result {
         // Shortest round trip, and `null` for NaN and infinities, exactly
         // as serde_json writes them.
@@ -216,6 +222,48 @@ impl Compound<'_> {
     }
 }
 
+/// The narrower integers, written as the 64-bit ones.
+macro_rules! widen {
+    ($($method:ident($narrow:ty) => $wide:ident),* $(,)?) => {$(
+        fn $method(self, v: $narrow) -> Result {
+            self.$wide(v.into())
+        }
+    )*};
+}
+
+/// What a value and a map key write alike: a string, a char, a unit
+/// variant (its name) and a newtype struct (its content), serde_json's own
+/// newtypes left to it.
+macro_rules! same_as_a_string {
+    () => {
+        fn serialize_str(self, v: &str) -> Result {
+            write_str(self.out, v);
+            Ok(())
+        }
+        fn serialize_char(self, v: char) -> Result {
+            self.serialize_str(v.encode_utf8(&mut [0; 4]))
+        }
+        fn serialize_unit_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            variant: &'static str,
+        ) -> Result {
+            self.serialize_str(variant)
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(
+            self,
+            name: &'static str,
+            value: &T,
+        ) -> Result {
+            if name.starts_with(SERDE_JSON_PRIVATE) {
+                return Err(Unsupported);
+            }
+            value.serialize(self)
+        }
+    };
+}
+
 impl<'a> ser::Serializer for Writer<'a> {
     type Ok = ();
     type Error = Unsupported;
@@ -232,15 +280,14 @@ impl<'a> ser::Serializer for Writer<'a> {
             .extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        self.serialize_i64(v.into())
-    }
+    widen!(
+        serialize_i8(i8) => serialize_i64,
+        serialize_i16(i16) => serialize_i64,
+        serialize_i32(i32) => serialize_i64,
+        serialize_u8(u8) => serialize_u64,
+        serialize_u16(u16) => serialize_u64,
+        serialize_u32(u32) => serialize_u64,
+    );
     fn serialize_i64(self, v: i64) -> Result {
         if v < 0 {
             self.out.push(b'-');
@@ -251,15 +298,6 @@ impl<'a> ser::Serializer for Writer<'a> {
     fn serialize_i128(self, v: i128) -> Result {
         write_display(self.out, v);
         Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        self.serialize_u64(v.into())
     }
     fn serialize_u64(self, v: u64) -> Result {
         write_u64(self.out, v);
@@ -274,14 +312,6 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
     fn serialize_f64(self, v: f64) -> Result {
         self.float(v)
-    }
-    fn serialize_char(self, v: char) -> Result {
-        write_str(self.out, v.encode_utf8(&mut [0; 4]));
-        Ok(())
-    }
-    fn serialize_str(self, v: &str) -> Result {
-        write_str(self.out, v);
-        Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result {
         let mut seq = Compound::open(self.out, b'[', b']', false);
@@ -303,24 +333,7 @@ impl<'a> ser::Serializer for Writer<'a> {
     fn serialize_unit_struct(self, _name: &'static str) -> Result {
         self.serialize_unit()
     }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result {
-        self.serialize_str(variant)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        name: &'static str,
-        value: &T,
-    ) -> Result {
-        if name.starts_with(SERDE_JSON_PRIVATE) {
-            return Err(Unsupported);
-        }
-        value.serialize(self)
-    }
+    same_as_a_string!();
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         mut self,
         _name: &'static str,
@@ -343,14 +356,13 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(Compound::open(self.out, b'[', b']', false))
     }
     fn serialize_tuple_variant(
-        mut self,
+        self,
         _name: &'static str,
         _index: u32,
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>> {
-        self.open_variant(variant);
-        Ok(Compound::open(self.out, b'[', b']', true))
+        Ok(self.variant(variant, b'[', b']'))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>> {
         Ok(Compound::open(self.out, b'{', b'}', false))
@@ -362,60 +374,39 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(Compound::open(self.out, b'{', b'}', false))
     }
     fn serialize_struct_variant(
-        mut self,
+        self,
         _name: &'static str,
         _index: u32,
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>> {
-        self.open_variant(variant);
-        Ok(Compound::open(self.out, b'{', b'}', true))
+        Ok(self.variant(variant, b'{', b'}'))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
+/// The element-by-element compounds: sequences, tuples and their struct
+/// and variant forms all write `[a,b,…]` (a variant inside its object).
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
+            fn end(self) -> Result {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -434,27 +425,27 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(key, value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
+/// Structs and struct variants write `{"field":value,…}`.
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Unsupported;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result {
+                self.member(key, value)
+            }
+            fn end(self) -> Result {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(key, value)
-    }
-    fn end(self) -> Result {
-        self.finish()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// A map key: a string as itself, an integer or a bool in quotes (as
 /// serde_json writes them); anything else is left to serde_json.
@@ -482,31 +473,7 @@ impl ser::Serializer for KeyWriter<'_> {
     type SerializeStruct = Impossible<(), Unsupported>;
     type SerializeStructVariant = Impossible<(), Unsupported>;
 
-    fn serialize_str(self, v: &str) -> Result {
-        write_str(self.out, v);
-        Ok(())
-    }
-    fn serialize_char(self, v: char) -> Result {
-        self.serialize_str(v.encode_utf8(&mut [0; 4]))
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result {
-        self.serialize_str(variant)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        name: &'static str,
-        value: &T,
-    ) -> Result {
-        if name.starts_with(SERDE_JSON_PRIVATE) {
-            return Err(Unsupported);
-        }
-        value.serialize(self)
-    }
+    same_as_a_string!();
     fn serialize_bool(self, v: bool) -> Result {
         self.quoted(v)
     }
