@@ -588,9 +588,11 @@ impl Host {
         } else {
             Vec::new()
         };
-        // Unredacted, the value is the parse of `out`: the journal hashes
-        // the text (see `Observation::with_output_text`).
-        let output_text = redactions.is_empty().then(|| out.to_owned());
+        // Unredacted, the value is the parse of `out`: a journal hashes
+        // the text (see `Observation::with_output_text`). No journal, no
+        // copy.
+        let journaled = self.recorder.journal.is_some();
+        let output_text = (journaled && redactions.is_empty()).then(|| out.to_owned());
         let mut notes: Vec<_> = redactions.into_iter().map(|r| note(r, "output")).collect();
         let name = &t.descriptor.name;
         let mut obs = match text {

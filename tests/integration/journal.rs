@@ -95,6 +95,7 @@ fn first_try_valid_rate_and_attempts_of_a_scripted_trajectory() {
         (3, "c3", good, "ok"),
         (4, "c4", good, "ok"),
     ];
+    let mut first_output = None;
     for (turn, call_id, args, expect) in script {
         let obs = call_with(
             &host,
@@ -106,6 +107,7 @@ fn first_try_valid_rate_and_attempts_of_a_scripted_trajectory() {
         );
         match expect {
             "ok" => {
+                first_output.get_or_insert_with(|| obs["output"].clone());
                 expect_ok(&obs);
                 assert_eq!(obs["consecutive_failures"], 0);
             }
@@ -137,7 +139,14 @@ fn first_try_valid_rate_and_attempts_of_a_scripted_trajectory() {
     assert_eq!(e.args_sha256, journal::args_sha256(good));
     assert_eq!(e.args_summary["args"]["path"], "a.txt");
     assert_eq!(e.args_summary["args"]["offset"], 1);
-    assert!(e.result_sha256.as_ref().is_some_and(|h| h.len() == 64));
+    // The result's version: the SHA-256 of the canonical output (the
+    // journal hashes it from the tool's JSON text on its own thread).
+    let canonical = toolhost::canonical::canonicalize(&first_output.unwrap()).unwrap();
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(canonical.as_bytes());
+    assert_eq!(
+        e.result_sha256.as_deref(),
+        Some(hex::encode(digest).as_str())
+    );
     assert!(e.output_bytes > 0 && e.ended_at >= e.started_at);
     assert_eq!(e.host, "h1");
     assert_eq!(entries[2].error_code.as_deref(), Some("invalid_arguments"));
