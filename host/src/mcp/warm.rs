@@ -117,7 +117,7 @@ impl WarmThread {
     /// How long to spin for the result of a call of `tool`: [`RESULT_SPIN`],
     /// or nothing when its recent results took longer than that (a page of
     /// 500 lines takes ~700 µs: spinning 400 µs of it only delays the
-    /// journal and the client on two cores; over stdio, 64 pages of a
+    /// journal and the client on two cores; over stdio, the 38 pages of a
     /// 1 MiB file took 63 ms instead of 65, and the runtime thread's CPU
     /// per page fell from ~620 to ~250 µs).
     pub(crate) fn result_spin(&self, tool: &str) -> Duration {
