@@ -12,7 +12,7 @@ use toolhost_sdk::files::{self, FileIndex};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 use crate::text::{
-    clip_line, json_str_len, normalize_rel, read_text_file, sha256_hex, MAX_FILE_BYTES,
+    clip_line, into_text, json_str_len, normalize_rel, read_text_file, sha256_hex, MAX_FILE_BYTES,
 };
 
 /// Longest line returned unclipped, in characters.
@@ -256,10 +256,7 @@ fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut region = vec![0; len];
     file.read_exact(&mut region).ok()?;
-    let text = std::str::from_utf8(&region).ok()?;
-    if text.contains('\0') {
-        return None;
-    }
+    let text = into_text(region).ok()?;
     let mut lines = text.lines();
     for _ in 0..skip {
         lines.next()?;
