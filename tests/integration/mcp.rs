@@ -1023,6 +1023,120 @@ fn http_stateless_list_and_call() {
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
 }
 
+/// `text` with the numbers of `"key":` set to 0 for each key.
+fn zeroed(text: &str, keys: &[&str]) -> String {
+    let mut out = text.to_string();
+    for key in keys {
+        let needle = format!("\"{key}\":");
+        let mut at = 0;
+        while let Some(i) = out[at..].find(&needle) {
+            let start = at + i + needle.len();
+            let end = start
+                + out[start..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(out.len() - start);
+            out.replace_range(start..end, "0");
+            at = start;
+        }
+    }
+    out
+}
+
+/// A plain stateless `tools/call` is answered without rmcp's per-request
+/// service (`mcp::direct`); the same request with an `Origin` (allowed, but
+/// a header that path leaves to rmcp) goes through rmcp. The two answers
+/// are the same bytes, the call's timings aside, whatever the outcome: a
+/// result, a denial, an invalid argument text, a JSON-RPC error. A request
+/// whose headers disagree with its body gets rmcp's refusal.
+#[test]
+fn http_stateless_call_answers_alike_with_and_without_rmcp() {
+    let setup = Setup::new(&["tp_conformance"]);
+    let server = HttpServer::start(&setup, &[]);
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "dev.toolhost/trajectory_id": "t", "dev.toolhost/call_id": "c"}"#;
+    let call = |id: u32, name: &str, arguments: &str, meta: &str| {
+        format!(
+            r#"{{"jsonrpc": "2.0", "id": {id}, "method": "tools/call",
+                "params": {{"name": "{name}", "arguments": {arguments}, "_meta": {meta}}}}}"#
+        )
+    };
+    let cases = [
+        (call(1, "file_view", r#"{"path": "pub/a.txt"}"#, meta), "ok"),
+        (
+            call(2, "file_view", r#"{"path": "secret/b.txt"}"#, meta),
+            "denied",
+        ),
+        (
+            call(
+                3,
+                "file_view",
+                r#"{"path": "pub/a.txt", "path": "x"}"#,
+                meta,
+            ),
+            "error",
+        ),
+        (call(4, "nope", "{}", meta), "-32602"),
+        (
+            call(
+                5,
+                "file_view",
+                r#"{"path": "pub/a.txt"}"#,
+                &meta.replace(r#""t""#, "1"),
+            ),
+            "-32602",
+        ),
+    ];
+    for (body, expected) in &cases {
+        let name = serde_json::from_str::<Value>(body).unwrap()["params"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", name.as_str()),
+        ];
+        let direct = server.post(&headers, body.as_bytes());
+        headers.push(("Origin", "http://localhost:1"));
+        let rmcp = server.post(&headers, body.as_bytes());
+        assert_eq!(direct.status, 200, "{body}: {}", direct.body);
+        assert_eq!(rmcp.status, direct.status, "{body}: {}", rmcp.body);
+        assert_eq!(direct.header("content-type"), Some("application/json"));
+        assert_eq!(rmcp.header("content-type"), direct.header("content-type"));
+        let timings = ["wall_time_us", "wait_us"];
+        assert_eq!(
+            zeroed(&direct.body, &timings),
+            zeroed(&rmcp.body, &timings),
+            "{body}"
+        );
+        let reply = direct.reply();
+        let outcome = match reply["error"]["code"].as_i64() {
+            Some(code) => code.to_string(),
+            None => observation_of(&reply)["status"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        };
+        assert_eq!(&outcome, expected, "{reply}");
+    }
+    let (body, _) = &cases[0];
+    let refused = server.post(
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "file_edit"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("Mcp-Name"), "{}", refused.body);
+}
+
 #[test]
 fn http_duplicate_argument_keys_are_refused_not_collapsed() {
     let setup = Setup::new(&[]);

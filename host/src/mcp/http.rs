@@ -38,6 +38,8 @@ type Service = StreamableHttpService<McpServer, Sessions>;
 /// What the HTTP layer needs besides the service.
 struct Front {
     policy: Arc<dyn SessionPolicy>,
+    /// Makes the handler of a call answered without rmcp (`direct`).
+    server: McpServer,
     sessions: Arc<Sessions>,
     limits: HttpLimits,
     /// For `/metrics`.
@@ -249,6 +251,16 @@ async fn route(
                 .expect("a valid response"));
         }
     }
+    // A plain stateless tools/call: answered here (see `direct`).
+    if is_json {
+        let call = {
+            let generation = front.state.current();
+            super::direct::read(&parts, &bytes, |name| generation.header_params(name))
+        };
+        if let Some(call) = call {
+            return Ok(super::direct::answer(&front.server.fresh(), call, &parts).await);
+        }
+    }
     // A new session (no session id yet): refuse it here, with a proper
     // status, when its owner or the server has no room.
     if !parts.headers.contains_key("mcp-session-id") {
@@ -290,13 +302,15 @@ pub(super) async fn serve(
     if !local.ip().is_unspecified() {
         let _ = state.http_url.set(format!("http://{local}/mcp"));
     }
-    let server = McpServer::new(state.clone(), None);
+    let server = McpServer::new(state.clone(), None).with_warm_thread();
     let sessions = Arc::new(Sessions::new(limits.sessions));
     sessions.spawn_reaper();
+    let handler = server.clone();
     let service: Service =
-        StreamableHttpService::new(move || Ok(server.fresh()), sessions.clone(), config);
+        StreamableHttpService::new(move || Ok(handler.fresh()), sessions.clone(), config);
     let front = Arc::new(Front {
         policy,
+        server,
         sessions,
         limits,
         state,

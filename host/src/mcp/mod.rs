@@ -15,10 +15,11 @@
 //!   text block) and the envelope is in the result's `_meta` (see
 //!   [`listing`]). The listing is the same bytes in every session with the
 //!   same plugins and grants (name order, no per-session fields).
-//! - `tools/call`: [`Host::run`] off the runtime thread (on a
-//!   stdio session first a call thread kept warm between calls, `warm`), with the
+//! - `tools/call`: [`Host::run`] off the runtime thread (first on the
+//!   server's call thread, kept warm between calls, `warm`), with the
 //!   client's own argument text when rmcp's parse would have collapsed a
-//!   duplicate key (`raw_args`). Any
+//!   duplicate key (`raw_args`); over HTTP a plain stateless call skips
+//!   rmcp's per-request service for the same handler code (`direct`). Any
 //!   non-`ok` observation is `isError: true`; an unknown (or hidden) tool is
 //!   JSON-RPC `-32602`. With a progress token the server sends
 //!   `notifications/progress` while the call runs (0 at the start, the share
@@ -73,6 +74,7 @@ macro_rules! warn {
 }
 
 pub mod call_meta;
+mod direct;
 mod http;
 pub mod listing;
 mod raw_args;
@@ -390,6 +392,9 @@ pub(crate) struct Generation {
     /// The same as rmcp values (for its per-request header checks), parsed
     /// once per catalog rather than per request.
     pub parsed: Vec<Option<rmcp::model::Tool>>,
+    /// Per tool, whether its input schema declares `Mcp-Param-*` headers
+    /// (`x-mcp-header`): rmcp checks such calls' headers (see `direct`).
+    header_params: Vec<bool>,
     /// Digest of every definition, to tell whether a reload changed anything.
     pub fingerprint: String,
 }
@@ -420,12 +425,25 @@ impl Generation {
             .iter()
             .map(|(_, def)| serde_json::from_value(def.clone()).ok())
             .collect();
+        let header_params = tools
+            .iter()
+            .map(|(_, def)| direct::declares_header_params(&def["inputSchema"]))
+            .collect();
         Generation {
             host,
             tools,
             parsed,
+            header_params,
             fingerprint,
         }
+    }
+
+    /// Whether calls of `name` carry `Mcp-Param-*` headers (its published
+    /// input schema declares one); false for a name not in the list.
+    pub(super) fn header_params(&self, name: &str) -> bool {
+        self.tools
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .is_ok_and(|i| self.header_params[i])
     }
 }
 
@@ -453,6 +471,8 @@ pub(crate) struct State {
     /// the rest wait their turn without holding a thread. (Two, not one, so
     /// that a slow call does not hold up every quick one.)
     pub running: tokio::sync::Semaphore,
+    /// The permits `running` started with ([`call_slots`]).
+    pub slots: usize,
 }
 
 /// How many calls a server runs at once (the semaphore of each session's state): two per
@@ -654,6 +674,7 @@ pub fn serve(
         page_size: args.page_size.max(1),
         lazy: args.lazy_tools,
         running: tokio::sync::Semaphore::new(call_slots()),
+        slots: call_slots(),
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(

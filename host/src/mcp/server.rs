@@ -7,17 +7,18 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    Implementation, InitializeResult, JsonObject, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourceContents, ServerCapabilities, SetLevelRequestParams,
-    SubscriptionFilter, Tool,
+    ReadResourceResult, RequestId, RequestMetaObject, ResourceContents, ServerCapabilities,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
@@ -41,7 +42,7 @@ pub(super) struct McpServer {
     /// Argument texts the strict parse refused, by request id (stdio; over
     /// HTTP they come with the request).
     kept: KeptArguments,
-    /// The stdio session's warm call thread ([`warm`]).
+    /// The server's warm call thread ([`warm`]), shared by its sessions.
     warm: Option<Arc<WarmThread>>,
     /// Lazy mode: the tools `find_tools` revealed to this session, on top
     /// of `find_tools` itself.
@@ -52,6 +53,39 @@ pub(super) struct McpServer {
     alive: Arc<tokio::sync::watch::Sender<()>>,
     /// This session's id for the circuit breaker (its calls' conversation).
     conversation: Arc<str>,
+}
+
+/// One `tools/call` as the call path reads it, whichever way it came:
+/// through rmcp's service ([`CallRequest::of`], with the peer notifications
+/// go to) or answered straight from an HTTP request (`direct`, without a
+/// peer: such a request asks for nothing a notification would carry).
+pub(super) struct CallRequest<'a> {
+    /// The JSON-RPC id.
+    pub id: &'a RequestId,
+    /// The request's `_meta`.
+    pub meta: &'a RequestMetaObject,
+    /// The HTTP request it came in: its scope, kept argument text, `Host`.
+    pub parts: Option<&'a http::request::Parts>,
+    /// Cancelled when the client cancels the request or goes away.
+    pub ct: &'a CancellationToken,
+    /// Where progress, log lines and list changes go.
+    pub peer: Option<&'a Peer<RoleServer>>,
+    /// A 2026-07-28 request: no session, nothing kept after it.
+    pub stateless: bool,
+}
+
+impl<'a> CallRequest<'a> {
+    /// The request rmcp's service hands the handler.
+    fn of(cx: &'a RequestContext<RoleServer>) -> CallRequest<'a> {
+        CallRequest {
+            id: &cx.id,
+            meta: &cx.meta,
+            parts: cx.extensions.get::<http::request::Parts>(),
+            ct: &cx.ct,
+            peer: Some(&cx.peer),
+            stateless: is_stateless(cx),
+        }
+    }
 }
 
 impl McpServer {
@@ -68,13 +102,31 @@ impl McpServer {
         }
     }
 
-    /// A handler for a new session: same state, own log level.
+    /// A handler for a new session: same state and warm thread, own log
+    /// level.
     pub(super) fn fresh(&self) -> McpServer {
-        McpServer::new(self.state.clone(), self.default_scope.clone())
+        McpServer {
+            warm: self.warm.clone(),
+            ..McpServer::new(self.state.clone(), self.default_scope.clone())
+        }
     }
 
-    fn scope(&self, cx: &RequestContext<RoleServer>) -> Result<Arc<SessionScope>, ErrorData> {
-        if let Some(parts) = cx.extensions.get::<http::request::Parts>() {
+    /// This handler with a warm call thread ([`warm`]) that also drops the
+    /// calls' stores and makes the next instances between calls (one
+    /// sandbox serves every generation); without one when the thread
+    /// cannot start (calls then use the blocking pool).
+    pub(super) fn with_warm_thread(mut self) -> McpServer {
+        let sandbox = self.state.current().host.sandbox().clone();
+        let idle = sandbox.clone();
+        match WarmThread::spawn(move || sandbox.defer_to_idle(), move || idle.idle_work()) {
+            Ok(warm) => self.warm = Some(Arc::new(warm)),
+            Err(e) => log!("toolhost: no warm call thread ({e}); calls use the blocking pool"),
+        }
+        self
+    }
+
+    fn scope(&self, parts: Option<&http::request::Parts>) -> Result<Arc<SessionScope>, ErrorData> {
+        if let Some(parts) = parts {
             if let Some(scope) = parts.extensions.get::<Arc<SessionScope>>() {
                 return Ok(scope.clone());
             }
@@ -88,15 +140,18 @@ impl McpServer {
     /// builds the `CallToolResult`.
     async fn finish(
         &self,
-        cx: &RequestContext<RoleServer>,
+        req: &CallRequest<'_>,
         name: &str,
         obs: Observation,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !obs.logs.stderr.is_empty() && self.logs_enabled(cx) {
-            for line in obs.logs.stderr.lines().take(MAX_LOG_LINES) {
-                let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(line))
-                    .with_logger(name.to_string());
-                let _ = cx.peer.notify_logging_message(param).await;
+        if let Some(peer) = req.peer.filter(|_| !obs.logs.stderr.is_empty()) {
+            if self.logs_enabled(req) {
+                for line in obs.logs.stderr.lines().take(MAX_LOG_LINES) {
+                    let param =
+                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(line))
+                            .with_logger(name.to_string());
+                    let _ = peer.notify_logging_message(param).await;
+                }
             }
         }
         // The model reads the observation's text (the last text block; the
@@ -151,14 +206,10 @@ impl McpServer {
     /// The arguments as the pipeline gets them: the client's own text when
     /// rmcp's parse hid a problem in it (see [`raw_args`]), else rmcp's
     /// value.
-    fn arguments(
-        &self,
-        cx: &RequestContext<RoleServer>,
-        parsed: Option<serde_json::Map<String, Value>>,
-    ) -> String {
+    fn arguments(&self, req: &CallRequest<'_>, parsed: Option<JsonObject>) -> String {
         let parsed = Value::Object(parsed.unwrap_or_default());
-        let id = serde_json::to_string(&cx.id).unwrap_or_default();
-        let kept = match cx.extensions.get::<http::request::Parts>() {
+        let id = serde_json::to_string(req.id).unwrap_or_default();
+        let kept = match req.parts {
             Some(parts) => parts.extensions.get::<RawArguments>().cloned(),
             None => self.kept.take(&id),
         };
@@ -170,18 +221,14 @@ impl McpServer {
     /// the HTTP configuration names the URL this request came in on.
     fn delegate(
         &self,
-        cx: &RequestContext<RoleServer>,
+        req: &CallRequest<'_>,
         scope: &SessionScope,
         host: &crate::pipeline::Host,
         arguments: &str,
     ) -> Observation {
         let mut config = self.state.client.clone();
         config.http_url = self.state.http_url.get().cloned();
-        if let Some(parts) = cx
-            .extensions
-            .get::<http::request::Parts>()
-            .filter(|_| config.http_url.is_none())
-        {
+        if let Some(parts) = req.parts.filter(|_| config.http_url.is_none()) {
             if let Some(authority) = parts
                 .headers
                 .get(http::header::HOST)
@@ -194,7 +241,7 @@ impl McpServer {
             config.workspace = Some(scope.session.workspace().root().display().to_string());
         }
         let session = &scope.session;
-        let call_id = call_meta::parse(&cx.meta)
+        let call_id = call_meta::parse(req.meta)
             .ok()
             .and_then(|m| m.call_id)
             .unwrap_or_else(new_call_id);
@@ -205,8 +252,13 @@ impl McpServer {
     /// first spilled result and, in lazy mode, the tools a `find_tools`
     /// call found. A change is announced with
     /// `notifications/tools/list_changed` (before the result, so the client
-    /// can list again as soon as it reads it).
-    async fn reveal(&self, cx: &RequestContext<RoleServer>, name: &str, obs: &Observation) {
+    /// can list again as soon as it reads it). A stateless HTTP request
+    /// has no session to add them to (its handler is made for it and
+    /// dropped after it): its list stays the same, and nothing is announced.
+    async fn reveal(&self, req: &CallRequest<'_>, name: &str, obs: &Observation) {
+        let Some(peer) = req.peer.filter(|_| !(req.stateless && req.parts.is_some())) else {
+            return;
+        };
         let mut found: Vec<String> = Vec::new();
         if self.state.lazy && name == crate::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
@@ -227,16 +279,16 @@ impl McpServer {
             revealed.len() > before
         };
         if added {
-            let _ = cx.peer.notify_tool_list_changed().await;
+            let _ = peer.notify_tool_list_changed().await;
         }
     }
 
     /// Whether stderr lines of a call go out as `notifications/message`.
-    fn logs_enabled(&self, cx: &RequestContext<RoleServer>) -> bool {
-        if let Some(level) = cx.meta.log_level() {
+    fn logs_enabled(&self, req: &CallRequest<'_>) -> bool {
+        if let Some(level) = req.meta.log_level() {
             return rank(level) <= rank(LoggingLevel::Info);
         }
-        if is_stateless(cx) {
+        if req.stateless {
             return false;
         }
         match *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -295,6 +347,37 @@ struct ParsedCall {
 }
 
 impl McpServer {
+    /// `tools/call`: the tool `name` with `arguments`, for `req`.
+    pub(super) async fn call(
+        &self,
+        req: &CallRequest<'_>,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = self.arguments(req, arguments);
+        // Wait for a free core without holding a thread.
+        let _running = self.state.running.acquire().await;
+        let scope = self.scope(req.parts)?;
+        let generation = self.state.current();
+        // Dispatch: the host's own `delegate` tool, or a catalog tool.
+        if name == crate::delegation::TOOL_NAME && scope.may_delegate() {
+            let obs = self.delegate(req, &scope, &generation.host, &arguments);
+            return self.finish(req, name, obs).await;
+        }
+        let parsed = match self.parse_call(req, &generation, &scope, name) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                self.journal_refusal(&generation, &scope, name, &arguments);
+                return Err(e);
+            }
+        };
+        let obs = self
+            .execute(req, generation, scope, name.to_string(), arguments, parsed)
+            .await?;
+        self.reveal(req, name, &obs).await;
+        self.finish(req, name, obs).await
+    }
+
     /// A `tools/call` refused before the pipeline (a tool this session
     /// cannot see, or unusable `_meta`) is journaled all the same.
     fn journal_refusal(
@@ -339,7 +422,7 @@ impl McpServer {
     /// id, idempotency key, plan token) and mode.
     fn parse_call(
         &self,
-        cx: &RequestContext<RoleServer>,
+        req: &CallRequest<'_>,
         generation: &Generation,
         scope: &SessionScope,
         name: &str,
@@ -374,7 +457,7 @@ impl McpServer {
                 0 => Limits::default().timeout,
                 ms => Duration::from_millis(ms.into()),
             });
-        let meta = call_meta::parse(&cx.meta).map_err(|e| {
+        let meta = call_meta::parse(req.meta).map_err(|e| {
             ErrorData::invalid_params(
                 e.to_string(),
                 Some(json!({"field": format!("_meta.{}", e.key), "expected": e.expected, "actual": e.actual})),
@@ -395,20 +478,22 @@ impl McpServer {
         Ok(ParsedCall {
             opts,
             mode: if meta.dry_run { Mode::Plan } else { Mode::Run },
-            progress: cx.meta.get_progress_token(),
+            progress: req.meta.get_progress_token(),
             budget,
         })
     }
 
     /// The one executor: [`Host::run`](crate::pipeline::Host::run) off the
     /// runtime's async work, stoppable by the client's cancellation. Where
-    /// it runs depends only on the transport and on progress: a stdio call
-    /// without progress on the warm call thread (else the blocking pool),
-    /// an HTTP call without progress on this worker, and a call with
-    /// progress on the blocking pool while this task sends heartbeats.
+    /// it runs depends only on progress: a call without progress on the
+    /// warm call thread (else the blocking pool; on this worker when the
+    /// server has no warm thread and the runtime has workers to spare), a
+    /// call with progress on the blocking pool while this task sends
+    /// heartbeats. (Never inline on a worker: WASI's file calls block on
+    /// the runtime of the thread they run on.)
     async fn execute(
         &self,
-        cx: &RequestContext<RoleServer>,
+        req: &CallRequest<'_>,
         generation: Arc<Generation>,
         scope: Arc<SessionScope>,
         name: String,
@@ -438,26 +523,28 @@ impl McpServer {
             tokio::runtime::Handle::current().runtime_flavor(),
             tokio::runtime::RuntimeFlavor::MultiThread
         );
-        match progress {
-            None if !multi_thread => self.on_call_thread(cx, &name, run_call, cancel).await,
-            None => Ok(on_this_worker(cx, run_call, cancel)),
-            Some(token) => {
+        match progress.zip(req.peer) {
+            None if self.warm.is_some() || !multi_thread => {
+                self.on_call_thread(req.ct, &name, run_call, cancel).await
+            }
+            None => Ok(on_this_worker(req.ct, run_call, cancel)),
+            Some((token, peer)) => {
                 let heartbeat = Heartbeat {
                     token,
                     name: &name,
                     started,
                     budget,
                 };
-                with_progress(cx, run_call, cancel, heartbeat).await
+                with_progress(peer, req.ct, run_call, cancel, heartbeat).await
             }
         }
     }
 
-    /// stdio (a single-threaded runtime), no progress to report: the warm
-    /// call thread when it is free (see `warm`), else the blocking pool.
+    /// No progress to report: the warm call thread when it is free (see
+    /// `warm`), else the blocking pool.
     async fn on_call_thread(
         &self,
-        cx: &RequestContext<RoleServer>,
+        ct: &CancellationToken,
         tool: &str,
         run_call: impl FnOnce() -> Observation + Send + 'static,
         cancel: CancelToken,
@@ -477,15 +564,20 @@ impl McpServer {
                 rx
             }
         };
-        let spin = self
-            .warm
-            .as_ref()
-            .map_or(warm::RESULT_SPIN, |w| w.result_spin(tool));
+        // Spin only for the one call running: beside others, the spinning
+        // thread would take the CPU they run on (HTTP with 8 clients: a
+        // third fewer calls a second).
+        let alone = self.state.running.available_permits() + 1 >= self.state.slots;
+        let spin = match &self.warm {
+            _ if !alone => Duration::ZERO,
+            Some(w) => w.result_spin(tool),
+            None => warm::RESULT_SPIN,
+        };
         let result = match warm::take_result(rx, spin) {
             Ok(obs) => Ok(obs),
             Err(mut rx) => tokio::select! {
                 done = &mut rx => done,
-                _ = cx.ct.cancelled() => {
+                _ = ct.cancelled() => {
                     cancel.cancel();
                     rx.await
                 }
@@ -501,12 +593,12 @@ impl McpServer {
 /// No progress to report: run on this worker (cheaper than a hop to the
 /// blocking pool) and let a small task relay a cancellation.
 fn on_this_worker(
-    cx: &RequestContext<RoleServer>,
+    ct: &CancellationToken,
     run_call: impl FnOnce() -> Observation,
     cancel: CancelToken,
 ) -> Observation {
     let relay = {
-        let ct = cx.ct.clone();
+        let ct = ct.clone();
         tokio::spawn(async move {
             ct.cancelled().await;
             cancel.cancel();
@@ -529,7 +621,8 @@ struct Heartbeat<'a> {
 /// `notifications/progress`: 0 at the start, the share of the budget used
 /// so far, 100 at the end.
 async fn with_progress(
-    cx: &RequestContext<RoleServer>,
+    peer: &Peer<RoleServer>,
+    ct: &CancellationToken,
     run_call: impl FnOnce() -> Observation + Send + 'static,
     cancel: CancelToken,
     beat: Heartbeat<'_>,
@@ -542,7 +635,7 @@ async fn with_progress(
     } = beat;
     let mut run = tokio::task::spawn_blocking(run_call);
     let notify = |progress: f64, message: String| {
-        let peer = cx.peer.clone();
+        let peer = peer.clone();
         let param = ProgressNotificationParam::new(token.clone(), progress)
             .with_total(100.0)
             .with_message(message);
@@ -559,7 +652,7 @@ async fn with_progress(
             done = &mut run => {
                 break done.map_err(|e| ErrorData::internal_error(format!("the call thread failed: {e}"), None))?;
             }
-            _ = cx.ct.cancelled(), if !cancelled => {
+            _ = ct.cancelled(), if !cancelled => {
                 cancel.cancel();
                 cancelled = true;
             }
@@ -612,7 +705,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let scope = self.scope(&cx)?;
+        let scope = self.scope(cx.extensions.get::<http::request::Parts>())?;
         let generation = self.state.current();
         let revealed = self
             .revealed
@@ -692,29 +785,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = self.arguments(&cx, request.arguments);
-        // Wait for a free core without holding a thread.
-        let _running = self.state.running.acquire().await;
-        let scope = self.scope(&cx)?;
-        let generation = self.state.current();
-        let name = request.name.to_string();
-        // Dispatch: the host's own `delegate` tool, or a catalog tool.
-        if name == crate::delegation::TOOL_NAME && scope.may_delegate() {
-            let obs = self.delegate(&cx, &scope, &generation.host, &arguments);
-            return self.finish(&cx, &name, obs).await;
-        }
-        let parsed = match self.parse_call(&cx, &generation, &scope, &name) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                self.journal_refusal(&generation, &scope, &name, &arguments);
-                return Err(e);
-            }
-        };
-        let obs = self
-            .execute(&cx, generation, scope, name.clone(), arguments, parsed)
-            .await?;
-        self.reveal(&cx, &name, &obs).await;
-        self.finish(&cx, &name, obs).await
+        self.call(&CallRequest::of(&cx), &request.name, request.arguments)
+            .await
     }
 
     /// The published definition; rmcp checks `Mcp-Param-*` headers
@@ -736,7 +808,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let scope = self.scope(&cx)?;
+        let scope = self.scope(cx.extensions.get::<http::request::Parts>())?;
         let generation = self.state.current();
         let uri = request.uri;
         let not_found =
@@ -853,16 +925,8 @@ pub(super) async fn serve_stdio(
     let transport = UniqueIds::new(
         AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes),
     );
-    // The warm thread drops its calls' stores and makes the next instances
-    // between calls (one sandbox serves every generation).
-    let sandbox = state.current().host.sandbox().clone();
-    let mut server = McpServer::new(state, Some(scope));
+    let mut server = McpServer::new(state, Some(scope)).with_warm_thread();
     server.kept = kept;
-    let idle = sandbox.clone();
-    match WarmThread::spawn(move || sandbox.defer_to_idle(), move || idle.idle_work()) {
-        Ok(warm) => server.warm = Some(Arc::new(warm)),
-        Err(e) => log!("toolhost: no warm call thread ({e}); calls use the blocking pool"),
-    }
     let running = server
         .serve(transport)
         .await

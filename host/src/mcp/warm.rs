@@ -1,19 +1,21 @@
-//! A warm thread for the calls of a stdio session.
+//! A warm thread for a server's calls.
 //!
-//! A stdio session runs its calls off the runtime thread, so that the
-//! session stays responsive while one runs (cancellation, progress, other
-//! requests). Handing a call to a parked thread and the result back costs
-//! two wake-ups, and on a virtual machine with an idle second CPU each can
-//! take tens of microseconds, more than a trivial call itself. So the
-//! session keeps one thread that, after each call, spins for a short while
-//! ([`SPIN`]) before it parks: a client calling in a loop finds it awake.
-//! The runtime side spins briefly on the result in the same way
+//! A server runs its calls off the runtime's threads, so that its sessions
+//! stay responsive while one runs (cancellation, progress, other
+//! requests). A stdio session has its own; an HTTP server shares one among
+//! its requests. Handing a call to a parked thread and the result back
+//! costs two wake-ups, and on a virtual machine with an idle second CPU
+//! each can take tens of microseconds, more than a trivial call itself. So
+//! the server keeps one thread that, after each call, spins for a short
+//! while ([`SPIN`]) before it parks: a client calling in a loop finds it
+//! awake. The runtime side spins briefly on the result in the same way
 //! ([`take_result`]), unless the tool's recent calls took longer than that
-//! spin ([`WarmThread::result_spin`]): spinning for a result that comes
-//! later anyway only takes the CPU the rest of the session needs (the
-//! client, the journal). Both spins are bounded, so an idle session costs
+//! spin ([`WarmThread::result_spin`]) or other calls are running (the
+//! caller decides): spinning for a result that comes later anyway only
+//! takes the CPU the rest of the server needs (the client, the journal,
+//! the other calls). Both spins are bounded, so an idle server costs
 //! nothing; a call that arrives while the thread is busy goes to the
-//! blocking pool as before.
+//! blocking pool.
 //!
 //! Between answering a call and spinning, the thread runs its idle work
 //! (for a session, the sandbox's: dropping used stores and making the next
