@@ -391,7 +391,7 @@ pub(crate) struct Generation {
     pub tools: Vec<(String, Value)>,
     /// The same as rmcp values (for its per-request header checks), parsed
     /// once per catalog rather than per request.
-    pub parsed: Vec<Option<rmcp::model::Tool>>,
+    parsed: Vec<Option<rmcp::model::Tool>>,
     /// Per tool, whether its input schema declares `Mcp-Param-*` headers
     /// (`x-mcp-header`): rmcp checks such calls' headers (see `direct`).
     header_params: Vec<bool>,
@@ -438,12 +438,22 @@ impl Generation {
         }
     }
 
+    /// Where `name` is in [`Generation::tools`] (and the lists beside it).
+    fn position(&self, name: &str) -> Option<usize> {
+        self.tools
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+    }
+
+    /// The published definition of `name` as an rmcp value.
+    pub(super) fn rmcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.parsed[self.position(name)?].clone()
+    }
+
     /// Whether calls of `name` carry `Mcp-Param-*` headers (its published
     /// input schema declares one); false for a name not in the list.
     pub(super) fn header_params(&self, name: &str) -> bool {
-        self.tools
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .is_ok_and(|i| self.header_params[i])
+        self.position(name).is_some_and(|i| self.header_params[i])
     }
 }
 
@@ -655,6 +665,7 @@ pub fn serve(
     {
         bail!("--plugin {}: not loaded: {}", p.plugin, p.reason);
     }
+    let slots = call_slots();
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
         records,
@@ -673,8 +684,8 @@ pub fn serve(
         },
         page_size: args.page_size.max(1),
         lazy: args.lazy_tools,
-        running: tokio::sync::Semaphore::new(call_slots()),
-        slots: call_slots(),
+        running: tokio::sync::Semaphore::new(slots),
+        slots,
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(

@@ -792,12 +792,7 @@ impl ServerHandler for McpServer {
     /// The published definition; rmcp checks `Mcp-Param-*` headers
     /// (SEP-2243) of HTTP requests against its `x-mcp-header` properties.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let generation = self.state.current();
-        let i = generation
-            .tools
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .ok()?;
-        generation.parsed[i].clone()
+        self.state.current().rmcp_tool(name)
     }
 
     /// `resources/read` of a spilled result (`toolhost://artifacts/<id>`,
