@@ -1459,6 +1459,56 @@ fn http_session_cancellation_stops_the_running_instance() {
     drop(call);
 }
 
+/// A stateless call (answered by toolhost's own route, `mcp::direct`)
+/// whose client goes away: the instance stops, the server goes on.
+#[test]
+fn http_stateless_call_stops_when_its_client_goes_away() {
+    let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
+    let server = HttpServer::start(
+        &setup,
+        &["--timeout-ms", "60000", "--fuel", "1000000000000000"],
+    );
+    let mut call = server.connect();
+    write_request(
+        &mut call,
+        "POST",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "spin_forever"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "spin_forever", "arguments": {}, "_meta": stateless_meta()}})
+        .to_string()
+        .as_bytes(),
+    );
+    let pid = server.child.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let spinning = cpu_during(pid, Duration::from_secs(1));
+    assert!(
+        spinning >= Duration::from_millis(100),
+        "spin_forever should be burning CPU ({spinning:?} in 1 s)"
+    );
+    call.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(call);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = cpu_during(pid, Duration::from_secs(1));
+    assert!(
+        after * 4 < spinning,
+        "the instance kept running after its client went away: {after:?} of CPU in 1 s (was {spinning:?})"
+    );
+    let reply = stateless(
+        &server,
+        8,
+        "tools/call",
+        json!({"name": "test_simple_text", "arguments": {}}),
+    )
+    .reply();
+    assert_eq!(observation_of(&reply)["status"], "ok");
+}
+
 /// Mints a capability token with the `toolhost cap mint` command.
 pub(crate) fn mint(key: &std::path::Path, caveats: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))

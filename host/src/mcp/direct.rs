@@ -168,14 +168,16 @@ pub(super) fn read(
 
 /// Runs `call` with `server` and answers it as rmcp would: the JSON-RPC
 /// result or error, `200 OK`, `application/json`. A client that goes away
-/// cancels the call (the future is dropped).
+/// stops the call: hyper drops this future with the connection, and the
+/// call path stops a call whose waiting future is dropped. (Nothing else
+/// cancels it: a stateless request has no session to send
+/// `notifications/cancelled` on.)
 pub(super) async fn answer(
     server: &McpServer,
     call: DirectCall,
     parts: &http::request::Parts,
 ) -> Response<BoxBody<Bytes, std::convert::Infallible>> {
     let ct = CancellationToken::new();
-    let _cancel_on_drop = ct.clone().drop_guard();
     let req = CallRequest {
         id: &call.id,
         meta: &call.meta,

@@ -523,7 +523,8 @@ impl McpServer {
             tokio::runtime::Handle::current().runtime_flavor(),
             tokio::runtime::RuntimeFlavor::MultiThread
         );
-        match progress.zip(req.peer) {
+        let mut stop_if_dropped = StopIfDropped(Some(cancel.clone()));
+        let result = match progress.zip(req.peer) {
             None if self.warm.is_some() || !multi_thread => {
                 self.on_call_thread(req.ct, &name, run_call, cancel).await
             }
@@ -537,7 +538,9 @@ impl McpServer {
                 };
                 with_progress(peer, req.ct, run_call, cancel, heartbeat).await
             }
-        }
+        };
+        stop_if_dropped.0 = None;
+        result
     }
 
     /// No progress to report: the warm call thread when it is free (see
@@ -587,6 +590,20 @@ impl McpServer {
             warm.record_wait(tool, handed_at.elapsed());
         }
         result.map_err(|_| ErrorData::internal_error("the call thread failed", None))
+    }
+}
+
+/// Stops a call when the future waiting for its result is dropped before
+/// the result came: the request's own future when nothing else owns it (a
+/// stateless HTTP call answered by `direct`, dropped with its connection
+/// when the client goes away), not only a cancellation the future sees.
+struct StopIfDropped(Option<CancelToken>);
+
+impl Drop for StopIfDropped {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
     }
 }
 
