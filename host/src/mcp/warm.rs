@@ -10,10 +10,10 @@
 //! while ([`SPIN`]) before it parks: a client calling in a loop finds it
 //! awake. The runtime side spins briefly on the result in the same way
 //! ([`take_result`]), unless the tool's recent calls took longer than that
-//! spin ([`WarmThread::result_spin`]) or other calls are running (the
-//! caller decides): spinning for a result that comes later anyway only
-//! takes the CPU the rest of the server needs (the client, the journal,
-//! the other calls). Both spins are bounded, so an idle server costs
+//! spin ([`WarmThread::result_spin`]), other calls are running or the
+//! runtime has several workers (HTTP; the caller decides): spinning for a
+//! result that comes later anyway only takes the CPU the rest of the
+//! server needs (the client, the journal, the other calls). Both spins are bounded, so an idle server costs
 //! nothing; a call that arrives while the thread is busy goes to the
 //! blocking pool.
 //!
