@@ -442,28 +442,42 @@ fn cpu_during(pid: u32, window: Duration) -> Duration {
     cpu_time(pid) - before
 }
 
-#[test]
-fn stdio_cancellation_stops_the_running_instance() {
-    let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
-    let mut s = StdioServer::initialized(
-        &setup,
-        &["--timeout-ms", "60000", "--fuel", "1000000000000000"],
-    );
-    let pid = s.child.id();
-    s.send(&json!({"jsonrpc": "2.0", "id": 40, "method": "tools/call", "params": {"name": "spin_forever", "arguments": {}}}));
+/// Limits under which `spin_forever` runs until it is stopped.
+const SPIN_LIMITS: [&str; 4] = ["--timeout-ms", "60000", "--fuel", "1000000000000000"];
+
+/// The CPU server `pid` burns in a second once a `spin_forever` call has
+/// had 300 ms to start; asserts that it is burning some.
+fn spinning(pid: u32) -> Duration {
     std::thread::sleep(Duration::from_millis(300));
     let spinning = cpu_during(pid, Duration::from_secs(1));
     assert!(
         spinning >= Duration::from_millis(100),
         "spin_forever should be burning CPU ({spinning:?} in 1 s)"
     );
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 40, "reason": "test"}}));
+    spinning
+}
+
+/// Asserts that server `pid`, which burnt `spinning` a second while
+/// `spin_forever` ran, stopped it after `what`: 300 ms later a second
+/// takes under a quarter of that.
+fn assert_stopped(pid: u32, spinning: Duration, what: &str) {
     std::thread::sleep(Duration::from_millis(300));
     let after = cpu_during(pid, Duration::from_secs(1));
     assert!(
         after * 4 < spinning,
-        "the instance kept running after the cancellation: {after:?} of CPU in 1 s (was {spinning:?})"
+        "the instance kept running after {what}: {after:?} of CPU in 1 s (was {spinning:?})"
     );
+}
+
+#[test]
+fn stdio_cancellation_stops_the_running_instance() {
+    let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
+    let mut s = StdioServer::initialized(&setup, &SPIN_LIMITS);
+    let pid = s.child.id();
+    s.send(&json!({"jsonrpc": "2.0", "id": 40, "method": "tools/call", "params": {"name": "spin_forever", "arguments": {}}}));
+    let spinning = spinning(pid);
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 40, "reason": "test"}}));
+    assert_stopped(pid, spinning, "the cancellation");
     // No result for a cancelled request; the server goes on serving.
     let r = s.call(41, "test_simple_text", json!({}));
     assert_eq!(observation_of(&r)["status"], "ok");
@@ -1384,10 +1398,7 @@ fn http_session_gets_list_changed_after_replacing_a_plugin() {
 #[test]
 fn http_session_cancellation_stops_the_running_instance() {
     let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
-    let server = HttpServer::start(
-        &setup,
-        &["--timeout-ms", "60000", "--fuel", "1000000000000000"],
-    );
+    let server = HttpServer::start(&setup, &SPIN_LIMITS);
     let init = server.post_json(
         &[],
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -1422,12 +1433,7 @@ fn http_session_cancellation_stops_the_running_instance() {
         .as_bytes(),
     );
     let pid = server.child.id();
-    std::thread::sleep(Duration::from_millis(300));
-    let spinning = cpu_during(pid, Duration::from_secs(1));
-    assert!(
-        spinning >= Duration::from_millis(100),
-        "spin_forever should be burning CPU ({spinning:?} in 1 s)"
-    );
+    let spinning = spinning(pid);
     let r = server.post(
         &headers,
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}})
@@ -1440,12 +1446,7 @@ fn http_session_cancellation_stops_the_running_instance() {
         r.status,
         r.body
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let after = cpu_during(pid, Duration::from_secs(1));
-    assert!(
-        after * 4 < spinning,
-        "the instance kept running after the cancellation: {after:?} of CPU in 1 s (was {spinning:?})"
-    );
+    assert_stopped(pid, spinning, "the cancellation");
     let reply = server
         .post(
             &headers,
@@ -1464,10 +1465,7 @@ fn http_session_cancellation_stops_the_running_instance() {
 #[test]
 fn http_stateless_call_stops_when_its_client_goes_away() {
     let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
-    let server = HttpServer::start(
-        &setup,
-        &["--timeout-ms", "60000", "--fuel", "1000000000000000"],
-    );
+    let server = HttpServer::start(&setup, &SPIN_LIMITS);
     let mut call = server.connect();
     write_request(
         &mut call,
@@ -1485,20 +1483,10 @@ fn http_stateless_call_stops_when_its_client_goes_away() {
         .as_bytes(),
     );
     let pid = server.child.id();
-    std::thread::sleep(Duration::from_millis(300));
-    let spinning = cpu_during(pid, Duration::from_secs(1));
-    assert!(
-        spinning >= Duration::from_millis(100),
-        "spin_forever should be burning CPU ({spinning:?} in 1 s)"
-    );
+    let spinning = spinning(pid);
     call.shutdown(std::net::Shutdown::Both).unwrap();
     drop(call);
-    std::thread::sleep(Duration::from_millis(300));
-    let after = cpu_during(pid, Duration::from_secs(1));
-    assert!(
-        after * 4 < spinning,
-        "the instance kept running after its client went away: {after:?} of CPU in 1 s (was {spinning:?})"
-    );
+    assert_stopped(pid, spinning, "its client went away");
     let reply = stateless(
         &server,
         8,
