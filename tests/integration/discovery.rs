@@ -200,4 +200,38 @@ fn http_lazy_session_keeps_what_find_tools_found() {
     let r = stateless_as(&server, None, 5, "tools/list", json!({}));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(names(&r.reply()), ["find_tools"]);
+    // A stateless find_tools call finds the same tools, reveals them to no
+    // list and announces nothing: one JSON answer, no event stream, whether
+    // toolhost's own route answers it or rmcp does (with an Origin).
+    let call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "find_tools",
+        "arguments": {"query": "search the files for a regular expression"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let plain = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "find_tools"),
+    ];
+    let with_origin = [plain.as_slice(), &[("Origin", "http://localhost:1")]].concat();
+    for headers in [plain.as_slice(), with_origin.as_slice()] {
+        let r = server.post_json(headers, &call);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json"),
+            "{}",
+            r.body
+        );
+        assert!(!r.body.contains("list_changed"), "{}", r.body);
+        assert!(
+            observation_of(&r.reply())["output"]["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "grep_search")),
+            "{}",
+            r.body
+        );
+    }
+    let r = stateless_as(&server, None, 7, "tools/list", json!({}));
+    assert_eq!(names(&r.reply()), ["find_tools"]);
 }
