@@ -36,15 +36,16 @@ use rmcp::model::{
     JsonObject, JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject,
     ServerJsonRpcMessage, ServerResult,
 };
+use rmcp::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_MCP_METHOD, HEADER_MCP_NAME, HEADER_MCP_PARAM_PREFIX,
+    HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID, JSON_MIME_TYPE,
+};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::server::{CallRequest, McpServer};
 #[cfg(doc)]
 use super::Generation;
-
-/// The only protocol version answered here.
-const VERSION: &str = "2026-07-28";
 
 /// A `tools/call` this module answers.
 pub(super) struct DirectCall {
@@ -106,8 +107,8 @@ fn accepts_both(headers: &HeaderMap) -> bool {
             if range.contains(';') || range.contains('"') {
                 return false;
             }
-            json |= range.eq_ignore_ascii_case("application/json");
-            sse |= range.eq_ignore_ascii_case("text/event-stream");
+            json |= range.eq_ignore_ascii_case(JSON_MIME_TYPE);
+            sse |= range.eq_ignore_ascii_case(EVENT_STREAM_MIME_TYPE);
         }
     }
     json && sse
@@ -117,18 +118,23 @@ fn accepts_both(headers: &HeaderMap) -> bool {
 /// docs), for a call of `name`.
 fn plain_headers(parts: &http::request::Parts, name: &str) -> bool {
     let h = &parts.headers;
+    let param_prefix = HEADER_MCP_PARAM_PREFIX.len();
     parts.uri.authority().is_none()
-        && !h.contains_key("mcp-session-id")
+        && !h.contains_key(HEADER_SESSION_ID)
         && !h.contains_key(header::ORIGIN)
         && single(h, header::HOST.as_str()).is_some_and(loopback_host)
         && accepts_both(h)
         && single(h, header::CONTENT_TYPE.as_str())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
-        && single(h, "mcp-protocol-version") == Some(VERSION)
-        && single(h, "mcp-method") == Some("tools/call")
-        && single(h, "mcp-name") == Some(name)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(JSON_MIME_TYPE))
+        && single(h, HEADER_MCP_PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
+        && single(h, HEADER_MCP_METHOD) == Some("tools/call")
+        && single(h, HEADER_MCP_NAME) == Some(name)
         && !name.starts_with("=?")
-        && !h.keys().any(|k| k.as_str().starts_with("mcp-param-"))
+        && !h.keys().any(|k| {
+            k.as_str()
+                .get(..param_prefix)
+                .is_some_and(|p| p.eq_ignore_ascii_case(HEADER_MCP_PARAM_PREFIX))
+        })
 }
 
 /// The call in `body`, when this module answers it (see the module docs);
@@ -149,9 +155,7 @@ pub(super) fn read(
         meta,
     } = message.params;
     let version = ProtocolVersion::V_2026_07_28;
-    let plain_meta = meta
-        .protocol_version()
-        .is_some_and(|v| v.as_str() == VERSION)
+    let plain_meta = meta.protocol_version().as_ref() == Some(&version)
         && meta.missing_required_keys(&version).is_empty()
         && !meta.contains_key("progressToken")
         && !meta.contains_key("io.modelcontextprotocol/logLevel");

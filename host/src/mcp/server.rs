@@ -526,7 +526,9 @@ impl McpServer {
         let mut stop_if_dropped = StopIfDropped(Some(cancel.clone()));
         let result = match progress.zip(req.peer) {
             None if self.warm.is_some() || !multi_thread => {
-                self.on_call_thread(req.ct, &name, run_call, cancel).await
+                let spin = !multi_thread;
+                self.on_call_thread(req.ct, &name, spin, run_call, cancel)
+                    .await
             }
             None => Ok(on_this_worker(req.ct, run_call, cancel)),
             Some((token, peer)) => {
@@ -544,11 +546,13 @@ impl McpServer {
     }
 
     /// No progress to report: the warm call thread when it is free (see
-    /// `warm`), else the blocking pool.
+    /// `warm`), else the blocking pool; `spin`: whether this runtime's
+    /// thread may spin for the result (a single-threaded runtime, stdio).
     async fn on_call_thread(
         &self,
         ct: &CancellationToken,
         tool: &str,
+        spin: bool,
         run_call: impl FnOnce() -> Observation + Send + 'static,
         cancel: CancelToken,
     ) -> Result<Observation, ErrorData> {
@@ -575,13 +579,9 @@ impl McpServer {
         // the other one (HTTP 4 KiB view, three pairs in turns: median
         // 291–352 µs parked against 265–347 µs spinning, p90 331–388 µs
         // against 706–796 µs).
-        let single_threaded = matches!(
-            tokio::runtime::Handle::current().runtime_flavor(),
-            tokio::runtime::RuntimeFlavor::CurrentThread
-        );
         let alone = self.state.running.available_permits() + 1 >= self.state.slots;
         let spin = match &self.warm {
-            _ if !alone || !single_threaded => Duration::ZERO,
+            _ if !alone || !spin => Duration::ZERO,
             Some(w) => w.result_spin(tool),
             None => warm::RESULT_SPIN,
         };
