@@ -8,7 +8,9 @@
 //! each can take tens of microseconds, more than a trivial call itself. So
 //! the server keeps one thread that, after each call, spins for a short
 //! while ([`SPIN`]) before it parks: a client calling in a loop finds it
-//! awake. The runtime side spins briefly on the result in the same way
+//! awake. It spins only while recent calls came within that while
+//! ([`Gaps`]): for a client that comes later anyway it would only burn a
+//! core. The runtime side spins briefly on the result in the same way
 //! ([`take_result`]), unless the tool's recent calls took longer than that
 //! spin ([`WarmThread::result_spin`]), other calls are running or the
 //! runtime has several workers (HTTP; the caller decides): spinning for a
@@ -89,15 +91,18 @@ impl WarmThread {
             .name("toolhost-call".into())
             .spawn(move || {
                 setup();
+                let mut gaps = Gaps::default();
                 loop {
                     let idle_since = Instant::now();
+                    let spin = gaps.spin();
                     while !worker.ready.swap(false, Ordering::Acquire) {
-                        if idle_since.elapsed() < SPIN {
+                        if idle_since.elapsed() < spin {
                             std::hint::spin_loop();
                         } else {
                             std::thread::park();
                         }
                     }
+                    gaps.record(idle_since.elapsed());
                     let job = worker.job.lock().unwrap_or_else(|e| e.into_inner()).take();
                     if let Some(job) = job {
                         // A panicking call drops its result sender: the caller
@@ -167,6 +172,42 @@ impl WarmThread {
         self.shared.ready.store(true, Ordering::Release);
         self.thread.unpark();
         Ok(rx)
+    }
+}
+
+/// The recent gaps between one call's end (its idle work done) and the
+/// next call's arrival, as a running mean (each new gap counting half,
+/// capped at twice [`SPIN`] so one long pause is forgotten after two quick
+/// calls).
+///
+/// A client whose next call comes later than [`SPIN`] anyway (one that
+/// parses a 60 KB page before it asks for the next, or an agent that
+/// thinks between calls) gains nothing from the spin, and on two cores the
+/// spinning thread takes the CPU that client and the journal need: with
+/// the issue-16 bench's 1 MiB read over stdio it was a quarter of the call
+/// thread's CPU and a tenth of the whole run's. So the thread spins only
+/// while the recent gaps were shorter than the spin.
+#[derive(Debug, Default)]
+struct Gaps {
+    /// Mean gap in µs; 0 (spin) until a gap is known.
+    mean_us: u64,
+}
+
+impl Gaps {
+    /// How long to stay awake for the next call.
+    fn spin(&self) -> Duration {
+        if self.mean_us > SPIN.as_micros() as u64 {
+            Duration::ZERO
+        } else {
+            SPIN
+        }
+    }
+
+    /// Records the gap before a call that just arrived.
+    fn record(&mut self, gap: Duration) {
+        let cap = 2 * SPIN.as_micros() as u64;
+        let gap = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX).min(cap);
+        self.mean_us = self.mean_us / 2 + gap / 2;
     }
 }
 
@@ -283,6 +324,26 @@ mod tests {
         let (tx, rx) = oneshot::channel();
         tx.send(8).unwrap();
         assert_eq!(take_result(rx, Duration::ZERO).ok(), Some(8));
+    }
+
+    #[test]
+    fn the_thread_spins_only_while_calls_come_within_the_spin() {
+        let mut gaps = Gaps::default();
+        assert_eq!(gaps.spin(), SPIN, "nothing known yet");
+        gaps.record(SPIN / 10);
+        assert_eq!(gaps.spin(), SPIN);
+        // Calls that come later than the spin: it would only burn a core.
+        gaps.record(SPIN * 3);
+        assert_eq!(gaps.spin(), Duration::ZERO);
+        for _ in 0..8 {
+            gaps.record(Duration::from_secs(30));
+        }
+        assert_eq!(gaps.spin(), Duration::ZERO);
+        // Long pauses are capped: two quick calls bring the spin back.
+        gaps.record(SPIN / 10);
+        assert_eq!(gaps.spin(), Duration::ZERO);
+        gaps.record(SPIN / 10);
+        assert_eq!(gaps.spin(), SPIN);
     }
 
     #[test]
