@@ -208,9 +208,19 @@ fn output(
 /// The page from `numbered` (lines from the first one asked for, with
 /// their numbers): at most `limit` lines, each clipped, stopping before the
 /// line that would overrun the text budget. Takes no line past the page.
+///
+/// Escaping at most sextuples a line (a control character becomes
+/// `\u00XX`), so while six times the page's text could not overrun the
+/// budget, no line's escaped length is counted (a page of 500 lines of up
+/// to ~60 bytes never is); from the line that could, the lines taken are
+/// counted once and every later one as it comes: the page ends where
+/// counting every line would have ended it.
 fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> Vec<Line> {
-    let mut lines = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     let mut budget = PAGE_TEXT_BUDGET_BYTES;
+    // An upper bound of the escaped length of the lines taken, until one
+    // more line could overrun the budget.
+    let mut worst = Some(0usize);
     if limit == 0 {
         return lines;
     }
@@ -221,6 +231,20 @@ fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> 
         } else {
             clip_line(&line, MAX_LINE_CHARS).into_owned()
         };
+        if let Some(w) = worst {
+            let bound = w + 6 * text.len() + 2;
+            if bound <= PAGE_TEXT_BUDGET_BYTES {
+                worst = Some(bound);
+                lines.push(Line { number, text });
+                if lines.len() >= limit as usize {
+                    break;
+                }
+                continue;
+            }
+            worst = None;
+            let taken: usize = lines.iter().map(|l| json_str_len(&l.text)).sum();
+            budget = budget.saturating_sub(taken);
+        }
         let cost = json_str_len(&text);
         if !lines.is_empty() && cost > budget {
             break;
@@ -458,6 +482,44 @@ mod tests {
         // Shrunk: a line ends early.
         ws.write("a.txt", "x\n");
         assert!(indexed_page(&path, &ix, 50, 10).is_none());
+    }
+
+    /// `page` as it was, counting every line's escaped length.
+    fn page_counting_every_line(lines: &[String], limit: u32) -> usize {
+        let (mut taken, mut budget) = (0, PAGE_TEXT_BUDGET_BYTES);
+        for line in lines {
+            let cost = json_str_len(&clip_line(line, MAX_LINE_CHARS));
+            if taken > 0 && cost > budget {
+                break;
+            }
+            budget = budget.saturating_sub(cost);
+            taken += 1;
+            if taken >= limit as usize {
+                break;
+            }
+        }
+        taken
+    }
+
+    #[test]
+    fn a_page_ends_where_counting_every_line_ends_it() {
+        let kinds = ["plain text ", "q\"\\", "\u{1}\t", "é"];
+        for len in [0usize, 1, 60, 64, 65, 100, 400, 1999, 2000, 2001, 5000] {
+            for (k, kind) in kinds.iter().enumerate() {
+                let lines: Vec<String> = (0..600)
+                    .map(|i| kind.repeat((len + i % 7) / kind.len() + usize::from(i % 5 == k)))
+                    .collect();
+                for limit in [1u32, 7, 500] {
+                    let numbered = (1u64..).zip(lines.iter().map(|l| Cow::Borrowed(l.as_str())));
+                    let got = page(numbered, limit);
+                    assert_eq!(
+                        got.len(),
+                        page_counting_every_line(&lines, limit),
+                        "len {len} kind {k} limit {limit}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
