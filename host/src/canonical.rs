@@ -44,6 +44,9 @@ use sha2::{Digest, Sha256};
 
 use crate::json::{self, JsonError, MAX_DEPTH, MAX_SAFE_INTEGER};
 
+mod text;
+pub use text::canonical_sha256_text;
+
 /// The class of a canonicalization failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -204,12 +204,17 @@ impl ResultOutput {
         let parsed;
         let value = match self {
             ResultOutput::Value(v) => v,
-            ResultOutput::Text(text) => match serde_json::from_str::<Value>(text) {
-                Ok(v) => {
-                    parsed = v;
-                    &parsed
-                }
-                Err(_) => return hex::encode(Sha256::digest(text.as_bytes())),
+            // Read and hashed in one pass where that is certain to give
+            // the same hash (see `canonical::text`), else parsed first.
+            ResultOutput::Text(text) => match crate::canonical::canonical_sha256_text(text) {
+                Some(digest) => return hex::encode(digest),
+                None => match serde_json::from_str::<Value>(text) {
+                    Ok(v) => {
+                        parsed = v;
+                        &parsed
+                    }
+                    Err(_) => return hex::encode(Sha256::digest(text.as_bytes())),
+                },
             },
         };
         let digest = crate::canonical::canonical_sha256(value)
