@@ -279,19 +279,13 @@ fn write_string(s: &str, out: &mut impl Sink) {
     let bytes = s.as_bytes();
     let mut from = 0;
     let mut at = 0;
-    while at < bytes.len() {
+    loop {
         // Eight bytes at a time to the next one that needs an escape (source
         // text holds a quote or backslash every few dozen bytes at most).
-        if let Some(word) = crate::swar::word(bytes, at) {
-            match crate::compact::escape_mask(word) {
-                0 => {
-                    at += 8;
-                    continue;
-                }
-                mask => at += crate::swar::first(mask),
-            }
-        }
-        let byte = bytes[at];
+        at = crate::compact::skip_clean_words(bytes, at);
+        let Some(&byte) = bytes.get(at) else {
+            break;
+        };
         let escape = match byte {
             b'"' => "\\\"",
             b'\\' => "\\\\",

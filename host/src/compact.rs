@@ -25,6 +25,20 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
     swar::below(word, 0x20) | swar::eq(word, b'"') | swar::eq(word, b'\\')
 }
 
+/// From `at`, past every whole eight-byte word of `bytes` that needs no
+/// escape: the first byte that needs one (when the next word holds it), or
+/// where fewer than eight bytes are left (the caller looks at those one by
+/// one), or the end.
+pub(crate) fn skip_clean_words(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(word) = swar::word(bytes, at) {
+        match escape_mask(word) {
+            0 => at += 8,
+            mask => return at + swar::first(mask),
+        }
+    }
+    at
+}
+
 /// The length of `s` as a JSON string, quotes included, as serde_json's
 /// compact writer writes it.
 pub fn escaped_len(s: &str) -> usize {

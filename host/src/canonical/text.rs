@@ -86,13 +86,26 @@ impl<'a> Writer<'a> {
             b'f' => self.literal("false").map(|()| self.out.push_str("false")),
             b'"' => {
                 let s = self.string()?;
-                write_string(&s, &mut self.out);
+                self.write_str(&s, matches!(s, Cow::Borrowed(_)));
                 Some(())
             }
             b'-' | b'0'..=b'9' => self.integer(),
             b'[' if depth < FAST_DEPTH => self.array(depth),
             b'{' if depth < FAST_DEPTH => self.object(depth),
             _ => None,
+        }
+    }
+
+    /// Writes a string read by [`Writer::string`]: as it was `spelled`
+    /// (borrowed) when it held no escape (then it holds no quote, backslash or control
+    /// character either, and JCS writes it as it is), else escaped anew.
+    fn write_str(&mut self, s: &str, spelled: bool) {
+        if spelled {
+            self.out.push('"');
+            self.out.push_str(s);
+            self.out.push('"');
+        } else {
+            write_string(s, &mut self.out);
         }
     }
 
@@ -178,7 +191,7 @@ impl<'a> Writer<'a> {
                     self.out.push(',');
                 }
                 let start = self.out.len();
-                write_string(&name, &mut self.out);
+                self.write_str(&name, matches!(name, Cow::Borrowed(_)));
                 self.out.push(':');
                 self.value(depth + 1)?;
                 if let Some((last, _, _)) = self.members[base..].last() {
@@ -233,15 +246,7 @@ impl<'a> Writer<'a> {
         let mut at = start;
         // To the closing quote or the first escape, eight bytes at a time.
         loop {
-            if let Some(word) = crate::swar::word(bytes, at) {
-                match crate::compact::escape_mask(word) {
-                    0 => {
-                        at += 8;
-                        continue;
-                    }
-                    mask => at += crate::swar::first(mask),
-                }
-            }
+            at = crate::compact::skip_clean_words(bytes, at);
             match *bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
