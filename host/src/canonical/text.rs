@@ -387,6 +387,38 @@ mod tests {
         assert_eq!(canonical_sha256_text(&limit), by_value(&limit));
     }
 
+    /// A tool's output is whatever its plugin wrote: every prefix of some
+    /// JSON texts and every one-byte change of them either is left to the
+    /// parsing way or hashes as the parsed value does, and nothing panics.
+    #[test]
+    fn truncated_and_mangled_text_is_decided_right_or_left_alone() {
+        let texts = [
+            r#"{"b":[1,-2,{"y":"\u00e9\ud83d\ude00","x":null}],"a":"q\"\\\n"}"#,
+            r#"[{"number":1,"text":"a"},{"text":"b","number":2},true,false]"#,
+        ];
+        let replacements = b"\"\\{}[],:0-9eEuUdD \x01\xff";
+        for text in texts {
+            assert!(canonical_sha256_text(text).is_some(), "{text}");
+            for end in 0..=text.len() {
+                if let Some(prefix) = text.get(..end) {
+                    let fast = canonical_sha256_text(prefix);
+                    assert!(fast.is_none() || fast == by_value(prefix), "{prefix}");
+                }
+            }
+            for at in 0..text.len() {
+                for &b in replacements {
+                    let mut bytes = text.as_bytes().to_vec();
+                    bytes[at] = b;
+                    let Ok(mangled) = String::from_utf8(bytes) else {
+                        continue;
+                    };
+                    let fast = canonical_sha256_text(&mangled);
+                    assert!(fast.is_none() || fast == by_value(&mangled), "{mangled}");
+                }
+            }
+        }
+    }
+
     /// Generated values (nested, names out of order and beyond the BMP,
     /// strings with every kind of escape), compact and pretty.
     #[test]
