@@ -553,38 +553,3 @@ fn the_json_guard_lets_through_every_output_with_something_to_hide() {
     assert_eq!(redact_json(&mut page.clone()), []);
     assert!(!r.json_may_hold_secret(r#"{"text": "a line\twith \"quotes\" and \\ and\nnewlines"}"#));
 }
-
-/// The rules whose triggers `text` holds, by a plain overlapping search of
-/// the whole text.
-fn rules_hit_by_full_search(r: &Redactor, text: &str) -> u64 {
-    r.triggers.find_overlapping_iter(text).fold(0, |hit, m| {
-        hit | 1 << r.trigger_rule[m.pattern().as_usize()]
-    })
-}
-
-#[test]
-fn the_trigger_pass_finds_every_rule_a_full_search_finds() {
-    let r = redactor();
-    let literals: Vec<&str> = RULES
-        .iter()
-        .flat_map(|d| rules::triggers(d.rule).iter().copied())
-        .collect();
-    let mut texts = vec![String::new(), "no trigger here".to_string()];
-    for a in &literals {
-        for b in &literals {
-            // Side by side, sharing a byte, one inside the other's
-            // neighbourhood, in other case, after filler.
-            texts.push(format!("{a}{b}"));
-            texts.push(format!("{}{b}", &a[..a.len() - 1]));
-            texts.push(format!("x{a}y{}", b.to_uppercase()));
-            texts.push(format!("{}{a}{b}", "filler ".repeat(5)));
-        }
-    }
-    for text in &texts {
-        assert_eq!(
-            r.rules_hit(text),
-            rules_hit_by_full_search(r, text),
-            "{text:?}"
-        );
-    }
-}
