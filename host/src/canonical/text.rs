@@ -243,19 +243,14 @@ impl<'a> Writer<'a> {
         let bytes = src.as_bytes();
         self.at += 1;
         let start = self.at;
-        let mut at = start;
-        // To the closing quote or the first escape, eight bytes at a time.
-        loop {
-            at = crate::compact::skip_clean_words(bytes, at);
-            match *bytes.get(at)? {
-                b'"' => {
-                    self.at = at + 1;
-                    return Some(Cow::Borrowed(&src[start..at]));
-                }
-                b'\\' => break,
-                0..=0x1f => return None,
-                _ => at += 1,
+        let mut at = next_special(bytes, start);
+        match *bytes.get(at)? {
+            b'"' => {
+                self.at = at + 1;
+                return Some(Cow::Borrowed(&src[start..at]));
             }
+            b'\\' => {}
+            _ => return None,
         }
         let mut s = String::from(&src[start..at]);
         loop {
@@ -271,15 +266,23 @@ impl<'a> Writer<'a> {
                 }
                 0..=0x1f => return None,
                 _ => {
-                    // Up to the next quote, escape or control character.
-                    let run = bytes[at..]
-                        .iter()
-                        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                        .map_or(bytes.len(), |n| at + n);
+                    let run = next_special(bytes, at);
                     s.push_str(src.get(at..run)?);
                     at = run;
                 }
             }
+        }
+    }
+}
+
+/// The first quote, backslash or control character of `bytes` at or after
+/// `at` (eight bytes at a time), or the end.
+fn next_special(bytes: &[u8], mut at: usize) -> usize {
+    loop {
+        at = crate::compact::skip_clean_words(bytes, at);
+        match bytes.get(at) {
+            Some(b'"' | b'\\' | 0..=0x1f) | None => return at,
+            Some(_) => at += 1,
         }
     }
 }
