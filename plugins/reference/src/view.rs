@@ -235,21 +235,19 @@ fn page<'a>(numbered: impl Iterator<Item = (u64, Cow<'a, str>)>, limit: u32) -> 
             let bound = w + 6 * text.len() + 2;
             if bound <= PAGE_TEXT_BUDGET_BYTES {
                 worst = Some(bound);
-                lines.push(Line { number, text });
-                if lines.len() >= limit as usize {
-                    break;
-                }
-                continue;
+            } else {
+                worst = None;
+                let taken: usize = lines.iter().map(|l| json_str_len(&l.text)).sum();
+                budget = budget.saturating_sub(taken);
             }
-            worst = None;
-            let taken: usize = lines.iter().map(|l| json_str_len(&l.text)).sum();
-            budget = budget.saturating_sub(taken);
         }
-        let cost = json_str_len(&text);
-        if !lines.is_empty() && cost > budget {
-            break;
+        if worst.is_none() {
+            let cost = json_str_len(&text);
+            if !lines.is_empty() && cost > budget {
+                break;
+            }
+            budget = budget.saturating_sub(cost);
         }
-        budget = budget.saturating_sub(cost);
         lines.push(Line { number, text });
         if lines.len() >= limit as usize {
             break;
