@@ -136,9 +136,8 @@ fn main() {
     let value = serde_json::json!({
         "path": "src/lib.rs",
         "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "lines": dirty.lines().take(20_000).enumerate()
-            .map(|(i, l)| serde_json::json!({"number": i + 1, "text": l}))
-            .collect::<Vec<_>>(),
+        "offset": 1,
+        "lines": dirty.lines().take(20_000).collect::<Vec<_>>(),
     });
     let bytes = serde_json::to_string(&value).unwrap().len();
     report(
@@ -155,9 +154,7 @@ fn main() {
     let small = serde_json::json!({
         "path": "src/pipeline.rs", "total_lines": 600, "has_more": true,
         "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "lines": lines.iter().enumerate()
-            .map(|(i, l)| serde_json::json!({"number": i + 1, "text": l}))
-            .collect::<Vec<_>>(),
+        "offset": 1, "lines": lines,
     });
     let bytes = serde_json::to_string(&small).unwrap().len();
     let runs = 3000;
@@ -207,7 +204,7 @@ fn main() {
     let hex_page = serde_json::json!({
         "path": "data/four_kib.txt", "total_lines": 64, "has_more": false,
         "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "lines": (1..=64).map(|i| serde_json::json!({"number": i, "text": hex})).collect::<Vec<_>>(),
+        "offset": 1, "lines": vec![hex.as_str(); 64],
     });
     for (name, page) in [("hex", &hex_page), ("source", &small)] {
         let raw = serde_json::to_string(page).unwrap();

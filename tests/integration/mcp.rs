@@ -303,7 +303,7 @@ fn stdio_lists_annotated_tools_and_calls_them() {
     );
     let r = s.call(3, "file_view", json!({"path": "pub/a.txt"}));
     let obs = observation_of(&r);
-    assert_eq!(obs["output"]["lines"][1]["text"], "world");
+    assert_eq!(obs["output"]["lines"][1], "world");
     // A file's content reaches the model marked as data, with its source.
     assert_eq!(obs["untrusted"], true, "{obs}");
     assert_eq!(obs["provenance"][0]["ref"], "pub/a.txt", "{obs}");

@@ -68,9 +68,13 @@ fn check_calls(transport: &str, mut call: impl FnMut(i64, &str, Value) -> Value)
     assert!(text.len() <= bound, "{} > {bound}:\n{text}", text.len());
     assert!(text.contains("pub/code.rs lines 1-"), "{text}");
     assert!(text.contains(" 1\t    let item_0 = "), "{text}");
-    assert_eq!(
-        obs["output"]["lines"][0]["number"], 1,
-        "the data stays exact"
+    assert_eq!(obs["output"]["offset"], 1, "the data stays exact");
+    assert!(
+        obs["output"]["lines"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("    let item_0 = "),
+        "the data stays exact: {obs}"
     );
 
     let (text, obs) = text_of(&call(

@@ -100,7 +100,7 @@ fn read_back(mut call: impl FnMut(i64, &str, Value) -> Value, obs: &Value) -> St
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| format!("{}\n", l["text"].as_str().unwrap()))
+        .map(|l| format!("{}\n", l.as_str().unwrap()))
         .collect();
     assert_eq!(lines, big_file(), "the artifact holds every line");
     whole
