@@ -64,8 +64,7 @@ pub struct ViewOutput {
     pub path: String,
     /// First line asked for, 1-based: the number of `lines[0]`.
     pub offset: u64,
-    /// This page's lines in order: `lines[i]` is line `offset + i`, without
-    /// its line ending, clipped at 2000 characters.
+    /// `lines[i]` is line `offset + i`, without its line ending, clipped at 2000 characters.
     pub lines: Vec<String>,
     /// Lines in the whole file.
     pub total_lines: u64,
