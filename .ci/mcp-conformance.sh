@@ -151,7 +151,7 @@ inspect tools-list 0 \
     "{t['name'] for t in r['result']['tools']} >= {'file_view','test_simple_text'} and all(set(t['annotations']) >= {'readOnlyHint','destructiveHint','idempotentHint','openWorldHint'} for t in r['result']['tools'])" \
     --method tools/list
 inspect call-ok 0 \
-    "r['result']['_meta']['dev.toolhost/observation']['status'] == 'ok' and r['result']['structuredContent']['lines'][0]['text'] == 'hello' and r['result']['content'][-1]['text'].find('pub/a.txt lines 1-2 of 2') >= 0" \
+    "r['result']['_meta']['dev.toolhost/observation']['status'] == 'ok' and r['result']['structuredContent']['lines'][0] == 'hello' and r['result']['content'][-1]['text'].find('pub/a.txt lines 1-2 of 2') >= 0" \
     --method tools/call --tool-name file_view --tool-arg path=pub/a.txt
 # Exit code 5: the result has isError.
 inspect call-invalid-arguments 5 \
