@@ -25,7 +25,10 @@
 //!   artifact of another version or engine configuration. The digest is
 //!   BLAKE3, a cryptographic hash several times faster than SHA-256 here:
 //!   checking the 40 MB entry of an 18 MB Python component takes about
-//!   10 ms on one core, against some 25 ms.
+//!   10 ms on one core, against some 25 ms. An entry whose bytes the host
+//!   already holds (the reference tools' artifact, built into the binary)
+//!   is instead compared with them byte for byte ([`CompileCache::check_equal`]):
+//!   no digest to compute on every start, and `KEY.sum` is not read.
 //! - **Mapping safety**: wasmtime opens the artifact again by path. After it
 //!   has, the host checks that the path still names the file it verified
 //!   (same device and inode, which cannot be reused while the verified file
@@ -42,7 +45,7 @@
 
 use std::fs::{File, Metadata};
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -56,6 +59,9 @@ const MAGIC: &[u8; 8] = b"THCSUM03";
 
 /// Length of a `KEY.sum` file: magic, artifact length, digest.
 const SUM_BYTES: usize = MAGIC.len() + 8 + blake3::OUT_LEN;
+
+/// Bytes read at a time when an entry is compared with the bytes it must hold.
+const COMPARE_CHUNK: usize = 256 * 1024;
 
 /// Why a cache entry was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,23 +142,49 @@ impl CompileCache {
         Ok(Checked { file })
     }
 
-    /// Checks the entry at `path` and maps it (see the module docs).
+    /// Checks that the artifact at `path` holds exactly `artifact`: its
+    /// length, then every byte, read through one open descriptor. For an
+    /// entry whose bytes the caller already has; `KEY.sum` plays no part.
+    pub fn check_equal(&self, path: &Path, artifact: &[u8]) -> Result<Checked, Miss> {
+        let mut file = File::open(path).map_err(|_| Miss::Absent)?;
+        let len = file.metadata().map_err(|_| Miss::Corrupt)?.len();
+        if len != artifact.len() as u64 {
+            return Err(Miss::Corrupt);
+        }
+        let mut buf = vec![0u8; COMPARE_CHUNK.min(artifact.len())];
+        for want in artifact.chunks(COMPARE_CHUNK) {
+            let got = &mut buf[..want.len()];
+            file.read_exact(got).map_err(|_| Miss::Corrupt)?;
+            if got != want {
+                return Err(Miss::Corrupt);
+            }
+        }
+        // Grown since its length was read: not the artifact either.
+        if file.read(&mut [0u8; 1]).map_err(|_| Miss::Corrupt)? != 0 {
+            return Err(Miss::Corrupt);
+        }
+        Ok(Checked { file })
+    }
+
+    /// Checks the entry at `path` against its `KEY.sum` and maps it (see
+    /// the module docs).
     pub(super) fn load(&self, engine: &Engine, path: &Path) -> Result<Component, Miss> {
         let checked = self.check(path)?;
-        // SAFETY: `deserialize_file` requires a file written by
-        // `Component::serialize` that nobody modifies while it is mapped.
-        // The bytes at `path` were just checked against the digest recorded
-        // when this host's `put` wrote them; the identity check below makes
-        // sure wasmtime mapped that same file; entries are only ever
-        // replaced by rename or unlinked, never changed in place. wasmtime
-        // rejects an artifact of another version or engine configuration.
-        let component =
-            unsafe { Component::deserialize_file(engine, path) }.map_err(|_| Miss::Corrupt)?;
-        match (checked.file.metadata(), std::fs::metadata(path)) {
-            (Ok(checked), Ok(now)) if same_file(&checked, &now) => Ok(component),
-            // Replaced by another host meanwhile: not what was checked.
-            _ => Err(Miss::Absent),
-        }
+        map_checked(engine, path, checked)
+    }
+
+    /// Maps the entry at `path` once it holds exactly `artifact`
+    /// ([`check_equal`](Self::check_equal)): for an artifact the host has
+    /// in memory but would rather map than copy (see
+    /// `Sandbox::load_embedded`).
+    pub(super) fn load_equal(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        artifact: &[u8],
+    ) -> Result<Component, Miss> {
+        let checked = self.check_equal(path, artifact)?;
+        map_checked(engine, path, checked)
     }
 
     /// Writes an entry: `KEY.sum`, then the artifact, each atomically.
@@ -172,6 +204,26 @@ impl CompileCache {
     pub(super) fn evict(&self, path: &Path) {
         let _ = std::fs::remove_file(path);
         let _ = std::fs::remove_file(sum_path(path));
+    }
+}
+
+/// Maps the artifact at `path`, which `checked` verified, and makes sure
+/// wasmtime mapped that same file.
+fn map_checked(engine: &Engine, path: &Path, checked: Checked) -> Result<Component, Miss> {
+    // SAFETY: `deserialize_file` requires a file written by
+    // `Component::serialize` that nobody modifies while it is mapped. The
+    // bytes at `path` were just checked, against the digest recorded when
+    // this host's `put` wrote them or against the bytes themselves; the
+    // identity check below makes sure wasmtime mapped that same file;
+    // entries are only ever replaced by rename or unlinked, never changed in
+    // place. wasmtime rejects an artifact of another version or engine
+    // configuration.
+    let component =
+        unsafe { Component::deserialize_file(engine, path) }.map_err(|_| Miss::Corrupt)?;
+    match (checked.file.metadata(), std::fs::metadata(path)) {
+        (Ok(checked), Ok(now)) if same_file(&checked, &now) => Ok(component),
+        // Replaced by another host meanwhile: not what was checked.
+        _ => Err(Miss::Absent),
     }
 }
 
@@ -375,6 +427,57 @@ mod tests {
         // passes, wasmtime refuses it.
         cache.put(&p, EMPTY_COMPONENT).unwrap();
         refused("not an artifact", false);
+    }
+
+    #[test]
+    fn an_entry_loads_only_while_it_equals_the_bytes_held() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = CompileCache::open(tmp.path().join("c")).unwrap();
+        let engine = engine();
+        let p = cache.entry_path(&engine, &blake3::hash(EMPTY_COMPONENT));
+        let good = artifact(&engine);
+        assert_eq!(
+            cache.load_equal(&engine, &p, &good).unwrap_err(),
+            Miss::Absent
+        );
+        cache.put(&p, &good).unwrap();
+        cache.load_equal(&engine, &p, &good).unwrap();
+        // Its sum is not needed: the bytes themselves are the check.
+        std::fs::remove_file(sum_path(&p)).unwrap();
+        cache.load_equal(&engine, &p, &good).unwrap();
+
+        let mut bad = Vec::new();
+        bad.push(("truncated", good[..good.len() - 1].to_vec()));
+        bad.push(("extended", [&good[..], b"\0"].concat()));
+        bad.push(("empty", Vec::new()));
+        for at in [0, good.len() / 2, good.len() - 1] {
+            let mut b = good.clone();
+            b[at] ^= 0x01;
+            bad.push(("a byte flipped", b));
+        }
+        for (what, bytes) in bad {
+            // Written as another host would have written it, sum and all.
+            cache.put(&p, &bytes).unwrap();
+            cache.check(&p).unwrap();
+            assert_eq!(
+                cache.check_equal(&p, &good).unwrap_err(),
+                Miss::Corrupt,
+                "{what}"
+            );
+            assert_eq!(
+                cache.load_equal(&engine, &p, &good).unwrap_err(),
+                Miss::Corrupt,
+                "{what}"
+            );
+        }
+        // An artifact longer than one read, differing only in its last byte.
+        let long: Vec<u8> = (0..COMPARE_CHUNK * 2 + 7).map(|i| i as u8).collect();
+        let q = cache.dir().join("long.cwasm");
+        cache.put(&q, &long).unwrap();
+        cache.check_equal(&q, &long).unwrap();
+        let mut other = long.clone();
+        *other.last_mut().unwrap() ^= 1;
+        assert_eq!(cache.check_equal(&q, &other).unwrap_err(), Miss::Corrupt);
     }
 
     #[test]

@@ -504,16 +504,19 @@ impl Sandbox {
         // page fault for every page: ~4 ms of every start), while a mapped
         // entry is checked in one read and faults in only the pages used.
         // The entry is the one a compile of `bytes` would write (same key,
-        // same engine settings, checked by `unframe`).
+        // same engine settings, checked by `unframe`); it is checked against
+        // the artifact itself, which needs no digest.
         if let (Some(cache), Some(artifact)) = (&self.cache, artifact) {
             let path = cache.entry_path(&self.engine, &digest);
-            let mapped = cache.load(&self.engine, &path).or_else(|miss| {
-                if miss == Miss::Corrupt {
-                    cache.evict(&path);
-                }
-                cache.put(&path, artifact).map_err(|_| Miss::Absent)?;
-                cache.load(&self.engine, &path)
-            });
+            let mapped = cache
+                .load_equal(&self.engine, &path, artifact)
+                .or_else(|miss| {
+                    if miss == Miss::Corrupt {
+                        cache.evict(&path);
+                    }
+                    cache.put(&path, artifact).map_err(|_| Miss::Absent)?;
+                    cache.load_equal(&self.engine, &path, artifact)
+                });
             if let Ok(component) = mapped {
                 progress(LoadEvent::Precompiled);
                 return self.link(component, digest);
