@@ -64,6 +64,15 @@ fn main() {
     std::fs::copy(&wasm, &out).unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
     precompile(&out, &out_dir.join("toolhost_reference.cwasm"));
     digest(&out, &out_dir.join("toolhost_reference.sha256"));
+    blake3_digest(&out, &out_dir.join("toolhost_reference.blake3"));
+}
+
+/// The component's BLAKE3 digest (32 bytes), which keys its compile-cache
+/// entry, so a start does not hash the embedded bytes (1.6 MB: ~0.6 ms).
+fn blake3_digest(wasm: &Path, out: &Path) {
+    let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()));
+    std::fs::write(out, blake3::hash(&bytes).as_bytes())
+        .unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
 }
 
 /// The component's `sha256:` digest, as the catalog reports it, so a start

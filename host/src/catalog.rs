@@ -53,18 +53,24 @@ pub static REFERENCE_PRECOMPILED: &[u8] =
 pub static REFERENCE_DIGEST: &str =
     include_str!(concat!(env!("OUT_DIR"), "/toolhost_reference.sha256"));
 
+/// The BLAKE3 digest of [`REFERENCE_PLUGIN`] (the key of its compile-cache
+/// entry), computed by the build script.
+pub static REFERENCE_BLAKE3: [u8; 32] =
+    *include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_reference.blake3"));
+
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// Bytes compiled into the binary, with a display name, their
     /// artifact precompiled at build time (see
-    /// [`Sandbox::load_embedded`]; empty for none) and their `sha256:`
-    /// digest, also computed at build time.
+    /// [`Sandbox::load_embedded`]; empty for none), their `sha256:` digest
+    /// and their BLAKE3 digest, also computed at build time.
     Embedded {
         name: String,
         bytes: &'static [u8],
         precompiled: &'static [u8],
         digest: &'static str,
+        blake3: &'static [u8; 32],
     },
     /// A component file.
     File(PathBuf),
@@ -93,6 +99,7 @@ impl Source {
             bytes: REFERENCE_PLUGIN,
             precompiled: REFERENCE_PRECOMPILED,
             digest: REFERENCE_DIGEST,
+            blake3: &REFERENCE_BLAKE3,
         }
     }
 
@@ -539,7 +546,16 @@ fn inspect_loaded(
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
     let plugin = match source {
-        Source::Embedded { precompiled, .. } => sandbox.load_embedded(bytes, precompiled, progress),
+        Source::Embedded {
+            precompiled,
+            blake3,
+            ..
+        } => sandbox.load_embedded(
+            bytes,
+            blake3::Hash::from_bytes(**blake3),
+            precompiled,
+            progress,
+        ),
         Source::File(_) | Source::Namespaced { .. } => sandbox.load(bytes, progress),
     };
     describe(plugin.map_err(|e: SandboxError| e.to_string())?)

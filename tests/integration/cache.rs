@@ -151,9 +151,12 @@ fn the_cache_directory_is_owner_only() {
 fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> {
     let seen = Mutex::new(Vec::new());
     let plugin = sandbox
-        .load_embedded(toolhost::catalog::REFERENCE_PLUGIN, artifact, &|e| {
-            seen.lock().unwrap().push(e)
-        })
+        .load_embedded(
+            toolhost::catalog::REFERENCE_PLUGIN,
+            blake3::Hash::from_bytes(toolhost::catalog::REFERENCE_BLAKE3),
+            artifact,
+            &|e| seen.lock().unwrap().push(e),
+        )
         .expect("load");
     assert!(plugin
         .describe()
@@ -215,12 +218,16 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
 }
 
 #[test]
-fn the_embedded_reference_digest_from_the_build_is_the_catalogs() {
-    use toolhost::catalog::{Catalog, Source, REFERENCE_DIGEST, REFERENCE_PLUGIN};
+fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
+    use toolhost::catalog::{
+        Catalog, Source, REFERENCE_BLAKE3, REFERENCE_DIGEST, REFERENCE_PLUGIN,
+    };
     assert_eq!(
         REFERENCE_DIGEST,
         toolhost::trust::sha256_digest(REFERENCE_PLUGIN)
     );
+    // The compile-cache key's digest, which a start no longer computes.
+    assert_eq!(&REFERENCE_BLAKE3, blake3::hash(REFERENCE_PLUGIN).as_bytes());
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});

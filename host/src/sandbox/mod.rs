@@ -486,18 +486,20 @@ impl Sandbox {
     }
 
     /// [`Sandbox::load`] for a component embedded in this binary together
-    /// with `precompiled`, its artifact framed by the build script (see
-    /// `sandbox/engine.rs`): used when it fits this engine (no compile),
+    /// with its BLAKE3 `digest` and `precompiled`, its artifact framed by
+    /// the build script (see `sandbox/engine.rs`), both computed at build
+    /// time: the artifact is used when it fits this engine (no compile),
     /// mapped from the compile cache's entry for `bytes` (written from the
     /// artifact the first time) or, without a cache, copied from the
     /// binary; else the component is compiled (or read from the cache).
     pub fn load_embedded(
         &self,
         bytes: &[u8],
+        digest: blake3::Hash,
         precompiled: &'static [u8],
         progress: &dyn Fn(LoadEvent),
     ) -> Result<Plugin, SandboxError> {
-        let digest = blake3::hash(bytes);
+        debug_assert_eq!(digest, blake3::hash(bytes), "the build's digest of `bytes`");
         let artifact = engine::unframe(&self.engine, precompiled);
         // Mapped from the compile cache when there is one: wasmtime copies
         // an artifact given as bytes (4.9 MB for the reference tools, with a
