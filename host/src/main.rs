@@ -481,6 +481,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // remember clean descriptors in, the poisoning rules compile beside it.
     let third_party = cli.plugins.plugins_dir.is_some() || !cli.plugins.plugins.is_empty();
     toolhost::warmup::in_background(third_party && config.cache_dir.is_none());
+    toolhost::warmup::redactor_in_background(matches!(
+        cli.command,
+        Command::Call(_) | Command::Batch(_) | Command::Serve(_) | Command::Plan(_)
+    ));
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
