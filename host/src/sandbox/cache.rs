@@ -339,12 +339,19 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn a_written_entry_loads() {
+    /// A new cache in a temporary directory, an engine, and the entry path
+    /// of [`EMPTY_COMPONENT`] there (nothing written yet).
+    fn empty_entry() -> (tempfile::TempDir, CompileCache, Engine, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let cache = CompileCache::open(tmp.path().join("c")).unwrap();
         let engine = engine();
         let p = cache.entry_path(&engine, &blake3::hash(EMPTY_COMPONENT));
+        (tmp, cache, engine, p)
+    }
+
+    #[test]
+    fn a_written_entry_loads() {
+        let (_tmp, cache, engine, p) = empty_entry();
         assert_eq!(cache.check(&p).unwrap_err(), Miss::Absent);
         assert_eq!(cache.load(&engine, &p).unwrap_err(), Miss::Absent);
         cache.put(&p, &artifact(&engine)).unwrap();
@@ -369,10 +376,7 @@ mod tests {
 
     #[test]
     fn damage_of_any_kind_fails_the_check() {
-        let tmp = tempfile::tempdir().unwrap();
-        let cache = CompileCache::open(tmp.path().join("c")).unwrap();
-        let engine = engine();
-        let p = cache.entry_path(&engine, &blake3::hash(EMPTY_COMPONENT));
+        let (_tmp, cache, engine, p) = empty_entry();
         let good = artifact(&engine);
         // Refused (by the check, else by wasmtime), then rewritten.
         let refused = |what: &str, by_check: bool| {
@@ -431,10 +435,7 @@ mod tests {
 
     #[test]
     fn an_entry_loads_only_while_it_equals_the_bytes_held() {
-        let tmp = tempfile::tempdir().unwrap();
-        let cache = CompileCache::open(tmp.path().join("c")).unwrap();
-        let engine = engine();
-        let p = cache.entry_path(&engine, &blake3::hash(EMPTY_COMPONENT));
+        let (_tmp, cache, engine, p) = empty_entry();
         let good = artifact(&engine);
         assert_eq!(
             cache.load_equal(&engine, &p, &good).unwrap_err(),
