@@ -55,8 +55,10 @@ pub static REFERENCE_DIGEST: &str =
 
 /// The BLAKE3 digest of [`REFERENCE_PLUGIN`] (the key of its compile-cache
 /// entry), computed by the build script.
-pub static REFERENCE_BLAKE3: [u8; 32] =
-    *include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_reference.blake3"));
+pub static REFERENCE_BLAKE3: blake3::Hash = blake3::Hash::from_bytes(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/toolhost_reference.blake3"
+)));
 
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
@@ -70,7 +72,7 @@ pub enum Source {
         bytes: &'static [u8],
         precompiled: &'static [u8],
         digest: &'static str,
-        blake3: &'static [u8; 32],
+        blake3: blake3::Hash,
     },
     /// A component file.
     File(PathBuf),
@@ -99,7 +101,7 @@ impl Source {
             bytes: REFERENCE_PLUGIN,
             precompiled: REFERENCE_PRECOMPILED,
             digest: REFERENCE_DIGEST,
-            blake3: &REFERENCE_BLAKE3,
+            blake3: REFERENCE_BLAKE3,
         }
     }
 
@@ -550,12 +552,7 @@ fn inspect_loaded(
             precompiled,
             blake3,
             ..
-        } => sandbox.load_embedded(
-            bytes,
-            blake3::Hash::from_bytes(**blake3),
-            precompiled,
-            progress,
-        ),
+        } => sandbox.load_embedded(bytes, *blake3, precompiled, progress),
         Source::File(_) | Source::Namespaced { .. } => sandbox.load(bytes, progress),
     };
     describe(plugin.map_err(|e: SandboxError| e.to_string())?)

@@ -153,7 +153,7 @@ fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> 
     let plugin = sandbox
         .load_embedded(
             toolhost::catalog::REFERENCE_PLUGIN,
-            blake3::Hash::from_bytes(toolhost::catalog::REFERENCE_BLAKE3),
+            toolhost::catalog::REFERENCE_BLAKE3,
             artifact,
             &|e| seen.lock().unwrap().push(e),
         )
@@ -227,7 +227,7 @@ fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
         toolhost::trust::sha256_digest(REFERENCE_PLUGIN)
     );
     // The compile-cache key's digest, which a start no longer computes.
-    assert_eq!(&REFERENCE_BLAKE3, blake3::hash(REFERENCE_PLUGIN).as_bytes());
+    assert_eq!(REFERENCE_BLAKE3, blake3::hash(REFERENCE_PLUGIN));
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
