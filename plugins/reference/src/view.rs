@@ -103,24 +103,21 @@ pub fn render(out: &ViewOutput) -> String {
     let mut s = String::with_capacity(bytes + 160);
     // The line after the page; its last line is the one before.
     let next = out.offset + out.lines.len() as u64;
-    match out.lines.len() {
-        1.. => {
-            let _ = write!(
-                s,
-                "{} lines {}-{} of {}",
-                out.path,
-                out.offset,
-                next - 1,
-                out.total_lines
-            );
-        }
-        0 => {
-            let _ = write!(
-                s,
-                "{} no lines at offset {} (file has {} lines)",
-                out.path, out.offset, out.total_lines
-            );
-        }
+    if out.lines.is_empty() {
+        let _ = write!(
+            s,
+            "{} no lines at offset {} (file has {} lines)",
+            out.path, out.offset, out.total_lines
+        );
+    } else {
+        let _ = write!(
+            s,
+            "{} lines {}-{} of {}",
+            out.path,
+            out.offset,
+            next - 1,
+            out.total_lines
+        );
     }
     let _ = write!(s, ", has_more {}", out.has_more);
     if out.has_more {
