@@ -28,6 +28,9 @@
 //!   after 2 s.
 //! - The cache is bounded ([`MAX_ENTRIES`] entries and [`MAX_CACHED_BYTES`]
 //!   of line-start data), least recently used out first.
+//! - [`read_range`] reads part of an open file for the import's `read`, with
+//!   the size and mtime of the descriptor it read through: what a plugin
+//!   compares with an index to know the bytes are from the indexed file.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -280,6 +283,46 @@ fn read_and_index(file: &mut File, key: &FileKey, limit: u64) -> Result<FileInde
     Ok(indexer.finish(mtime_ns))
 }
 
+/// Bytes of a file and the file's size and mtime when they were read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileBytes {
+    pub bytes: Vec<u8>,
+    pub size: u64,
+    /// Nanoseconds since the Unix epoch, as [`FileIndex::mtime_ns`].
+    pub mtime_ns: u64,
+}
+
+/// Reads at most `len` bytes of the open file `file` from byte `offset`
+/// (fewer where it ends), then takes its size and mtime from the same
+/// descriptor: a write that raced the read changes them. A `len` over
+/// [`HOST_MAX_BYTES`] is [`IndexError::TooLarge`].
+pub fn read_range(file: &File, offset: u64, len: u64) -> Result<FileBytes, IndexError> {
+    use std::os::unix::fs::FileExt;
+    if len > HOST_MAX_BYTES {
+        return Err(IndexError::TooLarge(HOST_MAX_BYTES));
+    }
+    let want = usize::try_from(len).map_err(|_| IndexError::TooLarge(HOST_MAX_BYTES))?;
+    // No more room than the file can give from `offset` now.
+    let size_now = FileKey::of(file)?.size;
+    let mut bytes = vec![0u8; want.min(size_now.saturating_sub(offset) as usize)];
+    let mut got = 0;
+    while got < bytes.len() {
+        match file.read_at(&mut bytes[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    bytes.truncate(got);
+    let key = FileKey::of(file)?;
+    Ok(FileBytes {
+        bytes,
+        size: key.size,
+        mtime_ns: u64::try_from(key.mtime_ns.max(0)).unwrap_or(u64::MAX),
+    })
+}
+
 /// Counters of an [`IndexCache`], for tests and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -429,6 +472,36 @@ mod tests {
 
     fn lines_of(s: &str) -> u64 {
         s.lines().count() as u64
+    }
+
+    #[test]
+    fn read_range_reads_what_is_there_and_the_file_it_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "0123456789").unwrap();
+        let file = File::open(&path).unwrap();
+        let key = FileKey::of(&file).unwrap();
+        let got = read_range(&file, 2, 3).unwrap();
+        assert_eq!(got.bytes, b"234");
+        assert_eq!((got.size, i128::from(got.mtime_ns)), (10, key.mtime_ns));
+        // Fewer where the file ends; nothing past it.
+        assert_eq!(read_range(&file, 8, 100).unwrap().bytes, b"89");
+        assert!(read_range(&file, 10, 5).unwrap().bytes.is_empty());
+        assert!(read_range(&file, u64::MAX, 5).unwrap().bytes.is_empty());
+        assert!(read_range(&file, 0, 0).unwrap().bytes.is_empty());
+        assert!(matches!(
+            read_range(&file, 0, HOST_MAX_BYTES + 1),
+            Err(IndexError::TooLarge(HOST_MAX_BYTES))
+        ));
+        // A write after the open shows in the size read back.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"ab")
+            .unwrap();
+        let got = read_range(&file, 9, 10).unwrap();
+        assert_eq!((got.bytes.as_slice(), got.size), (&b"9ab"[..], 12));
     }
 
     #[test]

@@ -7,10 +7,11 @@
 //! - a same-size rewrite with the mtime set back is never answered from a
 //!   stale index (the racy rule for a fresh file; the ctime in the key for
 //!   a settled, cached one);
-//! - the hostile `index_attempt` tool asks for paths outside its mount
-//!   (`..`, an absolute host path, a link out of the mount, another grant's
-//!   file, a FIFO, no grant at all) and gets the exact refusal; a grant
-//!   swapped for a link after it was opened is still the opened directory;
+//! - the hostile `index_attempt` tool asks to index and to `read` paths
+//!   outside its mount (`..`, an absolute host path, a link out of the
+//!   mount, another grant's file, a FIFO, no grant at all) and gets the
+//!   exact refusal from both; a grant swapped for a link after it was opened
+//!   is still the opened directory;
 //! - a component that does not import `files` still loads and runs.
 
 use std::time::{Duration, SystemTime};
@@ -293,11 +294,28 @@ impl Site {
     }
 }
 
+/// Both `index` and `read` of the path were refused the same way.
 #[track_caller]
 fn refused(out: &Value, outcome: &str, says: &str) {
     assert_eq!(out["outcome"], outcome, "{out:#}");
     assert!(out["detail"].as_str().unwrap().contains(says), "{out:#}");
     assert!(out["sha256"].is_null(), "{out:#}");
+    assert_eq!(out["read_outcome"], outcome, "{out:#}");
+    assert!(
+        out["read_detail"].as_str().unwrap().contains(says),
+        "{out:#}"
+    );
+    assert!(out["read_text"].is_null(), "{out:#}");
+}
+
+/// `index` and `read` (bytes 1–64) of the path both answered, from the
+/// mount's `sub/f.txt`.
+#[track_caller]
+fn indexed_and_read_inside(out: &Value) {
+    assert_eq!(out["outcome"], "indexed", "{out:#}");
+    assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"), "{out:#}");
+    assert_eq!(out["read_outcome"], "read", "{out:#}");
+    assert_eq!(out["read_text"], "nside\nlines\n", "{out:#}");
 }
 
 #[test]
@@ -308,15 +326,13 @@ fn the_files_import_reads_only_what_the_calls_mounts_let_the_guest_read() {
         ..Allow::default()
     };
     let out = site.attempt(&sub, "/workspace/sub/f.txt");
-    assert_eq!(out["outcome"], "indexed", "{out:#}");
-    assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"));
+    indexed_and_read_inside(&out);
     assert_eq!(
         (out["size"].as_u64(), out["lines"].as_u64()),
         (Some(13), Some(2))
     );
     // A link that stays in the mount is followed, as the guest's open does.
-    let out = site.attempt(&sub, "/workspace/sub/link_in");
-    assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"), "{out:#}");
+    indexed_and_read_inside(&site.attempt(&sub, "/workspace/sub/link_in"));
 
     let links = ["link_out", "link_other", "link_abs"].map(|l| format!("/workspace/sub/{l}"));
     let cases = [
@@ -347,6 +363,7 @@ fn the_files_import_reads_only_what_the_calls_mounts_let_the_guest_read() {
     };
     let out = site.attempt(&all, "/workspace/other/secret.txt");
     assert_eq!(out["outcome"], "indexed", "{out:#}");
+    assert_eq!(out["read_text"], &SECRET[1..], "{out:#}");
     // …but never through a link out of the workspace.
     refused(
         &site.attempt(&all, "/workspace/sub/link_out"),
@@ -356,11 +373,7 @@ fn the_files_import_reads_only_what_the_calls_mounts_let_the_guest_read() {
 
     // No read grant: no mounts, every path denied.
     let out = site.attempt(&Allow::default(), "/workspace/sub/f.txt");
-    assert_eq!(out["outcome"], "denied", "{out:#}");
-    assert!(
-        out["detail"].as_str().unwrap().contains("may read no file"),
-        "{out:#}"
-    );
+    refused(&out, "denied", "may read no file");
 }
 
 #[test]
@@ -389,8 +402,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
         limits: Limits::default(),
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
-    assert_eq!(out["outcome"], "indexed", "{out:#}");
-    assert_eq!(out["sha256"], sha_hex(b"inside\nlines\n"), "{out:#}");
+    indexed_and_read_inside(&out);
 }
 
 #[test]
@@ -413,8 +425,7 @@ fn a_call_without_mounts_is_denied_every_path() {
         });
         let out = outcome.result.unwrap().unwrap();
         let out: Value = serde_json::from_str(&out.json).unwrap();
-        assert_eq!(out["outcome"], "denied", "{path}: {out:#}");
-        assert!(out["detail"].as_str().unwrap().contains("may read no file"));
+        refused(&out, "denied", "may read no file");
     }
 }
 

@@ -19,6 +19,12 @@
 //! - only a regular file is read (non-blocking, so a FIFO swapped in cannot
 //!   stall the host); FIFOs, sockets and devices are `denied` unopened;
 //! - at most the smaller of `max-bytes` and [`HOST_MAX_BYTES`] is read.
+//!
+//! `read(path, offset, len)` opens the file the same way, with the same
+//! refusals, and answers at most `len` (up to [`HOST_MAX_BYTES`]) bytes from
+//! `offset` with the size and mtime of the descriptor read through: a plugin
+//! that pages through an indexed file reads its page in one host call
+//! instead of the guest's own open, seek, read and stat.
 
 use std::io;
 
@@ -27,7 +33,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::plugin::toolhost::plugin::files as wit;
 use super::{SandboxError, State};
-use crate::file_index::{IndexError, HOST_MAX_BYTES};
+use crate::file_index::{self, IndexError, HOST_MAX_BYTES};
 use crate::opendir::{self, Kind, OpenDir};
 
 /// The answer to every `index` of a call without mounts.
@@ -54,6 +60,25 @@ impl wit::Host for State {
                 stride: ix.stride,
                 line_starts: ix.line_starts.clone(),
                 mtime_ns: ix.mtime_ns,
+            }),
+            Err(IndexError::TooLarge(limit)) => Err(wit::FileError::TooLarge(limit)),
+            Err(IndexError::Io(e)) => Err(io_error(&e, &path)),
+        }
+    }
+
+    fn read(
+        &mut self,
+        path: String,
+        offset: u64,
+        len: u64,
+    ) -> Result<wit::FileBytes, wit::FileError> {
+        let (dir, rel) = resolve(&self.mounts, &path)?;
+        let file = open(dir, &rel, &path)?;
+        match file_index::read_range(&file, offset, len) {
+            Ok(got) => Ok(wit::FileBytes {
+                bytes: got.bytes,
+                size: got.size,
+                mtime_ns: got.mtime_ns,
             }),
             Err(IndexError::TooLarge(limit)) => Err(wit::FileError::TooLarge(limit)),
             Err(IndexError::Io(e)) => Err(io_error(&e, &path)),

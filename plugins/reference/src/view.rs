@@ -1,14 +1,10 @@
 //! `file_view`: numbered lines of a text file, one page at a time.
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
-use std::time::UNIX_EPOCH;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_sdk::files::{self, FileIndex};
+use toolhost_sdk::files::{self, FileBytes, FileIndex};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 use crate::text::{
@@ -165,7 +161,9 @@ fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     // its usual code and message.
     if let Ok(ix) = files::index(&guest.to_string_lossy(), MAX_FILE_BYTES) {
         if ix.is_text && ix.size <= MAX_FILE_BYTES {
-            if let Some(lines) = indexed_page(&guest, &ix, offset, args.limit) {
+            let path = guest.to_string_lossy();
+            let read = |start, len| files::read(&path, start, len).ok();
+            if let Some(lines) = indexed_page(read, &ix, offset, args.limit) {
                 return Ok(output(rel, offset, lines, ix.lines, ix.sha256));
             }
         }
@@ -248,13 +246,19 @@ fn page<'a>(from: impl Iterator<Item = Cow<'a, str>>, limit: u32) -> Vec<String>
 }
 
 /// The page at `offset` read from the file through its index `ix`: one
-/// read from the recorded start at or before the line to the recorded
-/// start after the page's last line (at most one group of lines more than
-/// the page), checked as UTF-8 and for NUL once, then split into lines.
-/// `None` when the file no longer matches the index (its size or mtime
-/// differ, the region ends early, is not UTF-8 or holds a NUL) or cannot
-/// be read: the caller then reads it whole.
-fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option<Vec<String>> {
+/// `read(start, len)` (the host's [`files::read`] in a component) from the
+/// recorded start at or before the line to the recorded start after the
+/// page's last line (at most one group of lines more than the page),
+/// checked as UTF-8 and for NUL once, then split into lines. `None` when
+/// the file no longer matches the index (its size or mtime differ, the
+/// region ends early, is not UTF-8 or holds a NUL) or cannot be read: the
+/// caller then reads it whole.
+fn indexed_page(
+    read: impl FnOnce(u64, u64) -> Option<FileBytes>,
+    ix: &FileIndex,
+    offset: u64,
+    limit: u32,
+) -> Option<Vec<String>> {
     if offset > ix.lines {
         return Some(Vec::new());
     }
@@ -264,12 +268,15 @@ fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option
     let last = (offset + u64::from(limit.max(1)) - 1).min(ix.lines);
     let next_group = usize::try_from((last - 1) / u64::from(ix.stride.max(1)) + 1).ok()?;
     let end = ix.line_starts.get(next_group).copied().unwrap_or(ix.size);
-    let len = usize::try_from(end.checked_sub(start)?).ok()?;
-    let mut file = File::open(guest).ok()?;
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut region = vec![0; len];
-    file.read_exact(&mut region).ok()?;
-    let text = into_text(region).ok()?;
+    let len = end.checked_sub(start)?;
+    let region = read(start, len)?;
+    // Still the file that was indexed (same size, same mtime), and all of
+    // the region there.
+    if region.size != ix.size || region.mtime_ns != ix.mtime_ns || region.bytes.len() as u64 != len
+    {
+        return None;
+    }
+    let text = into_text(region.bytes).ok()?;
     let mut lines = text.lines();
     for _ in 0..skip {
         lines.next()?;
@@ -292,24 +299,15 @@ fn indexed_page(guest: &Path, ix: &FileIndex, offset: u64, limit: u32) -> Option
         }
     });
     let lines = page(from, limit);
-    if failed {
-        return None;
-    }
-    // Still the file that was indexed: same size, same mtime.
-    let meta = file.metadata().ok()?;
-    let mtime_ns = meta
-        .modified()
-        .ok()?
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    (meta.len() == ix.size && mtime_ns == u128::from(ix.mtime_ns)).then_some(lines)
+    (!failed).then_some(lines)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::Workspace;
+    use std::path::Path;
+    use std::time::UNIX_EPOCH;
 
     fn args(path: &str, offset: u32, limit: u32) -> ViewArgs {
         ViewArgs {
@@ -426,6 +424,24 @@ mod tests {
         }
     }
 
+    /// What the host's `files::read` answers, read natively.
+    fn native_read(path: &Path, start: u64, len: u64) -> Option<FileBytes> {
+        let bytes = std::fs::read(path).ok()?;
+        let meta = std::fs::metadata(path).ok()?;
+        let from = (start as usize).min(bytes.len());
+        let to = from.saturating_add(len as usize).min(bytes.len());
+        Some(FileBytes {
+            bytes: bytes[from..to].to_vec(),
+            size: meta.len(),
+            mtime_ns: meta
+                .modified()
+                .ok()?
+                .duration_since(UNIX_EPOCH)
+                .ok()?
+                .as_nanos() as u64,
+        })
+    }
+
     #[test]
     fn indexed_pages_equal_whole_file_pages() {
         let ws = Workspace::new();
@@ -439,12 +455,13 @@ mod tests {
             + "last\r";
         ws.write("a.txt", &body);
         let path = ws.ctx().guest_path("a.txt").unwrap();
+        let read = |start, len| native_read(&path, start, len);
         let ix = index_of(&ws, "a.txt", 8);
         let whole = view(&ws.ctx(), args("a.txt", 1, 500)).unwrap();
         assert_eq!(whole.total_lines, ix.lines);
         for offset in [1u64, 2, 8, 9, 10, 64, 100, 101, 102, 500] {
             for limit in [1u32, 3, 8, 500] {
-                let got = indexed_page(&path, &ix, offset, limit).unwrap();
+                let got = indexed_page(read, &ix, offset, limit).unwrap();
                 let want = view(&ws.ctx(), args("a.txt", offset as u32, limit)).unwrap();
                 assert_eq!(got, want.lines, "{offset} {limit}");
             }
@@ -458,10 +475,10 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        assert!(indexed_page(&path, &ix, 1, 10).is_none());
+        assert!(indexed_page(read, &ix, 1, 10).is_none());
         // Shrunk: a line ends early.
         ws.write("a.txt", "x\n");
-        assert!(indexed_page(&path, &ix, 50, 10).is_none());
+        assert!(indexed_page(read, &ix, 50, 10).is_none());
     }
 
     /// `page` as it was, counting every line's escaped length.

@@ -1,27 +1,31 @@
-//! Native file indexes: the `toolhost:plugin/files` import.
+//! Native file indexes and reads: the `toolhost:plugin/files` import.
 //!
 //! [`index`] asks the host for a file's SHA-256, size, line count, text
 //! check and line starts (every [`FileIndex::stride`]-th line), computed
 //! natively and cached by the host, so a tool that pages through a file can
 //! seek to the page it needs instead of reading and hashing all of it in
-//! Wasm. The host opens the path exactly as the guest's own `open` would
-//! (only inside the call's mounts), so it never reveals more than the tool
-//! could read itself.
+//! Wasm; [`read`] then reads that page in one host call, with the size and
+//! mtime that tell it is still the indexed file. The host opens the path
+//! exactly as the guest's own `open` would (only inside the call's mounts),
+//! so it never reveals more than the tool could read itself.
 //!
 //! ```no_run
 //! # fn f(ctx: &toolhost_sdk::Context) -> Result<(), toolhost_sdk::ToolError> {
 //! let guest = ctx.guest_path("src/main.rs")?;
 //! if let Ok(ix) = toolhost_sdk::files::index(&guest.to_string_lossy(), 4 << 20) {
-//!     let _start_of_line_129 = ix.line_start(129);
+//!     let start = ix.line_start(129).map(|(start, _skip)| start);
+//!     if let Some(Ok(page)) = start.map(|s| toolhost_sdk::files::read(&guest.to_string_lossy(), s, 4096)) {
+//!         let _unchanged = page.size == ix.size && page.mtime_ns == ix.mtime_ns;
+//!     }
 //! }
 //! # Ok(()) }
 //! ```
 //!
 //! Outside a component (a tool's native unit tests) there is no host:
-//! [`index`] answers [`FileError::Unavailable`], and a tool falls back to
-//! reading the file itself.
+//! [`index`] and [`read`] answer [`FileError::Unavailable`], and a tool
+//! falls back to reading the file itself.
 
-pub use crate::bindings::toolhost::plugin::files::{FileError, FileIndex};
+pub use crate::bindings::toolhost::plugin::files::{FileBytes, FileError, FileIndex};
 
 /// Indexes the file at guest path `path` (e.g. `/workspace/src/main.rs`),
 /// reading at most `max_bytes` of it (the host applies its own cap too;
@@ -35,9 +39,29 @@ pub fn index(path: &str, max_bytes: u64) -> Result<FileIndex, FileError> {
 #[cfg(not(target_family = "wasm"))]
 pub fn index(path: &str, max_bytes: u64) -> Result<FileIndex, FileError> {
     let _ = (path, max_bytes);
-    Err(FileError::Unavailable(
-        "the files import exists only inside a toolhost component".into(),
-    ))
+    Err(unavailable())
+}
+
+/// Reads at most `len` bytes from byte `offset` of the file at guest path
+/// `path` (fewer where it ends), with the file's size and mtime as the host
+/// saw them right after: compare them with a [`FileIndex`] to know the
+/// bytes are from the file it indexed. Refused as [`index`] is refused; a
+/// `len` over the host's cap is [`FileError::TooLarge`].
+#[cfg(target_family = "wasm")]
+pub fn read(path: &str, offset: u64, len: u64) -> Result<FileBytes, FileError> {
+    crate::bindings::toolhost::plugin::files::read(path, offset, len)
+}
+
+/// Off-wasm there is no host to ask: always [`FileError::Unavailable`].
+#[cfg(not(target_family = "wasm"))]
+pub fn read(path: &str, offset: u64, len: u64) -> Result<FileBytes, FileError> {
+    let _ = (path, offset, len);
+    Err(unavailable())
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn unavailable() -> FileError {
+    FileError::Unavailable("the files import exists only inside a toolhost component".into())
 }
 
 impl FileIndex {
@@ -64,6 +88,10 @@ mod tests {
     fn off_wasm_the_import_is_unavailable() {
         assert!(matches!(
             index("/workspace/a.txt", 1024),
+            Err(FileError::Unavailable(_))
+        ));
+        assert!(matches!(
+            read("/workspace/a.txt", 0, 1024),
             Err(FileError::Unavailable(_))
         ));
     }

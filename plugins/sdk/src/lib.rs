@@ -18,7 +18,8 @@
 //!   paths into guest paths;
 //! - [`files::index`] asks the host for a readable file's SHA-256, line
 //!   count and line starts, so a tool can seek to a page instead of reading
-//!   and hashing the whole file in Wasm;
+//!   and hashing the whole file in Wasm, and [`files::read`] reads that page
+//!   in one host call;
 //! - a tool can render its output for a model ([`Tool::text`]): the
 //!   compact text the model reads, while the JSON stays the exact data;
 //! - a side-effecting tool can add a dry-run ([`Tool::dry_run`], returning a

@@ -25,7 +25,7 @@
 //! | `poll_sleep`       | wasi-libc's `poll(NULL, 0, ms)` (monotonic clock + `poll`)  |
 //! | `exec_attempt`     | asks the host to run `argv` through the `exec` import       |
 //! | `index_attempt`    | asks the host to index `path` (any guest path, unchecked)   |
-//! |                    | through the `files` import                                  |
+//! |                    | and to read bytes 1–64 of it, through the `files` import    |
 //! | `noisy_text`       | renders `rows` rows of model text full of ANSI escapes,     |
 //! |                    | `\r` progress rewrites and backspaces (text hygiene, clip)  |
 //!
@@ -512,19 +512,47 @@ struct IndexOutput {
     sha256: Option<String>,
     size: Option<u64>,
     lines: Option<u64>,
+    /// How the host answered `read` of the same path (bytes 1 to 64):
+    /// `read` or one of the refusals above, with its message.
+    read_outcome: String,
+    read_detail: String,
+    /// The bytes read, as text, when it worked.
+    read_text: Option<String>,
+}
+
+/// The outcome name and message of a refusal of the `files` import.
+fn refusal(e: toolhost_sdk::files::FileError) -> (&'static str, String) {
+    use toolhost_sdk::files::FileError;
+    match e {
+        FileError::NotFound => ("not_found", String::new()),
+        FileError::IsDirectory => ("is_directory", String::new()),
+        FileError::TooLarge(limit) => ("too_large", limit.to_string()),
+        FileError::Denied(m) => ("denied", m),
+        FileError::Invalid(m) => ("invalid", m),
+        FileError::Io(m) => ("io", m),
+        FileError::Unavailable(m) => ("unavailable", m),
+    }
 }
 
 fn index_attempt(_: &Context, args: IndexArgs) -> Result<IndexOutput, ToolError> {
-    use toolhost_sdk::files::{index, FileError};
+    use toolhost_sdk::files::{index, read};
     let (outcome, detail, ix) = match index(&args.path, 1 << 30) {
         Ok(ix) => ("indexed", String::new(), Some(ix)),
-        Err(FileError::NotFound) => ("not_found", String::new(), None),
-        Err(FileError::IsDirectory) => ("is_directory", String::new(), None),
-        Err(FileError::TooLarge(limit)) => ("too_large", limit.to_string(), None),
-        Err(FileError::Denied(m)) => ("denied", m, None),
-        Err(FileError::Invalid(m)) => ("invalid", m, None),
-        Err(FileError::Io(m)) => ("io", m, None),
-        Err(FileError::Unavailable(m)) => ("unavailable", m, None),
+        Err(e) => {
+            let (outcome, detail) = refusal(e);
+            (outcome, detail, None)
+        }
+    };
+    let (read_outcome, read_detail, read_text) = match read(&args.path, 1, 64) {
+        Ok(got) => (
+            "read",
+            String::new(),
+            Some(String::from_utf8_lossy(&got.bytes).into_owned()),
+        ),
+        Err(e) => {
+            let (outcome, detail) = refusal(e);
+            (outcome, detail, None)
+        }
     };
     Ok(IndexOutput {
         outcome: outcome.into(),
@@ -532,6 +560,9 @@ fn index_attempt(_: &Context, args: IndexArgs) -> Result<IndexOutput, ToolError>
         sha256: ix.as_ref().map(|i| i.sha256.clone()),
         size: ix.as_ref().map(|i| i.size),
         lines: ix.as_ref().map(|i| i.lines),
+        read_outcome: read_outcome.into(),
+        read_detail,
+        read_text,
     })
 }
 
