@@ -130,10 +130,21 @@ struct Watched {
 }
 
 struct Watchdog {
-    calls: Mutex<(u64, Vec<Watched>)>,
-    /// Signalled when a call is watched: with none, the thread sleeps on
-    /// it instead of waking every [`WATCH_PERIOD`].
+    calls: Mutex<Calls>,
+    /// Signalled when a call is watched while the thread sleeps on it
+    /// (with no call watched, it does instead of waking every
+    /// [`WATCH_PERIOD`]).
     watched: std::sync::Condvar,
+}
+
+struct Calls {
+    /// The last id given out.
+    last_id: u64,
+    running: Vec<Watched>,
+    /// The thread waits on `watched`; the next call to be watched wakes it
+    /// (and only that one: a signal nobody waits for is a system call for
+    /// nothing on every call).
+    asleep: bool,
 }
 
 /// The watchdog, started (and its signal handler installed) on first use;
@@ -145,7 +156,11 @@ fn watchdog() -> Option<&'static Watchdog> {
             return None;
         }
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
-            calls: Mutex::new((0, Vec::new())),
+            calls: Mutex::new(Calls {
+                last_id: 0,
+                running: Vec::new(),
+                asleep: false,
+            }),
             watched: std::sync::Condvar::new(),
         }));
         std::thread::Builder::new()
@@ -153,9 +168,11 @@ fn watchdog() -> Option<&'static Watchdog> {
             .spawn(move || loop {
                 {
                     let mut calls = dog.calls.lock().unwrap_or_else(|e| e.into_inner());
-                    while calls.1.is_empty() {
+                    while calls.running.is_empty() {
+                        calls.asleep = true;
                         calls = dog.watched.wait(calls).unwrap_or_else(|e| e.into_inner());
                     }
+                    calls.asleep = false;
                 }
                 std::thread::sleep(WATCH_PERIOD);
                 dog.interrupt_overdue();
@@ -175,16 +192,19 @@ pub(super) fn start() {
 pub(super) fn watch(deadline: Instant) -> Option<Watch> {
     let dog = watchdog()?;
     let mut calls = dog.calls.lock().unwrap_or_else(|e| e.into_inner());
-    calls.0 += 1;
-    let id = calls.0;
-    calls.1.push(Watched {
+    calls.last_id += 1;
+    let id = calls.last_id;
+    calls.running.push(Watched {
         id,
         // SAFETY: pthread_self has no preconditions.
         thread: unsafe { libc::pthread_self() },
         deadline,
     });
+    let wake = std::mem::take(&mut calls.asleep);
     drop(calls);
-    dog.watched.notify_one();
+    if wake {
+        dog.watched.notify_one();
+    }
     Some(Watch { id })
 }
 
@@ -192,8 +212,8 @@ impl Drop for Watch {
     fn drop(&mut self) {
         if let Some(dog) = watchdog() {
             let mut calls = dog.calls.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = calls.1.iter().position(|w| w.id == self.id) {
-                calls.1.swap_remove(i);
+            if let Some(i) = calls.running.iter().position(|w| w.id == self.id) {
+                calls.running.swap_remove(i);
             }
         }
     }
@@ -205,7 +225,7 @@ impl Watchdog {
         // The lock is held while signalling: a call unregisters (under the
         // same lock) before its thread goes on to anything else.
         let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        for w in calls.1.iter().filter(|w| now > w.deadline + GRACE) {
+        for w in calls.running.iter().filter(|w| now > w.deadline + GRACE) {
             // SAFETY: the thread is alive: it is inside its call until it
             // has removed its entry, which needs this lock.
             unsafe { libc::pthread_kill(w.thread, libc::SIGURG) };
@@ -281,6 +301,6 @@ mod tests {
         let id = w.id;
         drop(w);
         let calls = watchdog().unwrap().calls.lock().unwrap();
-        assert!(calls.1.iter().all(|c| c.id != id));
+        assert!(calls.running.iter().all(|c| c.id != id));
     }
 }

@@ -667,28 +667,52 @@ impl Sandbox {
     }
 }
 
-/// Stores alive in this process. The epoch only matters while a guest
-/// runs (deadlines are set relative to the epoch when a store is made), so
-/// the ticker sleeps on [`STORES_CHANGED`] while there are none: an idle
-/// host (a `serve` waiting for requests) takes no CPU time for it.
-static STORES: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
-static STORES_CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+/// The epoch ticker's state: stores alive in this process, and whether the
+/// ticker is asleep. The epoch only matters while a guest runs (deadlines
+/// are set relative to the epoch when a store is armed), so the ticker
+/// sleeps on [`CLOCK_WOKEN`] once no store has been alive for
+/// [`TICK_LINGER`]: an idle host (a `serve` waiting for requests) takes no
+/// CPU time for it. Until then it keeps ticking, so that calls coming one
+/// after another (an agent's burst, a client paging through a file) do not
+/// each wake it: a store that starts while it ticks only counts itself.
+static CLOCK: std::sync::Mutex<Clock> = std::sync::Mutex::new(Clock {
+    stores: 0,
+    asleep: false,
+});
+static CLOCK_WOKEN: std::sync::Condvar = std::sync::Condvar::new();
 
-/// One live store, counted in [`STORES`].
+/// How long the epoch ticker goes on ticking after the last store ended.
+const TICK_LINGER: Duration = Duration::from_millis(50);
+
+struct Clock {
+    stores: usize,
+    /// The ticker waits on [`CLOCK_WOKEN`]: the next store wakes it.
+    asleep: bool,
+}
+
+fn clock() -> std::sync::MutexGuard<'static, Clock> {
+    CLOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One live store, counted in [`CLOCK`].
 struct Ticking;
 
 impl Ticking {
     fn start() -> Ticking {
-        *STORES.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        STORES_CHANGED.notify_all();
+        let mut c = clock();
+        c.stores += 1;
+        if c.asleep {
+            c.asleep = false;
+            CLOCK_WOKEN.notify_all();
+        }
         Ticking
     }
 }
 
 impl Drop for Ticking {
     fn drop(&mut self) {
-        let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.saturating_sub(1);
+        let mut c = clock();
+        c.stores = c.stores.saturating_sub(1);
     }
 }
 
@@ -696,17 +720,28 @@ fn start_epoch_ticker(engine: &Engine) {
     let weak = engine.weak();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
-        .spawn(move || loop {
-            {
-                let mut n = STORES.lock().unwrap_or_else(|e| e.into_inner());
-                while *n == 0 {
-                    n = STORES_CHANGED.wait(n).unwrap_or_else(|e| e.into_inner());
+        .spawn(move || {
+            let mut idle_since: Option<Instant> = None;
+            loop {
+                {
+                    let mut c = clock();
+                    if c.stores > 0 {
+                        idle_since = None;
+                    } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= TICK_LINGER {
+                        c.asleep = true;
+                        // A store that starts clears `asleep` before it
+                        // signals: any other wake-up waits again.
+                        while c.asleep {
+                            c = CLOCK_WOKEN.wait(c).unwrap_or_else(|e| e.into_inner());
+                        }
+                        idle_since = None;
+                    }
                 }
-            }
-            std::thread::sleep(EPOCH_TICK);
-            match weak.upgrade() {
-                Some(engine) => engine.increment_epoch(),
-                None => return,
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
             }
         })
         .expect("spawning the epoch thread");
