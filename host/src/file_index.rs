@@ -295,13 +295,15 @@ pub struct FileBytes {
 /// Reads at most `len` bytes of the open file `file` from byte `offset`
 /// (fewer where it ends), then takes its size and mtime from the same
 /// descriptor: a write that raced the read changes them. A `len` over
-/// [`HOST_MAX_BYTES`] is [`IndexError::TooLarge`].
-pub fn read_range(file: &File, offset: u64, len: u64) -> Result<FileBytes, IndexError> {
+/// `cap` (at most [`HOST_MAX_BYTES`] is ever read) is
+/// [`IndexError::TooLarge`] with the cap applied.
+pub fn read_range(file: &File, offset: u64, len: u64, cap: u64) -> Result<FileBytes, IndexError> {
     use std::os::unix::fs::FileExt;
-    if len > HOST_MAX_BYTES {
-        return Err(IndexError::TooLarge(HOST_MAX_BYTES));
+    let cap = cap.min(HOST_MAX_BYTES);
+    if len > cap {
+        return Err(IndexError::TooLarge(cap));
     }
-    let want = usize::try_from(len).map_err(|_| IndexError::TooLarge(HOST_MAX_BYTES))?;
+    let want = usize::try_from(len).map_err(|_| IndexError::TooLarge(cap))?;
     // No more room than the file can give from `offset` now.
     let size_now = FileKey::of(file)?.size;
     let mut bytes = vec![0u8; want.min(size_now.saturating_sub(offset) as usize)];
@@ -481,18 +483,36 @@ mod tests {
         std::fs::write(&path, "0123456789").unwrap();
         let file = File::open(&path).unwrap();
         let key = FileKey::of(&file).unwrap();
-        let got = read_range(&file, 2, 3).unwrap();
+        let got = read_range(&file, 2, 3, HOST_MAX_BYTES).unwrap();
         assert_eq!(got.bytes, b"234");
         assert_eq!((got.size, i128::from(got.mtime_ns)), (10, key.mtime_ns));
         // Fewer where the file ends; nothing past it.
-        assert_eq!(read_range(&file, 8, 100).unwrap().bytes, b"89");
-        assert!(read_range(&file, 10, 5).unwrap().bytes.is_empty());
-        assert!(read_range(&file, u64::MAX, 5).unwrap().bytes.is_empty());
-        assert!(read_range(&file, 0, 0).unwrap().bytes.is_empty());
+        assert_eq!(
+            read_range(&file, 8, 100, HOST_MAX_BYTES).unwrap().bytes,
+            b"89"
+        );
+        assert!(read_range(&file, 10, 5, HOST_MAX_BYTES)
+            .unwrap()
+            .bytes
+            .is_empty());
+        assert!(read_range(&file, u64::MAX, 5, HOST_MAX_BYTES)
+            .unwrap()
+            .bytes
+            .is_empty());
+        assert!(read_range(&file, 0, 0, HOST_MAX_BYTES)
+            .unwrap()
+            .bytes
+            .is_empty());
         assert!(matches!(
-            read_range(&file, 0, HOST_MAX_BYTES + 1),
+            read_range(&file, 0, HOST_MAX_BYTES + 1, u64::MAX),
             Err(IndexError::TooLarge(HOST_MAX_BYTES))
         ));
+        // A smaller cap (the call's memory limit) is the one applied.
+        assert!(matches!(
+            read_range(&file, 0, 5, 4),
+            Err(IndexError::TooLarge(4))
+        ));
+        assert_eq!(read_range(&file, 0, 4, 4).unwrap().bytes, b"0123");
         // A write after the open shows in the size read back.
         std::fs::OpenOptions::new()
             .append(true)
@@ -500,7 +520,7 @@ mod tests {
             .unwrap()
             .write_all(b"ab")
             .unwrap();
-        let got = read_range(&file, 9, 10).unwrap();
+        let got = read_range(&file, 9, 10, HOST_MAX_BYTES).unwrap();
         assert_eq!((got.bytes.as_slice(), got.size), (&b"9ab"[..], 12));
     }
 

@@ -406,6 +406,46 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
 }
 
 #[test]
+fn a_read_over_the_hosts_cap_or_the_calls_memory_is_too_large() {
+    let site = Site::new();
+    let ws = site.dir.path().join("ws");
+    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
+    let plugin = sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap();
+    let read = |read_len: u64, memory_bytes: usize| -> Value {
+        let args = json!({"path": "/workspace/sub/f.txt", "read_len": read_len}).to_string();
+        let outcome = plugin.call(&CallRequest {
+            tool: "index_attempt",
+            args_json: &args,
+            call_id: "read-cap",
+            workspace_root: "/workspace",
+            idempotency_key: None,
+            mounts: &mounts,
+            net_origins: &[],
+            exec: None,
+            limits: Limits {
+                memory_bytes,
+                ..Limits::default()
+            },
+        });
+        serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
+    };
+    // The host's own cap, 64 MiB, under the default memory limit.
+    let out = read(1 << 30, Limits::default().memory_bytes);
+    assert_eq!(out["read_outcome"], "too_large", "{out:#}");
+    assert_eq!(out["read_detail"], (64u64 << 20).to_string(), "{out:#}");
+    // The call's memory limit when it is smaller: what the guest could not
+    // hold is not read.
+    let out = read(32 << 20, 16 << 20);
+    assert_eq!(out["read_outcome"], "too_large", "{out:#}");
+    assert_eq!(out["read_detail"], (16u64 << 20).to_string(), "{out:#}");
+    // A length the file does not have is fine: the bytes there are read.
+    let out = read(8 << 20, 16 << 20);
+    assert_eq!(out["read_text"], "nside\nlines\n", "{out:#}");
+}
+
+#[test]
 fn a_call_without_mounts_is_denied_every_path() {
     let plugin = sandbox()
         .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})

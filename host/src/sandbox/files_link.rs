@@ -21,8 +21,9 @@
 //! - at most the smaller of `max-bytes` and [`HOST_MAX_BYTES`] is read.
 //!
 //! `read(path, offset, len)` opens the file the same way, with the same
-//! refusals, and answers at most `len` (up to [`HOST_MAX_BYTES`]) bytes from
-//! `offset` with the size and mtime of the descriptor read through: a plugin
+//! refusals, and answers at most `len` bytes from `offset` (a `len` over
+//! [`HOST_MAX_BYTES`] or over the call's memory limit is `too-large`) with
+//! the size and mtime of the descriptor read through: a plugin
 //! that pages through an indexed file reads its page in one host call
 //! instead of the guest's own open, seek, read and stat.
 
@@ -74,7 +75,10 @@ impl wit::Host for State {
     ) -> Result<wit::FileBytes, wit::FileError> {
         let (dir, rel) = resolve(&self.mounts, &path)?;
         let file = open(dir, &rel, &path)?;
-        match file_index::read_range(&file, offset, len) {
+        // No more than the guest could hold: a read over its memory limit
+        // could never be handed to it.
+        let cap = self.memory.limit_bytes() as u64;
+        match file_index::read_range(&file, offset, len, cap) {
             Ok(got) => Ok(wit::FileBytes {
                 bytes: got.bytes,
                 size: got.size,

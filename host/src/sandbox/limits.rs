@@ -28,6 +28,11 @@ impl MemoryLimiter {
         }
     }
 
+    /// The most linear memory the call may have, across all memories.
+    pub fn limit_bytes(&self) -> usize {
+        self.limit_bytes
+    }
+
     /// Largest total linear memory seen during the call.
     pub fn peak_bytes(&self) -> usize {
         self.peak_bytes

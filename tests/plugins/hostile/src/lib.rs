@@ -498,6 +498,9 @@ struct IndexArgs {
     /// `files` import stands between it and the file.
     #[schemars(length(min = 1, max = 1024))]
     path: String,
+    /// How many bytes to `read` from byte 1 (64 when absent).
+    #[schemars(range(min = 0, max = 4_294_967_296_u64))]
+    read_len: Option<u64>,
 }
 
 /// Result of `index_attempt`: how the host answered.
@@ -512,7 +515,8 @@ struct IndexOutput {
     sha256: Option<String>,
     size: Option<u64>,
     lines: Option<u64>,
-    /// How the host answered `read` of the same path (bytes 1 to 64):
+    /// How the host answered `read` of the same path (`read_len` bytes
+    /// from byte 1):
     /// `read` or one of the refusals above, with its message.
     read_outcome: String,
     read_detail: String,
@@ -543,17 +547,18 @@ fn index_attempt(_: &Context, args: IndexArgs) -> Result<IndexOutput, ToolError>
             (outcome, detail, None)
         }
     };
-    let (read_outcome, read_detail, read_text) = match read(&args.path, 1, 64) {
-        Ok(got) => (
-            "read",
-            String::new(),
-            Some(String::from_utf8_lossy(&got.bytes).into_owned()),
-        ),
-        Err(e) => {
-            let (outcome, detail) = refusal(e);
-            (outcome, detail, None)
-        }
-    };
+    let (read_outcome, read_detail, read_text) =
+        match read(&args.path, 1, args.read_len.unwrap_or(64)) {
+            Ok(got) => (
+                "read",
+                String::new(),
+                Some(String::from_utf8_lossy(&got.bytes).into_owned()),
+            ),
+            Err(e) => {
+                let (outcome, detail) = refusal(e);
+                (outcome, detail, None)
+            }
+        };
     Ok(IndexOutput {
         outcome: outcome.into(),
         detail,
