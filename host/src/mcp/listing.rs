@@ -99,7 +99,7 @@ fn drop_host_annotations(v: &mut Value) {
 /// is one) and the `_meta` object carrying the envelope.
 pub fn call_result_parts(
     mut obs: crate::observation::Observation,
-) -> serde_json::Result<(String, Option<Value>, Value)> {
+) -> serde_json::Result<(String, Option<Value>, Map<String, Value>)> {
     // The output and the text move out; only the rest is serialized.
     let output = obs.output.take().filter(|v| !v.is_null());
     let text = std::mem::take(&mut obs.text);
@@ -110,7 +110,7 @@ pub fn call_result_parts(
     }
     let mut meta = Map::new();
     meta.insert(META_OBSERVATION.into(), envelope);
-    Ok((text, output, Value::Object(meta)))
+    Ok((text, output, meta))
 }
 
 /// The four annotation hints for a level. All four are always emitted: the

@@ -199,7 +199,8 @@ impl McpServer {
             CallToolResult::error(content)
         };
         result.structured_content = structured;
-        result.meta = Some(from_json(meta)?);
+        // The `_meta` object as it is (no round trip through serde).
+        result.meta = Some(rmcp::model::MetaObject(meta));
         Ok(result.into())
     }
 
