@@ -159,9 +159,9 @@ fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     // Any refusal, a file that is not text, or one that changed since it
     // was indexed goes the whole-file way below, which gives every error
     // its usual code and message.
-    if let Ok(ix) = files::index(&guest.to_string_lossy(), MAX_FILE_BYTES) {
+    let path = guest.to_string_lossy();
+    if let Ok(ix) = files::index(&path, MAX_FILE_BYTES) {
         if ix.is_text && ix.size <= MAX_FILE_BYTES {
-            let path = guest.to_string_lossy();
             let read = |start, len| files::read(&path, start, len).ok();
             if let Some(lines) = indexed_page(read, &ix, offset, args.limit) {
                 return Ok(output(rel, offset, lines, ix.lines, ix.sha256));

@@ -12,10 +12,12 @@
 //! ```no_run
 //! # fn f(ctx: &toolhost_sdk::Context) -> Result<(), toolhost_sdk::ToolError> {
 //! let guest = ctx.guest_path("src/main.rs")?;
-//! if let Ok(ix) = toolhost_sdk::files::index(&guest.to_string_lossy(), 4 << 20) {
-//!     let start = ix.line_start(129).map(|(start, _skip)| start);
-//!     if let Some(Ok(page)) = start.map(|s| toolhost_sdk::files::read(&guest.to_string_lossy(), s, 4096)) {
-//!         let _unchanged = page.size == ix.size && page.mtime_ns == ix.mtime_ns;
+//! let path = guest.to_string_lossy();
+//! if let Ok(ix) = toolhost_sdk::files::index(&path, 4 << 20) {
+//!     if let Some((start, _skip)) = ix.line_start(129) {
+//!         if let Ok(page) = toolhost_sdk::files::read(&path, start, 4096) {
+//!             let _unchanged = page.size == ix.size && page.mtime_ns == ix.mtime_ns;
+//!         }
 //!     }
 //! }
 //! # Ok(()) }
