@@ -66,7 +66,7 @@ pub struct Call<'a> {
     pub args: &'a str,
     pub options: &'a CallOptions,
     pub mode: Mode,
-    /// Cancelling it stops the running instance at its next epoch tick.
+    /// Cancelling it stops the running instance at its next epoch check.
     pub cancel: Option<&'a CancelToken>,
 }
 

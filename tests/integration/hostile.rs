@@ -43,6 +43,54 @@ fn infinite_loop_is_stopped_by_the_deadline() {
 }
 
 #[test]
+fn a_spinning_call_is_cancelled_at_once() {
+    let cancel = toolhost::sandbox::CancelToken::default();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            cancel.cancel();
+        })
+    };
+    let ws = Ws::new();
+    let started = std::time::Instant::now();
+    let options = opts(60_000, u64::MAX / 2);
+    let obs = hostile_host().run(
+        &session(&ws, &NOTHING),
+        Call::new("spin_forever", "{}", &options).cancellable(&cancel),
+    );
+    canceller.join().unwrap();
+    let obs = serde_json::to_value(obs).unwrap();
+    let err = expect_error(&obs, "error", "timeout");
+    assert!(
+        err["message"].as_str().unwrap().contains("cancelled"),
+        "{err}"
+    );
+    // Stopped by the epoch its cancellation advanced, not by a deadline.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn each_call_keeps_its_own_deadline_while_another_ones_passes() {
+    // One engine, one epoch: the short call's deadline advances it while
+    // the long call runs, and the long call runs on to its own.
+    let spin = |timeout_ms| {
+        std::thread::spawn(move || {
+            attack_with("spin_forever", "{}", &opts(timeout_ms, u64::MAX / 2))
+        })
+    };
+    let long = spin(1_500);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let short = spin(200);
+    let (short, long) = (short.join().unwrap(), long.join().unwrap());
+    for (obs, at_least, below) in [(&short, 200_000, 1_400_000), (&long, 1_500_000, 60_000_000)] {
+        expect_error(obs, "error", "timeout");
+        let wall = obs["usage"]["wall_time_us"].as_u64().unwrap();
+        assert!((at_least..below).contains(&wall), "wall {wall} µs: {obs}");
+    }
+}
+
+#[test]
 fn memory_bomb_hits_the_memory_limit() {
     let o = CallOptions {
         memory_mb: Some(64),

@@ -81,7 +81,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreContextMut,
+    Trap,
+};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -106,9 +109,6 @@ pub const CONTRACT_VERSION: &str = "0.2.0";
 
 /// The wasmtime release this host is built against.
 pub const WASMTIME_VERSION: &str = "48.0.8";
-
-/// How often the epoch ticks; deadlines are rounded up to it.
-const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Fuel for instantiating a spare (see `spare`): about 10 ms of code.
 const SPARE_FUEL: u64 = 10_000_000;
@@ -360,9 +360,6 @@ struct State {
     stderr: Capture,
     deadline: Instant,
     cancel: Option<CancelToken>,
-    /// Keeps the epoch ticking while this store can run (a spare, made
-    /// and waiting, does not).
-    _ticking: Option<Ticking>,
     /// The call's programs (`exec_link`).
     exec: Option<Arc<crate::exec_call::CallExec>>,
     /// A program was ended by the call's deadline: the run is a timeout.
@@ -423,7 +420,7 @@ pub enum LoadEvent {
 }
 
 impl Sandbox {
-    /// Builds the engine and linker. Starts the epoch ticker thread.
+    /// Builds the engine and linker. Starts the deadline watchdog.
     pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
         let mut c = Config::new();
         engine::compile_settings(&mut c);
@@ -449,7 +446,6 @@ impl Sandbox {
             .pagemap_scan(wasmtime::Enabled::Auto);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&c).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
-        start_epoch_ticker(&engine);
 
         let mut linker = Linker::<State>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
@@ -667,86 +663,6 @@ impl Sandbox {
     }
 }
 
-/// The epoch ticker's state: stores alive in this process, and whether the
-/// ticker is asleep. The epoch only matters while a guest runs (deadlines
-/// are set relative to the epoch when a store is armed), so the ticker
-/// sleeps on [`CLOCK_WOKEN`] once no store has been alive for
-/// [`TICK_LINGER`]: an idle host (a `serve` waiting for requests) takes no
-/// CPU time for it. Until then it keeps ticking, so that calls coming one
-/// after another (an agent's burst, a client paging through a file) do not
-/// each wake it: a store that starts while it ticks only counts itself.
-static CLOCK: std::sync::Mutex<Clock> = std::sync::Mutex::new(Clock {
-    stores: 0,
-    asleep: false,
-});
-static CLOCK_WOKEN: std::sync::Condvar = std::sync::Condvar::new();
-
-/// How long the epoch ticker goes on ticking after the last store ended.
-const TICK_LINGER: Duration = Duration::from_millis(50);
-
-struct Clock {
-    stores: usize,
-    /// The ticker waits on [`CLOCK_WOKEN`]: the next store wakes it.
-    asleep: bool,
-}
-
-fn clock() -> std::sync::MutexGuard<'static, Clock> {
-    CLOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// One live store, counted in [`CLOCK`].
-struct Ticking;
-
-impl Ticking {
-    fn start() -> Ticking {
-        let mut c = clock();
-        c.stores += 1;
-        if c.asleep {
-            c.asleep = false;
-            CLOCK_WOKEN.notify_all();
-        }
-        Ticking
-    }
-}
-
-impl Drop for Ticking {
-    fn drop(&mut self) {
-        let mut c = clock();
-        c.stores = c.stores.saturating_sub(1);
-    }
-}
-
-fn start_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("toolhost-epoch".into())
-        .spawn(move || {
-            let mut idle_since: Option<Instant> = None;
-            loop {
-                {
-                    let mut c = clock();
-                    if c.stores > 0 {
-                        idle_since = None;
-                    } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= TICK_LINGER {
-                        c.asleep = true;
-                        // A store that starts clears `asleep` before it
-                        // signals: any other wake-up waits again.
-                        while c.asleep {
-                            c = CLOCK_WOKEN.wait(c).unwrap_or_else(|e| e.into_inner());
-                        }
-                        idle_since = None;
-                    }
-                }
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => return,
-                }
-            }
-        })
-        .expect("spawning the epoch thread");
-}
-
 /// A compiled, pre-linked component, ready for fresh instances.
 #[derive(Clone)]
 pub struct Plugin {
@@ -761,16 +677,23 @@ pub struct Plugin {
     spares: spare::Spares,
 }
 
-/// A handle that stops a running call at its next epoch check.
+/// A handle that stops a running call: cancelling advances the epoch of
+/// the engine it runs on (see `deadline`).
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken(Arc<AtomicBool>);
 
 impl CancelToken {
     pub fn cancel(&self) {
         self.0.store(true, Ordering::SeqCst);
+        deadline::cancel(self);
     }
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// Whether `other` is this token (a clone of it).
+    fn same(&self, other: &CancelToken) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -806,7 +729,7 @@ impl Plugin {
             Some(Trap::Interrupt) => SandboxError::DescribeTimeout(limits.timeout),
             _ => SandboxError::Describe(describe_trap(&e, store)),
         };
-        let _watch = deadline::watch(deadline);
+        let _watch = deadline::watch(deadline, &self.engine, None);
         let instance = self
             .pre
             .instantiate(&mut store)
@@ -878,7 +801,6 @@ impl Plugin {
             stderr,
             deadline,
             cancel: cancel.cloned(),
-            _ticking: Some(Ticking::start()),
             exec,
             deadline_reached: false,
             mounts: mounts
@@ -895,6 +817,7 @@ impl Plugin {
     fn new_store(&self, state: State, limits: &Limits) -> std::io::Result<Store<State>> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
+        store.epoch_deadline_callback(on_epoch);
         arm(&mut store, limits)?;
         Ok(store)
     }
@@ -922,12 +845,10 @@ impl Plugin {
             ),
             _ => Ok(()),
         });
-        let watch = deadline::watch(deadline);
+        let watch = deadline::watch(deadline, &self.engine, None);
         let fresh = self.instantiate(&mut store).ok()?;
         drop(watch);
         let spent = limits.fuel.saturating_sub(store.get_fuel().ok()?);
-        // Nothing runs in it until a call arms it: the epoch need not tick.
-        store.data_mut()._ticking = None;
         Some((store, fresh, spent))
     }
 
@@ -936,7 +857,8 @@ impl Plugin {
         self.call_cancellable(req, None)
     }
 
-    /// Runs one call; `cancel` stops it at the next epoch tick.
+    /// Runs one call; `cancel` stops it (at once in wasm code, see
+    /// `deadline`).
     pub fn call_cancellable(
         &self,
         req: &CallRequest<'_>,
@@ -973,8 +895,8 @@ impl Plugin {
     }
 
     /// Runs `run` on a fresh instance in a store built for `req` (its
-    /// mounts, network origins, fuel, deadline and memory; `cancel` checked
-    /// at every epoch tick) and measures it: the one path of calls,
+    /// mounts, network origins, fuel, deadline and memory; `cancel` stops
+    /// it) and measures it: the one path of calls,
     /// dry-runs and probes. The instance is the plugin's spare when it has
     /// one (see `spare`), else instantiated here; either way the next
     /// spare is asked for, and the store is left to idle work to drop.
@@ -1029,22 +951,7 @@ impl Plugin {
             },
         };
         self.spares.request(self);
-        if let Some(token) = cancel {
-            let token = token.clone();
-            store.epoch_deadline_callback(move |_| {
-                if token.is_cancelled() {
-                    return Err(wasmtime::Error::msg(CANCELLED));
-                }
-                if Instant::now() >= deadline {
-                    return Err(Trap::Interrupt.into());
-                }
-                Ok(wasmtime::UpdateDeadline::Continue(1))
-            });
-            // Check the token at every tick; the callback enforces the
-            // deadline itself from here on.
-            store.set_epoch_deadline(1);
-        }
-        let watch = deadline::watch(deadline);
+        let watch = deadline::watch(deadline, &self.engine, cancel);
         let fresh = match ready {
             Some(fresh) => Ok(fresh),
             None => self.instantiate(&mut store),
@@ -1083,15 +990,30 @@ fn contract_version_of(name: &str) -> Option<&str> {
     Some(rest.split_once('@').map_or("", |(_, v)| v))
 }
 
-/// Sets `limits`' fuel and deadline on `store`, from now.
+/// Sets `limits`' fuel on `store`, and its epoch deadline to the next
+/// epoch: the store's [`on_epoch`] then holds it to its state's deadline
+/// and cancel token (see `deadline`).
 fn arm(store: &mut Store<State>, limits: &Limits) -> std::io::Result<()> {
     store
         .set_fuel(limits.fuel)
         .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
-    let ticks = (limits.timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
-    store.set_epoch_deadline(ticks + 1);
-    store.epoch_deadline_trap();
+    store.set_epoch_deadline(1);
     Ok(())
+}
+
+/// Every store's epoch callback: the epoch advanced (for this call's
+/// deadline, its cancellation, or another call's), so the guest stops
+/// here if its call is cancelled or past its deadline, else runs on to
+/// the next epoch.
+fn on_epoch(store: StoreContextMut<'_, State>) -> wasmtime::Result<wasmtime::UpdateDeadline> {
+    let state = store.data();
+    if state.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+        return Err(wasmtime::Error::msg(CANCELLED));
+    }
+    if Instant::now() >= state.deadline {
+        return Err(Trap::Interrupt.into());
+    }
+    Ok(wasmtime::UpdateDeadline::Continue(1))
 }
 
 /// A call's answer, unless its JSON is over the request's output limit.
@@ -1279,7 +1201,6 @@ impl Plugin {
             stderr: Capture::new(0),
             deadline: Instant::now() + Duration::from_secs(3600),
             cancel: None,
-            _ticking: Some(Ticking::start()),
             exec: None,
             deadline_reached: false,
             mounts: Vec::new(),
