@@ -26,8 +26,9 @@
 //! The rule set is built once per process ([`redactor`]). A text is first
 //! searched for each rule's *trigger literals* (`AKIA`, `ghp_`, `-----BEGIN`,
 //! `://`, `eyJ`, secret-looking names; see [`rules::triggers`]) with one
-//! Aho-Corasick automaton, ASCII case ignored: one pass over the text says
-//! which rules can match at all, and only those run their full pattern. A
+//! Aho-Corasick DFA, ASCII case ignored, stepped through several segments
+//! of a long text at once (`triggers`): one pass over the text says which
+//! rules can match at all, and only those run their full pattern. A
 //! string with no trigger, the common case, costs that one pass and no
 //! allocation, which keeps the many small strings of a JSON output cheap
 //! (a `RegexSet` of the same literals, used before, cost about 1.9 times
@@ -51,6 +52,7 @@
 //! see the README for the figures.
 
 pub mod rules;
+mod triggers;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -107,15 +109,12 @@ pub fn marker(rule: SecretRule) -> String {
 /// The rule set: the trigger automata built at once, each rule's pattern
 /// compiled the first time a text holds one of its triggers.
 pub struct Redactor {
-    /// Every rule's trigger literals, compared without ASCII case.
-    triggers: aho_corasick::AhoCorasick,
-    /// The rule (index into `RULES`) of each trigger literal.
-    trigger_rule: Vec<usize>,
-    /// The trigger literals, the credential header names and the two JSON
-    /// escapes that can spell a trigger's character (`\u`, `\/`): a JSON
+    /// Every rule's trigger literals, compared without ASCII case, and
+    /// the JSON guard's own: the credential header names and the two JSON
+    /// escapes that can spell a trigger's character (`\u`, `\/`). A JSON
     /// text with none of them holds nothing [`Redactor::redact_json`]
     /// would hide (see [`Redactor::json_may_hold_secret`]).
-    json_guard: aho_corasick::AhoCorasick,
+    triggers: triggers::Triggers,
     /// Each rule's pattern, word boundaries made ASCII.
     patterns: Vec<String>,
     regexes: Vec<OnceLock<Regex>>,
@@ -153,27 +152,14 @@ impl Redactor {
             .collect();
         // One bit per rule in `find`.
         assert!(RULES.len() <= 64, "more rules than bits in a u64");
-        let mut literals = Vec::new();
-        let mut trigger_rule = Vec::new();
+        let mut literals: Vec<(&str, Option<usize>)> = Vec::new();
         for (index, r) in RULES.iter().enumerate() {
-            for t in rules::triggers(r.rule) {
-                literals.push(*t);
-                trigger_rule.push(index);
-            }
+            literals.extend(rules::triggers(r.rule).iter().map(|t| (*t, Some(index))));
         }
-        let automaton = |literals: &[&str]| {
-            aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(literals)
-                .expect("trigger literals compile")
-        };
-        let mut guard = literals.clone();
-        guard.extend(CREDENTIAL_HEADERS);
-        guard.extend(["\\u", "\\/"]);
+        literals.extend(CREDENTIAL_HEADERS.iter().map(|h| (*h, None)));
+        literals.extend([("\\u", None), ("\\/", None)]);
         Redactor {
-            triggers: automaton(&literals),
-            trigger_rule,
-            json_guard: automaton(&guard),
+            triggers: triggers::Triggers::new(&literals),
             regexes: patterns.iter().map(|_| OnceLock::new()).collect(),
             patterns,
         }
@@ -207,7 +193,7 @@ impl Redactor {
     /// a string's text is its raw text with escapes undone. One pass over
     /// `raw` instead of one per string.
     pub fn json_may_hold_secret(&self, raw: &str) -> bool {
-        self.json_guard.is_match(raw)
+        self.triggers.scan(raw.as_bytes()).any
     }
 
     /// Every secret in `text`, non-overlapping, in order. Where two rules
@@ -218,10 +204,7 @@ impl Redactor {
         // One pass of the trigger automaton says which rules can match;
         // most texts hold no trigger at all, and that pass allocates
         // nothing.
-        let mut hit: u64 = 0;
-        for m in self.triggers.find_overlapping_iter(text) {
-            hit |= 1 << self.trigger_rule[m.pattern().as_usize()];
-        }
+        let hit = self.triggers.scan(text.as_bytes()).rules;
         if hit == 0 {
             return Vec::new();
         }
