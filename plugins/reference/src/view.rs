@@ -2,13 +2,14 @@
 
 use std::borrow::Cow;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize, Serializer};
 use toolhost_sdk::files::{self, FileBytes, FileIndex};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 use crate::text::{
-    clip_line, into_text, json_str_len, normalize_rel, read_text_file, sha256_hex, MAX_FILE_BYTES,
+    clip_line, into_text, json_str_len, lines as split_lines, normalize_rel, read_text_file,
+    sha256_hex, MAX_FILE_BYTES,
 };
 
 /// Longest line returned unclipped, in characters.
@@ -61,13 +62,87 @@ pub struct ViewOutput {
     /// First line asked for, 1-based: the number of `lines[0]`.
     pub offset: u64,
     /// `lines[i]` is line `offset + i`, without its line ending, clipped at 2000 characters.
-    pub lines: Vec<String>,
+    pub lines: Lines,
     /// Lines in the whole file.
     pub total_lines: u64,
     /// More lines follow this page.
     pub has_more: bool,
     /// Hex SHA-256 of the whole file (its version).
     pub sha256: String,
+}
+
+/// A page's lines, kept in one buffer (a page of short lines is not an
+/// allocation and a copy per line). In the output, and in its schema, an
+/// array of strings.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Lines {
+    text: String,
+    /// Where each line ends in `text`; each starts where the one before
+    /// ends.
+    ends: Vec<usize>,
+}
+
+impl Lines {
+    fn with_capacity(bytes: usize) -> Lines {
+        Lines {
+            text: String::with_capacity(bytes),
+            ends: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.ends.push(self.text.len());
+    }
+
+    /// How many lines.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The lines in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.text[start..end])
+    }
+
+    /// The text of all lines, without line endings.
+    fn bytes(&self) -> usize {
+        self.text.len()
+    }
+}
+
+impl<const N: usize> PartialEq<[&str; N]> for Lines {
+    fn eq(&self, other: &[&str; N]) -> bool {
+        self.len() == N && self.iter().eq(other.iter().copied())
+    }
+}
+
+impl Serialize for Lines {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl JsonSchema for Lines {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        <Vec<String>>::schema_name()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        <Vec<String>>::json_schema(generator)
+    }
 }
 
 /// The `file_view` tool.
@@ -95,7 +170,7 @@ pub fn tool() -> Tool {
 /// right-aligned: about the size of the page's text itself.
 pub fn render(out: &ViewOutput) -> String {
     use std::fmt::Write as _;
-    let bytes: usize = out.lines.iter().map(|l| l.len() + 8).sum();
+    let bytes = out.lines.bytes() + 8 * out.lines.len();
     let mut s = String::with_capacity(bytes + 160);
     // The line after the page; its last line is the one before.
     let next = out.offset + out.lines.len() as u64;
@@ -124,7 +199,7 @@ pub fn render(out: &ViewOutput) -> String {
     // machinery: this loop runs once per line of every page.
     let width = decimal(next.saturating_sub(1).max(1), &mut [0; 20]).len();
     let mut digits = [0u8; 20];
-    for (number, line) in (out.offset..).zip(&out.lines) {
+    for (number, line) in (out.offset..).zip(out.lines.iter()) {
         let number = decimal(number, &mut digits);
         s.extend(std::iter::repeat_n(' ', width.saturating_sub(number.len())));
         s.push_str(number);
@@ -171,19 +246,13 @@ fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
 
     let text = read_text_file(&guest, &rel)?;
     let sha256 = sha256_hex(text.as_bytes());
-    let total_lines = text.lines().count() as u64;
-    let from = text.lines().skip((offset - 1) as usize);
-    let lines = page(from.map(Cow::Borrowed), args.limit);
+    let total_lines = split_lines(&text).count() as u64;
+    let from = split_lines(&text).skip((offset - 1) as usize);
+    let lines = page(from, args.limit, text.len());
     Ok(output(rel, offset, lines, total_lines, sha256))
 }
 
-fn output(
-    path: String,
-    offset: u64,
-    lines: Vec<String>,
-    total_lines: u64,
-    sha256: String,
-) -> ViewOutput {
+fn output(path: String, offset: u64, lines: Lines, total_lines: u64, sha256: String) -> ViewOutput {
     let last = offset - 1 + lines.len() as u64;
     ViewOutput {
         path,
@@ -204,8 +273,11 @@ fn output(
 /// to ~60 bytes never is); from the line that could, the lines taken are
 /// counted once and every later one as it comes: the page ends where
 /// counting every line would have ended it.
-fn page<'a>(from: impl Iterator<Item = Cow<'a, str>>, limit: u32) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
+///
+/// `capacity`: bytes to make room for at once (the text the lines come
+/// from; a page takes at most that much, clipping aside).
+fn page<'a>(from: impl Iterator<Item = &'a str>, limit: u32, capacity: usize) -> Lines {
+    let mut lines = Lines::with_capacity(capacity.min(PAGE_TEXT_BUDGET_BYTES));
     let mut budget = PAGE_TEXT_BUDGET_BYTES;
     // An upper bound of the escaped length of the lines taken, until one
     // more line could overrun the budget.
@@ -214,19 +286,14 @@ fn page<'a>(from: impl Iterator<Item = Cow<'a, str>>, limit: u32) -> Vec<String>
         return lines;
     }
     for line in from {
-        // A line that cannot need a clip is moved, not copied.
-        let text = if line.len() <= MAX_LINE_CHARS {
-            line.into_owned()
-        } else {
-            clip_line(&line, MAX_LINE_CHARS).into_owned()
-        };
+        let text = clip_line(line, MAX_LINE_CHARS);
         if let Some(w) = worst {
             let bound = w + 6 * text.len() + 2;
             if bound <= PAGE_TEXT_BUDGET_BYTES {
                 worst = Some(bound);
             } else {
                 worst = None;
-                let taken: usize = lines.iter().map(|l| json_str_len(l)).sum();
+                let taken: usize = lines.iter().map(json_str_len).sum();
                 budget = budget.saturating_sub(taken);
             }
         }
@@ -237,7 +304,7 @@ fn page<'a>(from: impl Iterator<Item = Cow<'a, str>>, limit: u32) -> Vec<String>
             }
             budget = budget.saturating_sub(cost);
         }
-        lines.push(text);
+        lines.push(&text);
         if lines.len() >= limit as usize {
             break;
         }
@@ -258,9 +325,9 @@ fn indexed_page(
     ix: &FileIndex,
     offset: u64,
     limit: u32,
-) -> Option<Vec<String>> {
+) -> Option<Lines> {
     if offset > ix.lines {
-        return Some(Vec::new());
+        return Some(Lines::default());
     }
     let (start, skip) = ix.line_start(offset)?;
     // The group after the one holding the page's last possible line starts
@@ -277,7 +344,7 @@ fn indexed_page(
         return None;
     }
     let text = into_text(region.bytes).ok()?;
-    let mut lines = text.lines();
+    let mut lines = split_lines(&text);
     for _ in 0..skip {
         lines.next()?;
     }
@@ -290,7 +357,7 @@ fn indexed_page(
         match lines.next() {
             Some(line) => {
                 number += 1;
-                Some(Cow::Borrowed(line))
+                Some(line)
             }
             None => {
                 failed = true;
@@ -298,7 +365,7 @@ fn indexed_page(
             }
         }
     });
-    let lines = page(from, limit);
+    let lines = page(from, limit, text.len());
     (!failed).then_some(lines)
 }
 
@@ -390,7 +457,8 @@ mod tests {
         let long = "x".repeat(5000);
         ws.write("long.txt", &format!("{long}\n").repeat(200));
         let out = view(&ws.ctx(), args("long.txt", 1, 500)).unwrap();
-        assert!(out.lines[0].ends_with("[...clipped, line has 5000 chars]"));
+        let first = out.lines.iter().next().unwrap();
+        assert!(first.ends_with("[...clipped, line has 5000 chars]"));
         assert!(out.has_more);
         let json = serde_json::to_string(&out).unwrap();
         assert!(json.len() < 256 * 1024, "{}", json.len());
@@ -507,8 +575,8 @@ mod tests {
                     .map(|i| kind.repeat((len + i % 7) / kind.len() + usize::from(i % 5 == k)))
                     .collect();
                 for limit in [1u32, 7, 500] {
-                    let from = lines.iter().map(|l| Cow::Borrowed(l.as_str()));
-                    let got = page(from, limit);
+                    let from = lines.iter().map(String::as_str);
+                    let got = page(from, limit, 0);
                     assert_eq!(
                         got.len(),
                         page_counting_every_line(&lines, limit),
