@@ -85,6 +85,10 @@ impl<'a> Writer<'a> {
             b't' => self.literal("true").map(|()| self.out.push_str("true")),
             b'f' => self.literal("false").map(|()| self.out.push_str("false")),
             b'"' => {
+                if let Some(spelled) = self.canonical_token() {
+                    self.out.push_str(spelled);
+                    return Some(());
+                }
                 let s = self.string()?;
                 self.write_str(&s, matches!(s, Cow::Borrowed(_)));
                 Some(())
@@ -235,6 +239,46 @@ impl<'a> Writer<'a> {
         Some(())
     }
 
+    /// The string token at `at` (its opening quote), quotes included, when
+    /// it is already spelled as JCS writes its value: every escape one JCS
+    /// writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, or `\u00xx` in
+    /// lower case for the other controls), as serde_json (and the SDK's
+    /// writer) spell them. Consumes it; else `None`, consuming nothing,
+    /// and the string is decoded and written anew. A page of text with a
+    /// quote or backslash on every line is copied instead of decoded and
+    /// escaped again.
+    fn canonical_token(&mut self) -> Option<&'a str> {
+        let src = self.src;
+        let bytes = src.as_bytes();
+        let mut at = self.at + 1;
+        loop {
+            at = next_special(bytes, at);
+            match *bytes.get(at)? {
+                b'"' => break,
+                b'\\' => match *bytes.get(at + 1)? {
+                    b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => at += 2,
+                    b'u' => {
+                        let hex = bytes.get(at + 2..at + 6)?;
+                        let lower = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+                        if hex[..2] != *b"00" || !lower(hex[2]) || !lower(hex[3]) || hex[2] > b'1' {
+                            return None;
+                        }
+                        // JCS writes these five short.
+                        if matches!(&hex[2..], b"08" | b"09" | b"0a" | b"0c" | b"0d") {
+                            return None;
+                        }
+                        at += 6;
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        let token = src.get(self.at..=at)?;
+        self.at = at + 1;
+        Some(token)
+    }
+
     /// A string's value (the text at `at` is its opening quote): borrowed
     /// when it holds no escape, else decoded. `None` for a raw control
     /// character, a bad escape or a lone surrogate.
@@ -349,6 +393,9 @@ mod tests {
             r#"[9007199254740992,-9007199254740992,123456789]"#,
             r#""just a string with \u0001 and \b""#,
             "[\"tab\\tnewline\\n\",\"\\u001f\\u007f\"]",
+            // Spelled as JCS spells them, and each escape JCS spells
+            // otherwise (short, upper case, `\/`, beyond the controls).
+            r#"["\u0000\u001f\u000b \"\\\b\f\n\r\t","\u0008","\u000A","\u001F","\/","\u0020","\u00e9"]"#,
             "42",
         ];
         for text in texts {
