@@ -446,6 +446,52 @@ fn a_read_over_the_hosts_cap_or_the_calls_memory_is_too_large() {
 }
 
 #[test]
+fn a_read_after_an_index_reads_the_path_it_names_under_the_same_checks() {
+    // The file an index opened is read again only under its own path.
+    let site = Site::new();
+    let ws = site.dir.path().join("ws");
+    std::fs::write(ws.join("sub/g.txt"), "another file\n").unwrap();
+    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
+    let plugin = sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap();
+    let attempt = |read_path: &str| -> Value {
+        let args = json!({"path": "/workspace/sub/f.txt", "read_path": read_path}).to_string();
+        let outcome = plugin.call(&CallRequest {
+            tool: "index_attempt",
+            args_json: &args,
+            call_id: "read-after-index",
+            workspace_root: "/workspace",
+            idempotency_key: None,
+            mounts: &mounts,
+            net_origins: &[],
+            exec: None,
+            limits: Limits::default(),
+        });
+        serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
+    };
+    let out = attempt("/workspace/sub/f.txt");
+    assert_eq!(out["outcome"], "indexed", "{out:#}");
+    assert_eq!(out["read_text"], "nside\nlines\n", "{out:#}");
+    let out = attempt("/workspace/sub/g.txt");
+    assert_eq!(out["outcome"], "indexed", "{out:#}");
+    assert_eq!(out["read_text"], "nother file\n", "{out:#}");
+    // Another path is looked up and checked as ever.
+    for (path, refusal) in [
+        ("/workspace/sub/link_out", "denied"),
+        ("/workspace/other/secret.txt", "denied"),
+        ("/workspace/sub/../f.txt", "invalid"),
+        ("/workspace/sub/none.txt", "not_found"),
+    ] {
+        let out = attempt(path);
+        assert_eq!(out["outcome"], "indexed", "{out:#}");
+        assert_eq!(out["read_outcome"], refusal, "{path}: {out:#}");
+        assert!(out["read_text"].is_null(), "{out:#}");
+        assert!(!out.to_string().contains(SECRET), "{out:#}");
+    }
+}
+
+#[test]
 fn a_call_without_mounts_is_denied_every_path() {
     let plugin = sandbox()
         .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})

@@ -21,7 +21,9 @@
 //! - at most the smaller of `max-bytes` and [`HOST_MAX_BYTES`] is read.
 //!
 //! `read(path, offset, len)` opens the file the same way, with the same
-//! refusals, and answers at most `len` bytes from `offset` (a `len` over
+//! refusals (a path the call's last `index` or `read` opened is read
+//! through that descriptor, without a second lookup and open), and
+//! answers at most `len` bytes from `offset` (a `len` over
 //! [`HOST_MAX_BYTES`] or over the call's memory limit is `too-large`) with
 //! the size and mtime of the descriptor read through: a plugin
 //! that pages through an indexed file reads its page in one host call
@@ -52,7 +54,9 @@ impl wit::Host for State {
         let (dir, rel) = resolve(&self.mounts, &path)?;
         let mut file = open(dir, &rel, &path)?;
         let limit = max_bytes.min(HOST_MAX_BYTES);
-        match self.files.index(&mut file, limit) {
+        let indexed = self.files.index(&mut file, limit);
+        self.opened = Some((path.clone(), file));
+        match indexed {
             Ok(ix) => Ok(wit::FileIndex {
                 sha256: ix.sha256.clone(),
                 size: ix.size,
@@ -73,12 +77,22 @@ impl wit::Host for State {
         offset: u64,
         len: u64,
     ) -> Result<wit::FileBytes, wit::FileError> {
-        let (dir, rel) = resolve(&self.mounts, &path)?;
-        let file = open(dir, &rel, &path)?;
+        // The file this call opened last under the same path (its `index`,
+        // as a page is read) is read again as it is: it passed the same
+        // checks, and it is the file that was indexed.
+        let file = match self.opened.take() {
+            Some((opened, file)) if opened == path => file,
+            _ => {
+                let (dir, rel) = resolve(&self.mounts, &path)?;
+                open(dir, &rel, &path)?
+            }
+        };
         // No more than the guest could hold: a read over its memory limit
         // could never be handed to it.
         let cap = self.memory.limit_bytes() as u64;
-        match file_index::read_range(&file, offset, len, cap) {
+        let got = file_index::read_range(&file, offset, len, cap);
+        self.opened = Some((path.clone(), file));
+        match got {
             Ok(got) => Ok(wit::FileBytes {
                 bytes: got.bytes,
                 size: got.size,

@@ -368,6 +368,8 @@ struct State {
     mounts: Vec<(OpenDir, String)>,
     /// The sandbox's file index cache (`files_link`).
     files: Arc<IndexCache>,
+    /// The file `files_link` opened last, by its guest path (see there).
+    opened: Option<(String, std::fs::File)>,
     /// Being instantiated as a spare: a call into the host fails it.
     making_spare: bool,
 }
@@ -808,6 +810,7 @@ impl Plugin {
                 .map(|m| (m.dir.clone(), m.guest.clone()))
                 .collect(),
             files: self.files.clone(),
+            opened: None,
             making_spare: false,
         };
         Ok(state)
@@ -1205,6 +1208,7 @@ impl Plugin {
             deadline_reached: false,
             mounts: Vec::new(),
             files: self.files.clone(),
+            opened: None,
             making_spare: false,
         };
         let mut store = Store::new(&self.engine, state);

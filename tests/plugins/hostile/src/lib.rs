@@ -501,6 +501,9 @@ struct IndexArgs {
     /// How many bytes to `read` from byte 1 (64 when absent).
     #[schemars(range(min = 0, max = 4_294_967_296_u64))]
     read_len: Option<u64>,
+    /// The path to `read` after the index (`path` when absent).
+    #[schemars(length(min = 1, max = 1024))]
+    read_path: Option<String>,
 }
 
 /// Result of `index_attempt`: how the host answered.
@@ -515,8 +518,8 @@ struct IndexOutput {
     sha256: Option<String>,
     size: Option<u64>,
     lines: Option<u64>,
-    /// How the host answered `read` of the same path (`read_len` bytes
-    /// from byte 1):
+    /// How the host answered `read` of the same path, or `read_path`
+    /// (`read_len` bytes from byte 1):
     /// `read` or one of the refusals above, with its message.
     read_outcome: String,
     read_detail: String,
@@ -547,18 +550,21 @@ fn index_attempt(_: &Context, args: IndexArgs) -> Result<IndexOutput, ToolError>
             (outcome, detail, None)
         }
     };
-    let (read_outcome, read_detail, read_text) =
-        match read(&args.path, 1, args.read_len.unwrap_or(64)) {
-            Ok(got) => (
-                "read",
-                String::new(),
-                Some(String::from_utf8_lossy(&got.bytes).into_owned()),
-            ),
-            Err(e) => {
-                let (outcome, detail) = refusal(e);
-                (outcome, detail, None)
-            }
-        };
+    let (read_outcome, read_detail, read_text) = match read(
+        args.read_path.as_deref().unwrap_or(&args.path),
+        1,
+        args.read_len.unwrap_or(64),
+    ) {
+        Ok(got) => (
+            "read",
+            String::new(),
+            Some(String::from_utf8_lossy(&got.bytes).into_owned()),
+        ),
+        Err(e) => {
+            let (outcome, detail) = refusal(e);
+            (outcome, detail, None)
+        }
+    };
     Ok(IndexOutput {
         outcome: outcome.into(),
         detail,
