@@ -369,13 +369,7 @@ fn a_sleeping_call_is_cancelled_promptly() {
         },
     );
     let cancel = CancelToken::default();
-    let canceller = {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            cancel.cancel();
-        })
-    };
+    let canceller = cancel_after(&cancel, Duration::from_millis(300));
     let started = Instant::now();
     let obs = hostile_host().run(
         &session,

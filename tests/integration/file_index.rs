@@ -387,9 +387,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
     std::fs::rename(ws.join("sub"), ws.join("sub.real")).unwrap();
     std::os::unix::fs::symlink("../outside", ws.join("sub")).unwrap();
     std::fs::write(site.dir.path().join("outside/f.txt"), SECRET).unwrap();
-    let plugin = sandbox()
-        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
-        .unwrap();
+    let plugin = hostile_plugin();
     let outcome = plugin.call(&CallRequest {
         tool: "index_attempt",
         args_json: r#"{"path":"/workspace/sub/f.txt"}"#,
@@ -405,31 +403,49 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
     indexed_and_read_inside(&out);
 }
 
+/// The hostile `index_attempt` with `args`, in a call that mounts the
+/// site's `ws/sub` read-only at `/workspace/sub`, under `limits`.
+fn attempt_in_sub(
+    plugin: &toolhost::sandbox::Plugin,
+    site: &Site,
+    args: &Value,
+    limits: Limits,
+) -> Value {
+    let ws = site.dir.path().join("ws");
+    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
+    let args = args.to_string();
+    let outcome = plugin.call(&CallRequest {
+        tool: "index_attempt",
+        args_json: &args,
+        call_id: "attempt-in-sub",
+        workspace_root: "/workspace",
+        idempotency_key: None,
+        mounts: &mounts,
+        net_origins: &[],
+        exec: None,
+        limits,
+    });
+    serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
+}
+
+/// The hostile test plugin, loaded into the shared sandbox.
+fn hostile_plugin() -> toolhost::sandbox::Plugin {
+    sandbox()
+        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
+        .unwrap()
+}
+
 #[test]
 fn a_read_over_the_hosts_cap_or_the_calls_memory_is_too_large() {
     let site = Site::new();
-    let ws = site.dir.path().join("ws");
-    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
-    let plugin = sandbox()
-        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
-        .unwrap();
+    let plugin = hostile_plugin();
     let read = |read_len: u64, memory_bytes: usize| -> Value {
-        let args = json!({"path": "/workspace/sub/f.txt", "read_len": read_len}).to_string();
-        let outcome = plugin.call(&CallRequest {
-            tool: "index_attempt",
-            args_json: &args,
-            call_id: "read-cap",
-            workspace_root: "/workspace",
-            idempotency_key: None,
-            mounts: &mounts,
-            net_origins: &[],
-            exec: None,
-            limits: Limits {
-                memory_bytes,
-                ..Limits::default()
-            },
-        });
-        serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
+        let args = json!({"path": "/workspace/sub/f.txt", "read_len": read_len});
+        let limits = Limits {
+            memory_bytes,
+            ..Limits::default()
+        };
+        attempt_in_sub(&plugin, &site, &args, limits)
     };
     // The host's own cap, 64 MiB, under the default memory limit.
     let out = read(1 << 30, Limits::default().memory_bytes);
@@ -449,26 +465,11 @@ fn a_read_over_the_hosts_cap_or_the_calls_memory_is_too_large() {
 fn a_read_after_an_index_reads_the_path_it_names_under_the_same_checks() {
     // The file an index opened is read again only under its own path.
     let site = Site::new();
-    let ws = site.dir.path().join("ws");
-    std::fs::write(ws.join("sub/g.txt"), "another file\n").unwrap();
-    let mounts = [Mount::open(&ws.join("sub"), "/workspace/sub", false).unwrap()];
-    let plugin = sandbox()
-        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
-        .unwrap();
+    std::fs::write(site.dir.path().join("ws/sub/g.txt"), "another file\n").unwrap();
+    let plugin = hostile_plugin();
     let attempt = |read_path: &str| -> Value {
-        let args = json!({"path": "/workspace/sub/f.txt", "read_path": read_path}).to_string();
-        let outcome = plugin.call(&CallRequest {
-            tool: "index_attempt",
-            args_json: &args,
-            call_id: "read-after-index",
-            workspace_root: "/workspace",
-            idempotency_key: None,
-            mounts: &mounts,
-            net_origins: &[],
-            exec: None,
-            limits: Limits::default(),
-        });
-        serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
+        let args = json!({"path": "/workspace/sub/f.txt", "read_path": read_path});
+        attempt_in_sub(&plugin, &site, &args, Limits::default())
     };
     let out = attempt("/workspace/sub/f.txt");
     assert_eq!(out["outcome"], "indexed", "{out:#}");
@@ -493,9 +494,7 @@ fn a_read_after_an_index_reads_the_path_it_names_under_the_same_checks() {
 
 #[test]
 fn a_call_without_mounts_is_denied_every_path() {
-    let plugin = sandbox()
-        .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
-        .unwrap();
+    let plugin = hostile_plugin();
     for path in ["/workspace/a.txt", "/etc/passwd", "/"] {
         let args = json!({ "path": path }).to_string();
         let outcome = plugin.call(&CallRequest {

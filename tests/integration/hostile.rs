@@ -45,13 +45,7 @@ fn infinite_loop_is_stopped_by_the_deadline() {
 #[test]
 fn a_spinning_call_is_cancelled_at_once() {
     let cancel = toolhost::sandbox::CancelToken::default();
-    let canceller = {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            cancel.cancel();
-        })
-    };
+    let canceller = cancel_after(&cancel, std::time::Duration::from_millis(200));
     let ws = Ws::new();
     let started = std::time::Instant::now();
     let options = opts(60_000, u64::MAX / 2);

@@ -359,3 +359,16 @@ pub fn postgres_url() -> String {
     }
     url
 }
+
+/// Cancels `token` from another thread after `after`; join the handle
+/// when the call returns.
+pub fn cancel_after(
+    token: &toolhost::sandbox::CancelToken,
+    after: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    let token = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        token.cancel();
+    })
+}
