@@ -17,7 +17,7 @@ use toolhost::catalog::{Catalog, Source};
 use toolhost::effects::{KeySource, Records};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::sandbox::{CallRequest, CancelToken, Limits, Mount, DESCRIBE_TIMEOUT};
+use toolhost::sandbox::{CallRequest, Limits, Mount, DESCRIBE_TIMEOUT};
 use toolhost::session::{Allow, Session};
 
 use crate::support::*;
@@ -368,25 +368,15 @@ fn a_sleeping_call_is_cancelled_promptly() {
             ..Allow::default()
         },
     );
-    let cancel = CancelToken::default();
-    let canceller = cancel_after(&cancel, Duration::from_millis(300));
-    let started = Instant::now();
-    let obs = hostile_host().run(
+    let took = cancelled_after(
+        hostile_host(),
         &session,
-        Call::new("sleep", r#"{"ms":30000}"#, &timeout_ms(30_000)).cancellable(&cancel),
+        "sleep",
+        r#"{"ms":30000}"#,
+        &timeout_ms(30_000),
+        Duration::from_millis(300),
     );
-    canceller.join().unwrap();
-    let obs = serde_json::to_value(obs).unwrap();
-    let err = expect_error(&obs, "error", "timeout");
-    assert!(
-        err["message"].as_str().unwrap().contains("cancelled"),
-        "{err}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
 #[test]

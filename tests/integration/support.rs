@@ -360,15 +360,35 @@ pub fn postgres_url() -> String {
     url
 }
 
-/// Cancels `token` from another thread after `after`; join the handle
-/// when the call returns.
-pub fn cancel_after(
-    token: &toolhost::sandbox::CancelToken,
-    after: std::time::Duration,
-) -> std::thread::JoinHandle<()> {
-    let token = token.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(after);
-        token.cancel();
-    })
+/// Runs `tool` with `args` and `options` in `session` on `host`,
+/// cancelling it from another thread after `after`; checks that the call
+/// ended as cancelled (a `timeout` that says so) and answers how long it
+/// took.
+pub fn cancelled_after(
+    host: &Host,
+    session: &Session,
+    tool: &str,
+    args: &str,
+    options: &CallOptions,
+    after: Duration,
+) -> Duration {
+    let token = toolhost::sandbox::CancelToken::default();
+    let canceller = {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            token.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let obs = host.run(session, Call::new(tool, args, options).cancellable(&token));
+    let took = started.elapsed();
+    canceller.join().unwrap();
+    let obs = serde_json::to_value(obs).unwrap();
+    let err = expect_error(&obs, "error", "timeout");
+    assert!(
+        err["message"].as_str().unwrap().contains("cancelled"),
+        "{err}"
+    );
+    took
 }
