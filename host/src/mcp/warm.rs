@@ -337,7 +337,7 @@ mod tests {
         // Calls that come later than the spin: it would only burn a core.
         gaps.record(SPIN * 3);
         assert_eq!(gaps.spin(), Duration::ZERO);
-        // Nor one that spins about as long as the gaps.
+        // Nor while the gaps are about as long as the spin.
         for _ in 0..8 {
             gaps.record(SPIN * 9 / 10);
         }

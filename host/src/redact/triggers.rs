@@ -8,14 +8,15 @@
 //! aho-corasick's own overlapping search). So a long text is cut into
 //! [`STREAMS`] segments and one loop steps a DFA through each at once,
 //! their loads independent of one another: ~1.1 GB/s on a text with no
-//! literal (the `redact` benchmark's file-sized figures include it). Each stream starts in the start
-//! state at its segment's first byte and reads on past the segment's end
-//! by the longest literal less one byte, so every occurrence that starts
-//! in a segment is seen whole by that segment's stream; one that starts
-//! in the overlap is seen again by the next stream, which changes nothing
-//! in a set of hits. An automaton started at some byte reports only
-//! occurrences that start at or after it, so no stream sees one that is
-//! not there.
+//! literal (the `redact` benchmark's file-sized figures include it).
+//!
+//! Each stream starts in the start state at its segment's first byte and
+//! reads on past the segment's end by the longest literal less one byte,
+//! so every occurrence that starts in a segment is seen whole by that
+//! segment's stream; one that starts in the overlap is seen again by the
+//! next stream, which changes nothing in a set of hits. An automaton
+//! started at some byte reports only occurrences that start at or after
+//! it, so no stream sees one that is not there.
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
