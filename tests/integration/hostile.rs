@@ -59,6 +59,28 @@ fn a_spinning_call_is_cancelled_at_once() {
 }
 
 #[test]
+fn a_call_whose_token_was_cancelled_before_it_ran_stops_at_once() {
+    // Cancelled before the sandbox watched the call: nothing advances the
+    // epoch for it later, so the watch itself must.
+    let cancel = toolhost::sandbox::CancelToken::default();
+    cancel.cancel();
+    let ws = Ws::new();
+    let started = std::time::Instant::now();
+    let options = opts(60_000, u64::MAX / 2);
+    let obs = hostile_host().run(
+        &session(&ws, &NOTHING),
+        Call::new("spin_forever", "{}", &options).cancellable(&cancel),
+    );
+    let obs = serde_json::to_value(obs).unwrap();
+    let err = expect_error(&obs, "error", "timeout");
+    assert!(
+        err["message"].as_str().unwrap().contains("cancelled"),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
 fn each_call_keeps_its_own_deadline_while_another_ones_passes() {
     // One engine, one epoch: the short call's deadline advances it while
     // the long call runs, and the long call runs on to its own.

@@ -209,6 +209,12 @@ pub(super) fn watch(deadline: Instant, engine: &Engine, cancel: Option<&CancelTo
         cancel: cancel.cloned(),
         expired: false,
     });
+    // A token cancelled before the call was watched: [`cancel`] did not
+    // see the call, so its epoch advances here (the flag is set before
+    // `cancel` takes this lock, and read after this call took it).
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        engine.increment_epoch();
+    }
     let wake = calls.wakes_at.is_none_or(|at| deadline < at);
     if wake {
         // The thread sets it again before it waits.
