@@ -74,6 +74,7 @@ macro_rules! warn {
 }
 
 pub mod call_meta;
+mod compact_out;
 mod direct;
 mod http;
 pub mod listing;

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::compact_out::{self, CompactOut};
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
@@ -944,9 +945,12 @@ pub(super) async fn serve_stdio(
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let kept = KeptArguments::default();
     let stdin = Tap::new(stdin, max_message_bytes, kept.clone());
-    let transport = UniqueIds::new(
-        AsyncRwTransport::new(stdin, stdout).with_max_line_length(max_message_bytes),
-    );
+    // toolhost writes the answers itself (see `compact_out`).
+    let (out, rmcp_out) = compact_out::split(stdout);
+    let transport = UniqueIds::new(CompactOut::new(
+        AsyncRwTransport::new(stdin, rmcp_out).with_max_line_length(max_message_bytes),
+        out,
+    ));
     let mut server = McpServer::new(state, Some(scope)).with_warm_thread();
     server.kept = kept;
     let running = server
