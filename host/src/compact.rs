@@ -53,7 +53,8 @@ pub(crate) fn skip_clean_words(bytes: &[u8], mut at: usize) -> usize {
 /// escapes, else `\\u00xx` (lowercase, as serde_json and `JSON.stringify`
 /// write it).
 enum Escape {
-    Short(u8),
+    /// Two bytes: a backslash and a letter.
+    Short(&'static str),
     Unicode([u8; 6]),
 }
 
@@ -61,13 +62,13 @@ enum Escape {
 fn escape_of(byte: u8) -> Escape {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     match byte {
-        b'"' => Escape::Short(b'"'),
-        b'\\' => Escape::Short(b'\\'),
-        b'\n' => Escape::Short(b'n'),
-        b'\r' => Escape::Short(b'r'),
-        b'\t' => Escape::Short(b't'),
-        0x08 => Escape::Short(b'b'),
-        0x0c => Escape::Short(b'f'),
+        b'"' => Escape::Short("\\\""),
+        b'\\' => Escape::Short("\\\\"),
+        b'\n' => Escape::Short("\\n"),
+        b'\r' => Escape::Short("\\r"),
+        b'\t' => Escape::Short("\\t"),
+        0x08 => Escape::Short("\\b"),
+        0x0c => Escape::Short("\\f"),
         _ => Escape::Unicode([
             b'\\',
             b'u',
@@ -120,7 +121,10 @@ pub(crate) fn push_escaped(s: &str, out: &mut Vec<u8>) {
 #[inline]
 fn push_escape(byte: u8, out: &mut Vec<u8>) {
     match escape_of(byte) {
-        Escape::Short(letter) => out.extend_from_slice(&[b'\\', letter]),
+        Escape::Short(two) => {
+            let two = two.as_bytes();
+            out.extend_from_slice(&[two[0], two[1]]);
+        }
         Escape::Unicode(six) => out.extend_from_slice(&six),
     }
 }
@@ -144,18 +148,10 @@ pub(crate) fn write_escaped(s: &str, mut push: impl FnMut(&str)) {
             continue;
         }
         push(&s[from..at]);
-        let (two, six);
-        let escape: &[u8] = match escape_of(byte) {
-            Escape::Short(letter) => {
-                two = [b'\\', letter];
-                &two
-            }
-            Escape::Unicode(text) => {
-                six = text;
-                &six
-            }
-        };
-        push(std::str::from_utf8(escape).unwrap_or_default());
+        match escape_of(byte) {
+            Escape::Short(two) => push(two),
+            Escape::Unicode(six) => push(std::str::from_utf8(&six).unwrap_or_default()),
+        }
         at += 1;
         from = at;
     }
