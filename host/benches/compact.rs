@@ -3,7 +3,7 @@
 //! Writes the MCP answer to a `file_view` page (the page as the
 //! model-facing text, the same lines as `structuredContent`, and the
 //! observation envelope in `_meta`) with serde_json and with
-//! `toolhost::compact::to_vec`, which `serve --stdio` uses, and checks
+//! `toolhost_compact_json::to_vec`, which `serve --stdio` uses, and checks
 //! that both wrote the same bytes. Two pages: 500 lines of the `mcp`
 //! bench's escape-dense 1 MiB file (a quote or backslash every ~12 bytes),
 //! and 500 lines of this repository's own source. Each writer runs in
@@ -80,7 +80,7 @@ fn main() {
     ] {
         let message = answer(&lines);
         let want = serde_json::to_vec(&message).unwrap();
-        assert_eq!(toolhost::compact::to_vec(&message).unwrap(), want);
+        assert_eq!(toolhost_compact_json::to_vec(&message).unwrap(), want);
         let bytes = want.len();
         let (mut serde, mut compact) = (Vec::new(), Vec::new());
         for _ in 0..2 {
@@ -88,7 +88,7 @@ fn main() {
                 std::hint::black_box(serde_json::to_vec(&message).unwrap());
             }));
             compact.push(measure(|| {
-                std::hint::black_box(toolhost::compact::to_vec(&message).unwrap());
+                std::hint::black_box(toolhost_compact_json::to_vec(&message).unwrap());
             }));
         }
         let median = |s: &[stats::Stats]| s.iter().map(|s| us(s.median)).fold(f64::MAX, f64::min);

@@ -275,7 +275,43 @@ fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 /// `s` as `JSON.stringify` writes it: `\"`, `\\`, the five short control
 /// escapes, other controls as lowercase `\u00xx`, all else literal.
 fn write_string(s: &str, out: &mut impl Sink) {
-    crate::compact::write_escaped(s, |piece| out.push_str(piece));
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    let mut at = 0;
+    loop {
+        // Eight bytes at a time to the next one that needs an escape (source
+        // text holds a quote or backslash every few dozen bytes at most).
+        at = crate::compact::skip_clean_words(bytes, at);
+        let Some(&byte) = bytes.get(at) else {
+            break;
+        };
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        out.push_str(&s[from..at]);
+        if escape.is_empty() {
+            // Rare: the other control characters.
+            out.push_str(&format!("\\u{byte:04x}"));
+        } else {
+            out.push_str(escape);
+        }
+        at += 1;
+        from = at;
+    }
+    out.push_str(&s[from..]);
+    out.push('"');
 }
 
 /// Parses `text` with [`json::parse_strict`] (refusing duplicate keys,

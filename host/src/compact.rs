@@ -1,31 +1,22 @@
-//! Compact JSON text: measured without being written, and written.
+//! Compact JSON text, measured without being written.
 //!
 //! An observation reports its output's size as compact JSON
-//! (`usage.output_bytes`), the canonical form of an output
+//! (`usage.output_bytes`), and the canonical form of an output
 //! ([`crate::canonical`]) escapes its strings the same way serde_json's
-//! compact writer does (`\"`, `\\`, the five short control escapes, other
-//! control characters as `\u00xx`, everything else literal), and every
-//! answer toolhost sends over stdio is compact JSON. All of them run over
-//! every byte of an output, a page of a file included, so strings are
-//! scanned eight bytes at a time (`escape_mask`, on the masks of the
+//! compact writer does: `\"`, `\\`, the five short control escapes, other
+//! control characters as `\u00xx`, everything else literal. Both run over
+//! every byte of every output, a page of a file included, so the strings
+//! are scanned eight bytes at a time (`escape_mask`, on the masks of the
 //! private `swar` module) instead of one byte and one table lookup at a
 //! time.
 //!
-//! - [`compact_len`] is exactly `serde_json::to_string(value).len()`, at
-//!   about a third of the cost on a 500-line page of escape-heavy source
-//!   text.
-//! - [`to_vec`] is exactly `serde_json::to_vec(value)` for every
-//!   value it writes (the tests hold both to that over values of every
-//!   kind); it refuses, rather than writes differently, what it does not
-//!   know ([`Unsupported`]), so a caller can fall back on serde_json.
+//! [`compact_len`] is exactly `serde_json::to_string(value).len()` (the
+//! tests hold it to that over values of every kind), at about a third of
+//! the cost on a 500-line page of escape-heavy source text.
 
 use serde_json::Value;
 
 use crate::swar;
-
-mod write;
-
-pub use write::{to_vec, Unsupported};
 
 /// The bytes of `word` (eight bytes of a string, little-endian; see
 /// [`swar`]) that need an escape: a quote, a backslash or a control
@@ -46,117 +37,6 @@ pub(crate) fn skip_clean_words(bytes: &[u8], mut at: usize) -> usize {
         }
     }
     at
-}
-
-/// The escape of a byte that needs one (a quote, a backslash or a control
-/// character): `\\` and one letter for `"`, `\\` and the five short control
-/// escapes, else `\\u00xx` (lowercase, as serde_json and `JSON.stringify`
-/// write it).
-enum Escape {
-    /// Two bytes: a backslash and a letter.
-    Short(&'static str),
-    Unicode([u8; 6]),
-}
-
-#[inline]
-fn escape_of(byte: u8) -> Escape {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match byte {
-        b'"' => Escape::Short("\\\""),
-        b'\\' => Escape::Short("\\\\"),
-        b'\n' => Escape::Short("\\n"),
-        b'\r' => Escape::Short("\\r"),
-        b'\t' => Escape::Short("\\t"),
-        0x08 => Escape::Short("\\b"),
-        0x0c => Escape::Short("\\f"),
-        _ => Escape::Unicode([
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(byte >> 4)],
-            HEX[usize::from(byte & 0xf)],
-        ]),
-    }
-}
-
-/// Appends `s` to `out` as a JSON string, quotes included: `\"`, `\\`, the
-/// five short control escapes, other controls as lowercase `\u00xx`, all
-/// else literal (serde_json's compact writer and `JSON.stringify` agree on
-/// every one).
-///
-/// Eight bytes at a time: each word is copied whole, then cut back to the
-/// first byte that needs an escape when it holds one, so text with a quote
-/// or backslash every dozen bytes costs a word copy and a two-byte escape
-/// per escape, not a copy call per piece.
-#[inline]
-pub(crate) fn push_escaped(s: &str, out: &mut Vec<u8>) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut at = 0;
-    while let Some(word) = swar::word(bytes, at) {
-        out.extend_from_slice(&word.to_le_bytes());
-        let mask = escape_mask(word);
-        if mask == 0 {
-            at += 8;
-            continue;
-        }
-        let clean = swar::first(mask);
-        out.truncate(out.len() - 8 + clean);
-        at += clean;
-        push_escape(bytes[at], out);
-        at += 1;
-    }
-    for &byte in &bytes[at..] {
-        if byte < 0x20 || byte == b'"' || byte == b'\\' {
-            push_escape(byte, out);
-        } else {
-            out.push(byte);
-        }
-    }
-    out.push(b'"');
-}
-
-#[inline]
-fn push_escape(byte: u8, out: &mut Vec<u8>) {
-    match escape_of(byte) {
-        Escape::Short(two) => {
-            let two = two.as_bytes();
-            out.extend_from_slice(&[two[0], two[1]]);
-        }
-        Escape::Unicode(six) => out.extend_from_slice(&six),
-    }
-}
-
-/// Writes `s` as a JSON string, quotes included, in pieces to `push`
-/// (the same text [`push_escaped`] appends).
-pub(crate) fn write_escaped(s: &str, mut push: impl FnMut(&str)) {
-    push("\"");
-    let bytes = s.as_bytes();
-    let mut from = 0;
-    let mut at = 0;
-    loop {
-        // Eight bytes at a time to the next one that needs an escape (source
-        // text holds a quote or backslash every few dozen bytes at most).
-        at = skip_clean_words(bytes, at);
-        let Some(&byte) = bytes.get(at) else {
-            break;
-        };
-        if byte >= 0x20 && byte != b'"' && byte != b'\\' {
-            at += 1;
-            continue;
-        }
-        push(&s[from..at]);
-        match escape_of(byte) {
-            Escape::Short(two) => push(two),
-            Escape::Unicode(six) => push(std::str::from_utf8(&six).unwrap_or_default()),
-        }
-        at += 1;
-        from = at;
-    }
-    push(&s[from..]);
-    push("\"");
 }
 
 /// The length of `s` as a JSON string, quotes included, as serde_json's

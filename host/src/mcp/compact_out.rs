@@ -6,9 +6,10 @@
 //! structured lines), and that escaping was the largest part of the
 //! runtime thread's work on such an answer. [`CompactOut`] wraps the
 //! transport and writes each outgoing message itself with
-//! [`crate::compact::to_vec`]: the same bytes serde_json would write,
-//! with strings escaped eight bytes at a time. A message that writer
-//! refuses goes to rmcp, which writes it as it always did.
+//! [`toolhost_compact_json::to_vec`] (the writer the guest SDK writes
+//! outputs with): the same bytes serde_json would write, with strings
+//! escaped eight bytes at a time. A message that cannot be written at all
+//! goes to rmcp, which reports it as it always did.
 //!
 //! Both write whole lines to the one stdout, one line at a time, under one
 //! lock ([`split`]). rmcp's transport gets a [`LineBuffer`] as its writer:
@@ -52,8 +53,8 @@ async fn write_lines<W: AsyncWrite + Unpin>(out: Shared<W>, bytes: Vec<u8>) -> i
 }
 
 /// A transport whose outgoing messages toolhost writes itself (see the
-/// module documentation); `inner` receives, and writes what the compact
-/// writer refuses.
+/// module documentation); `inner` receives, and is handed what cannot be
+/// written.
 pub(super) struct CompactOut<T, W> {
     inner: T,
     out: Shared<W>,
@@ -77,7 +78,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        match crate::compact::to_vec(&item) {
+        match toolhost_compact_json::to_vec(&item) {
             Ok(mut line) => {
                 line.push(b'\n');
                 Either::Left(write_lines(self.out.clone(), line))

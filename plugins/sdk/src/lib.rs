@@ -103,7 +103,6 @@ mod context;
 mod error;
 pub mod exec;
 pub mod files;
-mod json;
 mod plan;
 mod tool;
 

@@ -104,7 +104,8 @@ impl Tool {
             let text = render.map(|r| r(&output as &dyn Any));
             // A failure here is a bug in the tool's output type (e.g. a map
             // with non-string keys), not something the caller can fix.
-            let json = crate::json::to_string(&output).expect("tool output must serialize to JSON");
+            let json = toolhost_compact_json::to_string(&output)
+                .expect("tool output must serialize to JSON");
             Ok(ToolOutput { json, text })
         });
         Tool {
@@ -225,7 +226,8 @@ impl Tool {
             let args: A =
                 serde_json::from_str(args_json).map_err(|e| ToolError::invalid_arguments(&e))?;
             Ok(probe(ctx, args, key)?.map(|output| {
-                crate::json::to_string(&output).expect("tool output must serialize to JSON")
+                toolhost_compact_json::to_string(&output)
+                    .expect("tool output must serialize to JSON")
             }))
         }));
         self
@@ -524,7 +526,7 @@ pub fn dry_run_wit(
     context: WitCallContext,
 ) -> Result<String, WitToolError> {
     let plan = dispatch_dry_run(&tools, name, args_json, &Context::from(context))?;
-    Ok(crate::json::to_string(&plan).expect("a plan always serializes"))
+    Ok(toolhost_compact_json::to_string(&plan).expect("a plan always serializes"))
 }
 
 /// The `probe` export. The context's idempotency key is set to `key`.

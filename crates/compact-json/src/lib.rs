@@ -1,15 +1,28 @@
-//! The compact JSON text of a tool's output, written fast.
+//! The compact JSON text of a value, written fast.
 //!
-//! Every output leaves the guest as JSON text. serde_json's writer escapes
-//! strings one byte and one table lookup at a time, which inside Wasm was
-//! the guest's single largest cost on a page of a file (about a tenth of a
-//! 500-line `file_view` call). [`to_string`] writes the same text (byte
-//! for byte what `serde_json::to_string` writes: the tests hold it to that)
-//! but scans strings eight bytes at a time for the next byte that needs an
-//! escape. Anything it does not handle itself (a map key that is not a
-//! string, a number or a bool; serde_json's own raw-value and
-//! arbitrary-precision types; an error from a `Serialize` impl) is handed to
-//! serde_json whole, so the result never differs.
+//! serde_json's writer escapes strings one byte and one table lookup at a
+//! time. That was the guest's single largest cost on a page of a file
+//! inside Wasm (about a tenth of a 500-line `file_view` call), and the
+//! largest entry on the host's runtime thread when it wrote that page's
+//! MCP answer (~50 KB of strings: the page as text and as lines).
+//! [`to_string`] and [`to_vec`] write the same text, byte for byte what
+//! serde_json writes (the tests hold them to that), but scan strings eight
+//! bytes at a time for the next byte that needs an escape and copy each
+//! clean word whole. Anything this writer does not handle itself (a map
+//! key that is not a string, a number or a bool; serde_json's own raw-value
+//! and arbitrary-precision types; an error from a `Serialize` impl) is
+//! handed to serde_json whole, so the result never differs.
+//!
+//! One crate for both sides: the guest SDK (`toolhost-sdk`) writes every
+//! tool output with it, and `toolhost serve --stdio` every answer.
+//!
+//! ```
+//! let v = serde_json::json!({"path": "a.rs", "lines": ["fn main() {", "\t\"hi\""]});
+//! assert_eq!(
+//!     toolhost_compact_json::to_vec(&v).unwrap(),
+//!     serde_json::to_vec(&v).unwrap(),
+//! );
+//! ```
 
 use std::fmt::Display;
 
@@ -26,6 +39,20 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String>
         // Only whole UTF-8 strings and ASCII were written.
         Ok(()) => Ok(String::from_utf8(out).unwrap_or_default()),
         Err(Unsupported) => serde_json::to_string(value),
+    }
+}
+
+/// `value` as compact JSON, exactly as `serde_json::to_vec` writes it (the
+/// text of [`to_string`], without checking again that it is UTF-8).
+///
+/// # Errors
+///
+/// Those of `serde_json::to_vec`.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(256);
+    match value.serialize(Writer { out: &mut out }) {
+        Ok(()) => Ok(out),
+        Err(Unsupported) => serde_json::to_vec(value),
     }
 }
 
@@ -583,12 +610,17 @@ mod tests {
     use serde::Serialize;
     use serde_json::json;
 
-    use super::to_string;
+    use super::{to_string, to_vec};
 
     fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
         assert_eq!(
             to_string(value).unwrap(),
             serde_json::to_string(value).unwrap(),
+            "{value:?}"
+        );
+        assert_eq!(
+            to_vec(value).unwrap(),
+            serde_json::to_vec(value).unwrap(),
             "{value:?}"
         );
     }
