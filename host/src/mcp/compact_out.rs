@@ -164,11 +164,9 @@ mod tests {
     }
 
     async fn answer_then_refusal() {
-        let (client_in, server_in) = tokio::io::duplex(1 << 20);
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
         let (shared, buffer) = split(server_out);
-        let (read, mut client_in) = tokio::io::split(client_in);
-        drop(read);
         let mut transport = CompactOut::new(
             AsyncRwTransport::<RoleServer, _, _>::new(server_in, buffer),
             shared,
