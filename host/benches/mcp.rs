@@ -23,7 +23,8 @@
 //!   floor's median, p90 ≤ 2.5× the floor's p90;
 //! - `page1m`: a 1 MiB text file read whole through `file_view`'s paging
 //!   (`offset` = next line while `has_more`), in MB/s of file content,
-//!   target ≥ 100 MB/s;
+//!   target ≥ 100 MB/s, beside the *paging floor*: a Python server that
+//!   replays toolhost's own answers, so the client parses the same bytes;
 //! - `start`: spawn to the first `file_view` answer, with an empty compile
 //!   cache (target ≤ 300 ms, 3 starts) and with a warm one (≤ 20 ms, 15
 //!   starts), beside the floor's spawn to first answer (15); medians with
@@ -72,6 +73,33 @@ for line in sys.stdin:
     else:
         result = {"content": [{"type": "text", "text": "ok"}]}
     out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    out.flush()
+"#;
+
+/// The paging floor: answers `initialize` like the floor and each other
+/// request with the next line of a file of toolhost's own answers (from
+/// the first again after the last), under the request's id. The client
+/// reads and parses exactly the bytes toolhost sent, so what is left is
+/// what any server costs to deliver these answers to this client.
+const REPLAY_PY: &str = r#"import json, sys
+head = ',"result":'
+answers = []
+for line in open(sys.argv[1], "rb"):
+    i = line.index(head.encode())
+    answers.append(line[i:])
+out = sys.stdout.buffer
+n = 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "replay", "version": "0"}}
+        out.write((json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n").encode())
+    else:
+        out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + answers[n % len(answers)])
+        n += 1
     out.flush()
 "#;
 
@@ -172,6 +200,7 @@ struct Setup {
     plugins: PathBuf,
     workspace: PathBuf,
     floor: PathBuf,
+    replay: PathBuf,
     client: PathBuf,
     cache: PathBuf,
 }
@@ -190,12 +219,15 @@ impl Setup {
         std::fs::write(workspace.join("one_m.txt"), one_mib_text()).unwrap();
         let floor = dir.path().join("floor.py");
         std::fs::write(&floor, FLOOR_PY).unwrap();
+        let replay = dir.path().join("replay.py");
+        std::fs::write(&replay, REPLAY_PY).unwrap();
         let client = dir.path().join("client.py");
         std::fs::write(&client, CLIENT_PY).unwrap();
         Setup {
             plugins,
             workspace,
             floor,
+            replay,
             client,
             cache: repo_root().join("target/test-compile-cache"),
             _dir: dir,
@@ -229,6 +261,18 @@ impl Setup {
             .stderr(Stdio::piped())
             .spawn()
             .expect("starting toolhost serve")
+    }
+
+    /// The paging floor, replaying the answer lines in `answers`.
+    fn replay(&self, answers: &Path) -> Child {
+        Command::new("python3")
+            .arg(&self.replay)
+            .arg(answers)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the Python paging floor (python3)")
     }
 
     fn floor(&self) -> Child {
@@ -425,6 +469,10 @@ fn print_beside(label: &str, client: &str, a: Stats, b: Stats, answer: usize, ta
 /// changed in the last 50 ms (2 s where timestamps may be whole seconds),
 /// so on a file system with fine timestamps only the warm-up's first pages
 /// index the fresh file afresh and the two figures agree.
+///
+/// Beside each, the paging floor: the same client paging the same way
+/// through a server that replays toolhost's answers of the warm-up
+/// ([`REPLAY_PY`]), interleaved with toolhost's passes.
 fn page_one_mib(setup: &Setup) {
     let file = setup.workspace.join("one_m.txt");
     std::fs::write(&file, one_mib_text()).unwrap();
@@ -435,48 +483,73 @@ fn page_one_mib(setup: &Setup) {
     page_one_mib_runs(setup, "1 MiB file read whole, settled    ");
 }
 
+/// One pass through the file: its time, its pages and (when `record` is
+/// given) each answer line appended to it.
+fn page_pass(
+    c: &mut Client,
+    size: u64,
+    toolhost: bool,
+    mut record: Option<&mut Vec<u8>>,
+) -> (Duration, usize) {
+    let start = Instant::now();
+    let (mut offset, mut content, mut n) = (1u64, 0usize, 0);
+    loop {
+        let v = c.call(
+            "file_view",
+            &json!({"path": "one_m.txt", "offset": offset, "limit": 500}),
+        );
+        if toolhost {
+            check_ok(&v);
+        }
+        if let Some(r) = record.as_deref_mut() {
+            r.extend_from_slice(c.line.as_bytes());
+        }
+        let out = &v["result"]["structuredContent"];
+        let lines = out["lines"].as_array().unwrap();
+        // `lines[i]` is line `offset + i`.
+        content += lines
+            .iter()
+            .map(|l| l.as_str().unwrap().len() + 1)
+            .sum::<usize>();
+        n += 1;
+        if !out["has_more"].as_bool().unwrap() {
+            break;
+        }
+        offset += lines.len() as u64;
+    }
+    assert_eq!(content as u64, size, "the pages cover the file");
+    (start.elapsed(), n)
+}
+
 fn page_one_mib_runs(setup: &Setup, label: &str) {
     let size = std::fs::metadata(setup.workspace.join("one_m.txt"))
         .unwrap()
         .len();
     let mut th = Client::start(setup.toolhost(&setup.cache, &["--stdio"]));
-    let mut runs = Vec::new();
-    let mut pages = 0;
-    for _ in 0..4 {
-        let start = Instant::now();
-        let (mut offset, mut content, mut n) = (1u64, 0usize, 0);
-        loop {
-            let v = th.call(
-                "file_view",
-                &json!({"path": "one_m.txt", "offset": offset, "limit": 500}),
-            );
-            check_ok(&v);
-            let out = &v["result"]["structuredContent"];
-            let lines = out["lines"].as_array().unwrap();
-            // `lines[i]` is line `offset + i`.
-            content += lines
-                .iter()
-                .map(|l| l.as_str().unwrap().len() + 1)
-                .sum::<usize>();
-            n += 1;
-            if !out["has_more"].as_bool().unwrap() {
-                break;
-            }
-            offset += lines.len() as u64;
-        }
-        assert_eq!(content as u64, size, "the pages cover the file");
-        runs.push(start.elapsed());
-        pages = n;
+    // The warm-up pass records the answers the floor replays.
+    let mut answers = Vec::new();
+    let (_, pages) = page_pass(&mut th, size, true, Some(&mut answers));
+    let recorded = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(recorded.path(), &answers).unwrap();
+    let mut floor = Client::start(setup.replay(recorded.path()));
+    page_pass(&mut floor, size, false, None);
+    let (mut runs, mut floors) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        runs.push(page_pass(&mut th, size, true, None).0);
+        floors.push(page_pass(&mut floor, size, false, None).0);
     }
-    runs.remove(0); // warm-up
     runs.sort();
+    floors.sort();
     let mbps = |d: Duration| size as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "{label} {pages} pages, median {:>6.1} ms ({:.0} MB/s; range {:.0}-{:.0} MB/s)  target ≥ 100 MB/s",
+        "{label} {pages} pages, median {:>6.1} ms ({:.0} MB/s; range {:.0}-{:.0} MB/s) | paging floor {:.1} ms ({:.0} MB/s) | ratio {:.2}×  target ≥ 100 MB/s",
         runs[1].as_secs_f64() * 1e3,
         mbps(runs[1]),
         mbps(runs[2]),
         mbps(runs[0]),
+        floors[1].as_secs_f64() * 1e3,
+        mbps(floors[1]),
+        runs[1].as_secs_f64() / floors[1].as_secs_f64(),
     );
 }
 
