@@ -7,7 +7,11 @@
 //! - (b) toolhost's whole in-process call of the same trivial tool in a
 //!   session under a one-off token, as `toolhost call` runs it (gates +
 //!   strict parse + schema + sandbox + observation + serialization);
-//! - (c) `file_view` of a 4 KiB file through the whole pipeline;
+//! - (c) `file_view` of a 4 KiB file through the whole pipeline, and (c2)
+//!   the same with the thread asleep 1 ms before each call (untimed), as
+//!   `serve`'s call thread is between a client's calls: on this virtual
+//!   machine a call that follows an idle millisecond costs more than one
+//!   in a tight loop, and (c2)/(c) says how much;
 //! - (d) a trivial idempotent call through the SQLite record store;
 //! - (e) the trivial call in a session bound to a 5-caveat token, and (f)
 //!   the same with a `max_calls` caveat, counted host-wide on every call;
@@ -77,7 +81,7 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
     let scope = &read;
-    let c = measure(|| {
+    let view = || {
         let obs = host.run(
             scope,
             Call::new(
@@ -88,7 +92,12 @@ fn main() {
         );
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");
-    });
+    };
+    let c = measure(view);
+    // (c2) the same after 1 ms asleep before each call: what `serve`'s call
+    // thread meets between a client's calls (it parks when they come more
+    // than ~0.5 ms apart, see `mcp::warm`).
+    let c2 = stats::measure_after_sleep(Duration::from_millis(1), view);
 
     // (d) the same trivial tool declared idempotent: key + SQLite claim +
     // complete on every call (a fresh key each time).
@@ -225,6 +234,7 @@ fn main() {
         ("(a) bare wasmtime: store + instantiate + call", &a),
         ("(b) toolhost call, trivial tool", &b),
         ("(c) toolhost file_view, 4 KiB file", &c),
+        ("(c2) (c), each call after 1 ms asleep", &c2),
         ("(d) toolhost call, trivial idempotent tool (SQLite)", &d),
         ("(e) toolhost call, trivial tool, with a 5-caveat token", &e),
         ("(f) the same, plus a max_calls caveat (counted)", &f),
@@ -242,6 +252,10 @@ fn main() {
         );
     }
     println!("ratio (b)/(a): {:.2}", us(b.median) / us(a.median));
+    println!(
+        "idle penalty (c2)/(c): {:.2} (the same call, its thread asleep 1 ms before it)",
+        us(c2.median) / us(c.median)
+    );
     println!("token call (e)/(b): {:.2}", us(e.median) / us(b.median));
     println!(
         "max_calls overhead (f)-(e): {:.1} µs",

@@ -16,16 +16,35 @@ pub struct Stats {
 
 /// Runs `f` `WARMUP` times untimed, then `SAMPLES` times timed.
 pub fn measure(mut f: impl FnMut()) -> Stats {
-    for _ in 0..WARMUP {
+    sample(|| {
+        let s = Instant::now();
         f();
+        s.elapsed()
+    })
+}
+
+/// Like [`measure`], but each run (warm-up and timed) comes after the
+/// thread has slept `gap`, untimed: a call that finds its CPU as a parked
+/// server thread does between a client's calls (on a virtual machine, its
+/// caches and predictors cold), not as a tight loop leaves it.
+// Only the `call` bench uses it; `resources` shares this module.
+#[allow(dead_code)]
+pub fn measure_after_sleep(gap: Duration, mut f: impl FnMut()) -> Stats {
+    sample(|| {
+        std::thread::sleep(gap);
+        let s = Instant::now();
+        f();
+        s.elapsed()
+    })
+}
+
+/// `WARMUP` untimed runs of `run`, then `SAMPLES` runs, each returning
+/// its own time.
+fn sample(mut run: impl FnMut() -> Duration) -> Stats {
+    for _ in 0..WARMUP {
+        run();
     }
-    let mut t: Vec<Duration> = (0..SAMPLES)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed()
-        })
-        .collect();
+    let mut t: Vec<Duration> = (0..SAMPLES).map(|_| run()).collect();
     t.sort();
     Stats {
         median: t[t.len() / 2],
