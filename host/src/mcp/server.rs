@@ -582,8 +582,9 @@ impl McpServer {
         // 291–352 µs parked against 265–347 µs spinning, p90 331–388 µs
         // against 706–796 µs).
         let alone = self.state.running.available_permits() + 1 >= self.state.slots;
+        // Nor where this process has one CPU: the result comes from that CPU.
         let spin = match &self.warm {
-            _ if !alone || !spin => Duration::ZERO,
+            _ if !alone || !spin || !warm::may_spin() => Duration::ZERO,
             Some(w) => w.result_spin(tool),
             None => warm::RESULT_SPIN,
         };
