@@ -21,6 +21,8 @@
 //! - `view3`: `file_view` of a 3-byte file;
 //! - `view4k`: `file_view` of a 4 KiB file (64 lines), targets ≤ 2.2× the
 //!   floor's median, p90 ≤ 2.5× the floor's p90;
+//! - `onecpu`: `view4k` with the client and every server bound to
+//!   one CPU (`taskset -c 0`), as in a one-CPU container;
 //! - `page1m`: a 1 MiB text file read whole through `file_view`'s paging
 //!   (`offset` = next line while `has_more`), in MB/s of file content,
 //!   target ≥ 100 MB/s, beside the *paging floor*: a Python server that
@@ -35,6 +37,13 @@
 //!   connection beside a Python HTTP floor (`http.server`, keep-alive),
 //!   interleaved, target ≤ 2× the floor, and 8 clients' throughput beside
 //!   the floor's, target ≥ 1.5× the 2,058 calls/s at filing.
+//!
+//! Beside each of `trivial`, `view3` and `view4k`, the *answer floor*: a
+//! Python server that replays toolhost's own answer to that call, so the
+//! client reads and parses the same bytes (the `page1m` figure's *paging
+//! floor* does the same for its pages). Its distance from the floor is the
+//! answer's cost to the client alone; toolhost's ratio to it, the server's
+//! own.
 //!
 //! Every toolhost answer is checked (`status: ok`) so a fast error cannot
 //! pass for a fast call.
@@ -400,20 +409,88 @@ fn round(
     t
 }
 
-/// One figure: toolhost and the floor interleaved, `ROUNDS` rounds each,
-/// with the Python client, then with this bench's Rust client.
+/// One figure: toolhost, the floor and the answer floor interleaved,
+/// `ROUNDS` rounds each, with the Python client, then with this
+/// bench's Rust client. The *answer floor* replays toolhost's own answer
+/// to this call ([`REPLAY_PY`]): what any server costs this client when it
+/// answers with these bytes.
 fn beside_floor(setup: &Setup, label: &str, tool: &str, args: Value, target: &str) {
+    let recorded = record_answer(setup, tool, &args);
+    let (figures, answer) = python_client(setup, tool, &args, recorded.path(), None);
+    let [a, b, c] = figures;
+    print_beside(label, "Python", [a, b], Some(c), answer, target);
+
+    let mut th = Client::start(setup.toolhost(&setup.cache, &["--stdio"]));
+    let mut floor = Client::start(setup.floor());
+    let mut replay = Client::start(setup.replay(recorded.path()));
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..ROUNDS {
+        let warm = if r == 0 { WARMUP } else { 10 };
+        a.extend(round(&mut th, tool, &args, warm, PER_ROUND, true));
+        b.extend(round(&mut floor, "t", &json!({}), warm, PER_ROUND, false));
+        c.extend(round(&mut replay, "t", &json!({}), warm, PER_ROUND, false));
+    }
+    let answer = th.last_len();
+    print_beside(
+        label,
+        "Rust",
+        [stats(a), stats(b)],
+        Some(stats(c)),
+        answer,
+        "(stricter)",
+    );
+}
+
+/// Toolhost's answer to one call of `tool`, in a file for the answer
+/// floor.
+fn record_answer(setup: &Setup, tool: &str, args: &Value) -> tempfile::NamedTempFile {
+    let recorded = tempfile::NamedTempFile::new().unwrap();
+    let mut th = Client::start(setup.toolhost(&setup.cache, &["--stdio"]));
+    check_ok(&th.call(tool, args));
+    std::fs::write(recorded.path(), th.line.as_bytes()).unwrap();
+    recorded
+}
+
+/// The Python client on toolhost, the floor and the answer floor
+/// (replaying `recorded`), in turns; with `cpu`, the client and every
+/// server are bound to that one CPU (`taskset -c`). Their figures in that
+/// order, and the length of toolhost's last answer.
+fn python_client(
+    setup: &Setup,
+    tool: &str,
+    args: &Value,
+    recorded: &Path,
+    cpu: Option<&str>,
+) -> ([Stats; 3], usize) {
+    let pinned = |cmd: Vec<String>| -> Vec<String> {
+        match cpu {
+            Some(cpu) => ["taskset", "-c", cpu]
+                .into_iter()
+                .map(String::from)
+                .chain(cmd)
+                .collect(),
+            None => cmd,
+        }
+    };
+    let path = |p: &Path| p.to_str().expect("a UTF-8 temporary path").to_string();
     let spec = json!({
         "rounds": ROUNDS, "per_round": PER_ROUND, "warmup": WARMUP,
         "servers": [
-            {"cmd": setup.toolhost_args(&setup.cache, &["--stdio"]), "tool": tool,
+            {"cmd": pinned(setup.toolhost_args(&setup.cache, &["--stdio"])), "tool": tool,
              "args": args, "check": true},
-            {"cmd": ["python3", setup.floor], "tool": "t", "args": {}, "check": false},
+            {"cmd": pinned(vec!["python3".into(), path(&setup.floor)]), "tool": "t",
+             "args": {}, "check": false},
+            {"cmd": pinned(vec!["python3".into(), path(&setup.replay), path(recorded)]),
+             "tool": "t", "args": {}, "check": false},
         ],
     });
-    let out = Command::new("python3")
-        .arg(&setup.client)
-        .arg(spec.to_string())
+    let client = pinned(vec![
+        "python3".into(),
+        path(&setup.client),
+        spec.to_string(),
+    ]);
+    let out = Command::new(&client[0])
+        .args(&client[1..])
         .stderr(Stdio::inherit())
         .output()
         .expect("running the Python client (python3)");
@@ -428,31 +505,49 @@ fn beside_floor(setup: &Setup, label: &str, tool: &str, args: Value, target: &st
             .collect()
     };
     let answer = v["answer"].as_u64().unwrap() as usize;
-    print_beside(
-        label,
-        "Python",
-        stats(times(0)),
-        stats(times(1)),
-        answer,
-        target,
-    );
-
-    let mut th = Client::start(setup.toolhost(&setup.cache, &["--stdio"]));
-    let mut floor = Client::start(setup.floor());
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for r in 0..ROUNDS {
-        let warm = if r == 0 { WARMUP } else { 10 };
-        a.extend(round(&mut th, tool, &args, warm, PER_ROUND, true));
-        b.extend(round(&mut floor, "t", &json!({}), warm, PER_ROUND, false));
-    }
-    let answer = th.last_len();
-    print_beside(label, "Rust", stats(a), stats(b), answer, "(stricter)");
+    ([stats(times(0)), stats(times(1)), stats(times(2))], answer)
 }
 
-/// One line: toolhost's median and p90 beside the floor's, and the ratios.
-fn print_beside(label: &str, client: &str, a: Stats, b: Stats, answer: usize, target: &str) {
+/// The 4 KiB `file_view` with the Python client, toolhost and both floors
+/// all bound to CPU 0: a one-CPU container or machine, where a thread
+/// spinning for another only keeps it from running (see `mcp::warm`).
+fn one_cpu(setup: &Setup) {
+    let label = "file_view, 4 KiB file, one CPU";
+    let taskset = Command::new("taskset")
+        .args(["-c", "0", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !taskset {
+        println!("{label:<34} not measured: `taskset -c 0` does not run here");
+        return;
+    }
+    let tool = "file_view";
+    let args = json!({"path": "four_k.txt", "offset": 1, "limit": 200});
+    let recorded = record_answer(setup, tool, &args);
+    let ([a, b, c], answer) = python_client(setup, tool, &args, recorded.path(), Some("0"));
+    print_beside(label, "Python", [a, b], Some(c), answer, "");
+}
+
+/// One line: toolhost's median and p90 beside the floor's, the ratios,
+/// and (when measured) the answer floor's median with toolhost's ratio to
+/// it.
+fn print_beside(
+    label: &str,
+    client: &str,
+    [a, b]: [Stats; 2],
+    answer_floor: Option<Stats>,
+    answer: usize,
+    target: &str,
+) {
+    let replayed = answer_floor.map_or(String::new(), |c| {
+        format!(
+            " | answer floor {:>6.1} µs, ratio {:>4.2}×",
+            us(c.median),
+            us(a.median) / us(c.median)
+        )
+    });
     println!(
-        "{label:<34} {client:<6} median {:>7.1} µs  p90 {:>7.1} µs | floor {:>6.1} / {:>6.1} µs | ratio {:>4.2}× (p90 {:>4.2}×)  {answer} B answer  {target}",
+        "{label:<34} {client:<6} median {:>7.1} µs  p90 {:>7.1} µs | floor {:>6.1} / {:>6.1} µs | ratio {:>4.2}× (p90 {:>4.2}×)  {answer} B answer  {target}{replayed}",
         us(a.median),
         us(a.p90),
         us(b.median),
@@ -790,8 +885,8 @@ fn bench_http(setup: &Setup) {
     print_beside(
         "HTTP file_view 4 KiB, 1 client",
         "Rust",
-        stats(a),
-        stats(b),
+        [stats(a), stats(b)],
+        None,
         answer,
         "target ≤ 2×",
     );
@@ -893,6 +988,9 @@ fn main() {
             json!({"path": "four_k.txt", "offset": 1, "limit": 200}),
             "target ≤ 2.2× (p90 ≤ 2.5×)",
         );
+    }
+    if run("onecpu") {
+        one_cpu(&setup);
     }
     if run("page1m") {
         page_one_mib(&setup);
