@@ -69,8 +69,19 @@ const PER_ROUND: usize = 1000;
 const CLIENTS: usize = 8;
 const LOAD_SECS: u64 = 4;
 
-/// The floor: answers `initialize` and every other request at once.
+/// The floor: answers `initialize` and every other request at once, with
+/// a fixed text. Given a file, it is the *answer floor* (or *paging
+/// floor*): each other request gets the next line of that file of
+/// toolhost's own answers (from the first again after the last), under the
+/// request's id, so the client reads and parses exactly the bytes toolhost
+/// sent, and what is left is what any server costs to deliver these
+/// answers to this client.
 const FLOOR_PY: &str = r#"import json, sys
+answers = []
+if len(sys.argv) > 1:
+    for line in open(sys.argv[1], "rb"):
+        answers.append(line[line.index(b',"result":'):])
+n = 0
 out = sys.stdout
 for line in sys.stdin:
     msg = json.loads(line)
@@ -79,36 +90,16 @@ for line in sys.stdin:
     if msg.get("method") == "initialize":
         result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                   "serverInfo": {"name": "floor", "version": "0"}}
+    elif answers:
+        out.flush()
+        out.buffer.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode()
+                         + answers[n % len(answers)])
+        out.buffer.flush()
+        n += 1
+        continue
     else:
         result = {"content": [{"type": "text", "text": "ok"}]}
     out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
-    out.flush()
-"#;
-
-/// The paging floor: answers `initialize` like the floor and each other
-/// request with the next line of a file of toolhost's own answers (from
-/// the first again after the last), under the request's id. The client
-/// reads and parses exactly the bytes toolhost sent, so what is left is
-/// what any server costs to deliver these answers to this client.
-const REPLAY_PY: &str = r#"import json, sys
-head = ',"result":'
-answers = []
-for line in open(sys.argv[1], "rb"):
-    i = line.index(head.encode())
-    answers.append(line[i:])
-out = sys.stdout.buffer
-n = 0
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    if msg.get("method") == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "replay", "version": "0"}}
-        out.write((json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n").encode())
-    else:
-        out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + answers[n % len(answers)])
-        n += 1
     out.flush()
 "#;
 
@@ -209,7 +200,6 @@ struct Setup {
     plugins: PathBuf,
     workspace: PathBuf,
     floor: PathBuf,
-    replay: PathBuf,
     client: PathBuf,
     cache: PathBuf,
 }
@@ -228,15 +218,12 @@ impl Setup {
         std::fs::write(workspace.join("one_m.txt"), one_mib_text()).unwrap();
         let floor = dir.path().join("floor.py");
         std::fs::write(&floor, FLOOR_PY).unwrap();
-        let replay = dir.path().join("replay.py");
-        std::fs::write(&replay, REPLAY_PY).unwrap();
         let client = dir.path().join("client.py");
         std::fs::write(&client, CLIENT_PY).unwrap();
         Setup {
             plugins,
             workspace,
             floor,
-            replay,
             client,
             cache: repo_root().join("target/test-compile-cache"),
             _dir: dir,
@@ -272,10 +259,10 @@ impl Setup {
             .expect("starting toolhost serve")
     }
 
-    /// The paging floor, replaying the answer lines in `answers`.
+    /// The answer floor, replaying the answer lines in `answers`.
     fn replay(&self, answers: &Path) -> Child {
         Command::new("python3")
-            .arg(&self.replay)
+            .arg(&self.floor)
             .arg(answers)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -412,7 +399,7 @@ fn round(
 /// One figure: toolhost, the floor and the answer floor interleaved,
 /// `ROUNDS` rounds each, with the issue's Python client, then with this
 /// bench's Rust client. The *answer floor* replays toolhost's own answer
-/// to this call ([`REPLAY_PY`]): what any server costs this client when it
+/// to this call ([`FLOOR_PY`] given a file): what any server costs this client when it
 /// answers with these bytes.
 fn beside_floor(setup: &Setup, label: &str, tool: &str, args: Value, target: &str) {
     let recorded = record_answer(setup, tool, &args);
@@ -480,7 +467,7 @@ fn python_client(
              "args": args, "check": true},
             {"cmd": pinned(vec!["python3".into(), path(&setup.floor)]), "tool": "t",
              "args": {}, "check": false},
-            {"cmd": pinned(vec!["python3".into(), path(&setup.replay), path(recorded)]),
+            {"cmd": pinned(vec!["python3".into(), path(&setup.floor), path(recorded)]),
              "tool": "t", "args": {}, "check": false},
         ],
     });
@@ -567,7 +554,7 @@ fn print_beside(
 ///
 /// Beside each, the paging floor: the same client paging the same way
 /// through a server that replays toolhost's answers of the warm-up
-/// ([`REPLAY_PY`]), interleaved with toolhost's passes.
+/// ([`FLOOR_PY`] given a file), interleaved with toolhost's passes.
 fn page_one_mib(setup: &Setup) {
     let file = setup.workspace.join("one_m.txt");
     std::fs::write(&file, one_mib_text()).unwrap();
