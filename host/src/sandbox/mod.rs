@@ -70,7 +70,7 @@ pub mod http;
 mod limits;
 mod spare;
 
-pub use cache::{Checked, CompileCache, Miss};
+pub use cache::{CacheError, Checked, CompileCache, Miss};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 pub use spare::SpareStats;
@@ -149,6 +149,11 @@ pub enum SandboxError {
 pub struct SandboxConfig {
     /// Where compiled code is cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The secret that authenticates cache entries; `None` means
+    /// [`CompileCache::default_key_file`].
+    pub cache_key_file: Option<PathBuf>,
+    /// The workspace, if known: a cache directory inside it is refused.
+    pub workspace: Option<PathBuf>,
     /// Instances that may run at once (pooling allocator slots).
     pub max_concurrent_instances: u32,
     /// Upper bound for any call's memory limit, in bytes.
@@ -159,6 +164,8 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
             cache_dir: CompileCache::default_dir(),
+            cache_key_file: None,
+            workspace: None,
             max_concurrent_instances: 64,
             max_memory_bytes: 1 << 30,
         }
@@ -463,10 +470,19 @@ impl Sandbox {
         exec_link::add_to_linker(&mut linker)?;
         files_link::add_to_linker(&mut linker)?;
         deadline::start();
-        let cache = match &config.cache_dir {
-            Some(dir) => CompileCache::open(dir).ok(),
-            None => None,
-        };
+        let cache = config.cache_dir.as_ref().and_then(|dir| {
+            let opened = match config
+                .cache_key_file
+                .clone()
+                .or_else(CompileCache::default_key_file)
+            {
+                Some(key) => CompileCache::open_with(dir, &key, config.workspace.as_deref()),
+                None => Err(cache::CacheError::NoKeyFile),
+            };
+            opened
+                .inspect_err(|e| tracing::warn!("{e}; compiling without a cache"))
+                .ok()
+        });
         Ok(Sandbox {
             engine,
             linker: Arc::new(linker),
@@ -578,6 +594,10 @@ impl Sandbox {
                     return Ok(c);
                 }
                 Err(Miss::Corrupt) => {
+                    tracing::warn!(
+                        entry = %path.display(),
+                        "compiled-code cache entry refused (bad MAC, length, owner, mode or a link); recompiling"
+                    );
                     cache.evict(path);
                     progress(LoadEvent::CacheCorrupt);
                 }
