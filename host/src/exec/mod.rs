@@ -113,6 +113,7 @@ mod bwrap;
 mod output;
 mod program;
 mod run;
+mod seccomp;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
