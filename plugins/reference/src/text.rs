@@ -12,6 +12,14 @@ use toolhost_sdk::ToolError;
 /// Largest file the tools read or write: 4 MiB.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The text a paging tool's page must fit: the host's text budget (16 KiB,
+/// what a model reads of one call, the same for every call) less 1 KiB for
+/// what the host adds to a tool's text (the untrusted-data markers,
+/// redaction markers longer than what they replace). A page cut to it
+/// reaches the model whole, so its "next" is the first line not read; one
+/// the host had to clip would lose its middle.
+pub const TEXT_BUDGET_BYTES: usize = 15 * 1024;
+
 /// Why a file cannot be used as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotText {
@@ -126,6 +134,19 @@ pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
             ))
         }
     }
+}
+
+/// The largest character boundary of `s` at or below `at` (`s.len()` when
+/// `at` is past the end).
+pub fn floor_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    let mut at = at;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The lines of `text` exactly as [`str::lines`] gives them (split after
