@@ -62,6 +62,7 @@
 //!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
 pub mod artifact;
+mod boundary;
 pub mod breaker;
 pub mod budget;
 pub mod call;

@@ -478,7 +478,13 @@ impl Observation {
             .max(64);
         let (body, head_end, kept) = match clip_bounds(content, budget) {
             Some((head_end, tail_start)) => {
-                let (text, _) = clip_head_tail(content, budget);
+                // The head ends after a whole record when one ends in it,
+                // as every artifact_view window does (crate::boundary): the
+                // first follow-up starts there.
+                let head_end = crate::boundary::Boundaries::of(content.as_bytes())
+                    .last_within(0, head_end)
+                    .unwrap_or(head_end);
+                let text = render::join_head_tail(content, head_end, tail_start);
                 (text, head_end, head_end + (total - tail_start))
             }
             None => (content.to_owned(), total, total),
