@@ -47,7 +47,8 @@ impl Setup {
         }
     }
 
-    fn command(&self, extra: &[&str]) -> Command {
+    /// The `toolhost serve` command of this setup, with `extra` options.
+    pub(crate) fn command(&self, extra: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         cmd.arg("serve")
             .arg("--workspace")
