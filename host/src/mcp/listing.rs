@@ -351,6 +351,68 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_published_output_schema_admits_the_output_and_a_spill_only() {
+        // References of every kind: into $defs, into the root, to the root.
+        let own = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://example.com/out.json",
+            "type": "object",
+            "properties": {
+                "matches": {"type": "array", "items": {"$ref": "#/$defs/Match"}},
+                "again": {"$ref": "#/properties/matches"},
+                "child": {"$ref": "#"}
+            },
+            "required": ["matches"],
+            "additionalProperties": false,
+            "$defs": {"Match": {"type": "object", "properties": {"line": {"type": "integer"}}, "required": ["line"]}}
+        });
+        let published = published_output_schema(&own);
+        assert_eq!(published["type"], "object");
+        assert_eq!(published["$schema"], own["$schema"]);
+        assert!(published.get("$id").is_none() && published["anyOf"][0].get("$defs").is_none());
+        assert_eq!(published["anyOf"][1]["title"], SPILL_TITLE);
+        jsonschema::meta::validate(&published).expect("a valid 2020-12 schema");
+        let v = jsonschema::validator_for(&published).expect("its references resolve");
+        let output = json!({"matches": [{"line": 1}], "again": [], "child": {"matches": []}});
+        assert!(v.is_valid(&output), "{:?}", v.iter_errors(&output).next());
+        let t = crate::observation::Truncation {
+            original_bytes: 10,
+            kept_bytes: 4,
+            omitted_bytes: 6,
+            hint: "h".into(),
+            artifact: Some("a".repeat(32)),
+            follow_up: Some(crate::observation::FollowUp {
+                tool: "artifact_view".into(),
+                arguments: json!({"artifact": "a".repeat(32), "offset": 4}),
+            }),
+        };
+        let spill = spill_content(&t).unwrap();
+        assert!(v.is_valid(&spill));
+        assert_eq!(
+            spill["artifact"]["uri"],
+            format!("toolhost://artifacts/{}", "a".repeat(32))
+        );
+        // Neither an output that breaks the own schema (through each kind of
+        // reference) nor a spill missing a part.
+        for bad in [
+            json!({"matches": [{"line": "1"}]}),
+            json!({"matches": [], "again": [{}]}),
+            json!({"matches": [], "child": {}}),
+            json!({"truncated": spill["truncated"], "artifact": spill["artifact"]}),
+            json!({}),
+        ] {
+            assert!(!v.is_valid(&bad), "{bad}");
+        }
+        // A clipped text is no spill: no structured content of its own.
+        let clipped = crate::observation::Truncation {
+            artifact: None,
+            follow_up: None,
+            ..t
+        };
+        assert!(spill_content(&clipped).is_none());
+    }
+
+    #[test]
     fn untrusted_text_blocks_are_marked() {
         let mut blocks = vec![
             json!({"type": "text", "text": "from a file"}),
