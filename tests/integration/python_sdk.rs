@@ -128,8 +128,15 @@ fn the_sdk_accepts_a_spilled_answer_and_reads_its_resource_link() {
         // Errors: the SDK checks no schema, the answer says isError.
         {"op": "call", "tool": "file_view", "arguments": {"path": "pub/missing.txt"}},
         {"op": "call", "tool": "file_view", "arguments": {"path": "pub/a.txt", "limit": 0}},
+        // A dry run's answer is the plan, which the schema admits too.
+        {"op": "call", "tool": "file_delete", "arguments": {"path": "pub/a.txt"},
+         "meta": {"dev.toolhost/dry_run": true}},
     ]);
-    let r = session(&setup, &["--max-output-bytes", "4000"], &steps);
+    let r = session(
+        &setup,
+        &["--max-output-bytes", "4000", "--allow-write", "pub"],
+        &steps,
+    );
 
     // Every tool's outputSchema admits its own output and the spill object.
     for tool in r[0]["result"]["tools"].as_array().unwrap() {
@@ -177,6 +184,17 @@ fn the_sdk_accepts_a_spilled_answer_and_reads_its_resource_link() {
     assert_eq!(
         r[5]["result"]["structuredContent"]["lines"],
         json!(["hello", "world"])
+    );
+    let plan = &r[8]["result"];
+    assert_eq!(plan["isError"], false, "{plan}");
+    assert!(
+        plan["structuredContent"]["plan_token"].is_string(),
+        "{plan}"
+    );
+    assert_eq!(
+        setup.ws.read("pub/a.txt"),
+        b"hello\nworld\n",
+        "only planned"
     );
     for (step, code) in [(6, "not_found"), (7, "invalid_arguments")] {
         let e = &r[step]["result"];

@@ -12,7 +12,8 @@ line per step:
 Steps (a JSON array, from the file named by `--steps`, or `-` for stdin):
 
     {"op": "list"}                                    tools/list, every page
-    {"op": "call", "tool": NAME, "arguments": {...}}  tools/call
+    {"op": "call", "tool": NAME, "arguments": {...}, "meta": {...}?}
+                                                      tools/call (with _meta)
     {"op": "read", "uri": URI}                        resources/read
     {"op": "read_links", "of": N}                     resources/read of every
                                                       resource_link in the
@@ -81,7 +82,9 @@ async def run_step(session, step, results):
             if not cursor:
                 return {"tools": tools}
     if op == "call":
-        result = await session.call_tool(step["tool"], step.get("arguments", {}))
+        result = await session.call_tool(
+            step["tool"], step.get("arguments", {}), meta=step.get("meta")
+        )
         return as_json(result)
     if op == "read":
         return as_json(await session.read_resource(step["uri"]))

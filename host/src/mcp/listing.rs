@@ -117,16 +117,39 @@ pub fn spill_schema() -> Value {
     })
 }
 
+/// Title of the plan branch of a published output schema.
+pub const PLAN_TITLE: &str = "dev.toolhost/plan";
+
+/// The JSON Schema of a dry run's answer (`_meta["dev.toolhost/dry_run"]`):
+/// the plan and the token that approves the call. The third branch of the
+/// published output schema of a tool that can plan.
+pub fn plan_schema() -> Value {
+    serde_json::json!({
+        "title": PLAN_TITLE,
+        "type": "object",
+        "properties": {
+            "plan": {"type": "object"},
+            "plan_token": {"type": "string"},
+            "targets": {"type": "array"},
+            "expires_at_ms": {"type": "integer"}
+        },
+        "required": ["plan", "plan_token", "targets", "expires_at_ms"],
+        "additionalProperties": false
+    })
+}
+
 /// A tool's output schema as published in `tools/list`: its own schema
-/// ([`published_schema`]) or the [spill object](spill_schema), as
-/// `{"type": "object", "anyOf": [own, spill]}`, so that every `ok` answer's
-/// `structuredContent` validates against it, a spilled one included. The
+/// ([`published_schema`]) or the [spill object](spill_schema) (or, for a
+/// tool that can plan, a [dry run's answer](plan_schema)), as
+/// `{"type": "object", "anyOf": [own, spill, plan?]}`, so that every `ok`
+/// answer's `structuredContent` validates against it, a spilled one and a
+/// plan included. The
 /// own schema's dialect (`$schema`) moves to the top and its definitions
 /// (`$defs`, `definitions`) with it, so its `#/$defs/…` references still
 /// resolve; any other reference into it (`#`, `#/properties/…`) is
 /// rewritten to point into `#/anyOf/0`. `anyOf`, not `oneOf`: an own
 /// schema that admits any object would otherwise make a spill invalid.
-pub fn published_output_schema(schema: &Value) -> Value {
+pub fn published_output_schema(schema: &Value, plans: bool) -> Value {
     let mut own = published_schema(schema);
     let mut top = Map::new();
     if let Some(obj) = own.as_object_mut() {
@@ -138,7 +161,11 @@ pub fn published_output_schema(schema: &Value) -> Value {
     }
     rewrite_root_refs(&mut own);
     top.insert("type".into(), Value::String("object".into()));
-    top.insert("anyOf".into(), Value::Array(vec![own, spill_schema()]));
+    let mut branches = vec![own, spill_schema()];
+    if plans {
+        branches.push(plan_schema());
+    }
+    top.insert("anyOf".into(), Value::Array(branches));
     Value::Object(top)
 }
 
@@ -243,7 +270,10 @@ pub fn tool_definition(tool: &Tool) -> Value {
     def.insert("description".into(), Value::String(d.description.clone()));
     def.insert("inputSchema".into(), published_schema(&d.input_schema));
     if let Some(output) = &d.output_schema {
-        def.insert("outputSchema".into(), published_output_schema(output));
+        def.insert(
+            "outputSchema".into(),
+            published_output_schema(output, d.supports_dry_run),
+        );
     }
     def.insert("annotations".into(), Value::Object(annotations));
     let mut meta = Map::new();
@@ -366,7 +396,10 @@ mod tests {
             "additionalProperties": false,
             "$defs": {"Match": {"type": "object", "properties": {"line": {"type": "integer"}}, "required": ["line"]}}
         });
-        let published = published_output_schema(&own);
+        let published = published_output_schema(&own, false);
+        assert_eq!(published["anyOf"].as_array().unwrap().len(), 2);
+        let with_plans = published_output_schema(&own, true);
+        assert_eq!(with_plans["anyOf"][2]["title"], PLAN_TITLE);
         assert_eq!(published["type"], "object");
         assert_eq!(published["$schema"], own["$schema"]);
         assert!(published.get("$id").is_none() && published["anyOf"][0].get("$defs").is_none());
