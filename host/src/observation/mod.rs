@@ -449,7 +449,9 @@ impl Observation {
     /// limit into a spilled one: the whole output (compact JSON, already
     /// redacted) is `content`, kept by the host as `artifact`; `output`
     /// becomes `null` and `text` a head and tail of `content` within
-    /// `max_text_bytes`, with the marker and where to read on. `truncated`
+    /// `max_text_bytes` (the head ending after a whole record when one ends
+    /// in it, see [`crate::boundary`]), with the marker and where to read
+    /// on. `truncated`
     /// names the artifact and the `follow_up` call (`tool` with
     /// `{"artifact", "offset"}`, `offset` being the first byte not in the
     /// head). No-op for any other status.
