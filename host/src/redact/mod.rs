@@ -51,6 +51,7 @@
 //! 20 000-line JSON output and a `file_view`-sized output of 64 lines;
 //! see the README for the figures.
 
+mod blocks;
 pub mod rules;
 mod triggers;
 
@@ -63,6 +64,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::json::push_pointer_token;
+pub use blocks::KeyLines;
 pub use rules::SecretRule;
 use rules::{
     aws_secret_ok, connection_password_ok, jwt_ok, looks_like_secret_value, Check,
@@ -240,6 +242,14 @@ impl Redactor {
                     ));
                 }
             }
+            // A block whose BEGIN line is above the text: its END line
+            // and the body lines over it.
+            if def.rule == SecretRule::PrivateKey {
+                found.extend(blocks::headless(text).into_iter().map(|(start, end)| {
+                    let rule = SecretRule::PrivateKey;
+                    (SecretMatch { rule, start, end }, index)
+                }));
+            }
         }
         // A lone 40-character secret key shortly after an access key id.
         let ids: Vec<usize> = found
@@ -350,6 +360,7 @@ impl Redactor {
                 }
             }
             Value::Array(items) => {
+                self.blocks_across_items(items, pointer, report, rewrite);
                 for (i, item) in items.iter_mut().enumerate() {
                     let len = pointer.len();
                     pointer.push('/');
@@ -376,6 +387,82 @@ impl Redactor {
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+impl Redactor {
+    /// Key blocks spread over the items of an array ([`blocks::across_items`]):
+    /// over the string items themselves, and over each member the object
+    /// items share (`[{"line": …}, …]`). The body and END items are
+    /// replaced by the marker here; a BEGIN item is left to the rule,
+    /// which matches it to its end.
+    fn blocks_across_items(
+        &self,
+        items: &mut [Value],
+        pointer: &str,
+        report: &mut Vec<Redaction>,
+        rewrite: bool,
+    ) {
+        if items.len() < 2 {
+            return;
+        }
+        let mut columns: Vec<Option<String>> = Vec::new();
+        if items.iter().any(Value::is_string) {
+            columns.push(None);
+        }
+        for item in items.iter() {
+            if let Value::Object(members) = item {
+                for (k, v) in members {
+                    if v.is_string() && !columns.iter().any(|c| c.as_deref() == Some(k)) {
+                        columns.push(Some(k.clone()));
+                    }
+                }
+            }
+        }
+        for column in columns {
+            let cell = |item: &Value| -> Option<String> {
+                match &column {
+                    None => item.as_str().map(str::to_owned),
+                    Some(k) => item.get(k).and_then(Value::as_str).map(str::to_owned),
+                }
+            };
+            let cells: Vec<Option<String>> = items.iter().map(cell).collect();
+            // Cheap test first: no marker line in the column, no block.
+            if !cells
+                .iter()
+                .flatten()
+                .any(|s| s.contains("-----BEGIN") || s.contains("-----END"))
+            {
+                continue;
+            }
+            let view: Vec<Option<&str>> = cells.iter().map(Option::as_deref).collect();
+            for (i, end) in blocks::across_items(&view) {
+                let mut field = format!("{pointer}/{i}");
+                if let Some(k) = &column {
+                    push_pointer_token(&mut field, k);
+                }
+                let rule = SecretRule::PrivateKey;
+                record(
+                    report,
+                    &[SecretMatch {
+                        rule,
+                        start: 0,
+                        end,
+                    }],
+                    &field,
+                );
+                if !rewrite {
+                    continue;
+                }
+                let target = match &column {
+                    None => Some(&mut items[i]),
+                    Some(k) => items[i].get_mut(k),
+                };
+                if let Some(Value::String(s)) = target {
+                    *s = format!("{}{}", marker(rule), &s[end..]);
+                }
+            }
         }
     }
 }
