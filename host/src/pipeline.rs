@@ -591,17 +591,36 @@ impl Host {
         // Unredacted, the value is the parse of `out`: a journal hashes
         // the text (see `Observation::with_output_text`). No journal, no
         // copy.
+        // Key body lines of the files the call read, which a window into
+        // a key (neither its BEGIN nor its END line) shows without a sign
+        // of what they are ([`crate::redact::files`]).
+        let known = match &p.inputs.root {
+            Some(root) if !p.secrets && has_string(&value) => {
+                crate::redact::files::key_lines(root, &p.inputs.files)
+            }
+            _ => Vec::new(),
+        };
+        let mut redactions = redactions;
+        redactions.extend(crate::redact::files::hide_in_json(&known, &mut value));
         let journaled = self.recorder.journal.is_some();
         let output_text = (journaled && redactions.is_empty()).then(|| out.to_owned());
         let mut notes: Vec<_> = redactions.into_iter().map(|r| note(r, "output")).collect();
         let name = &t.descriptor.name;
         let mut obs = match text {
             Some(text) => {
-                let (text, found) = if p.secrets {
+                let (mut text, mut found) = if p.secrets {
                     (std::borrow::Cow::Borrowed(text), Vec::new())
                 } else {
                     crate::redact::redact_text(text, "")
                 };
+                if let Some((clean, count)) = crate::redact::files::hide_in_text(&known, &text) {
+                    text = std::borrow::Cow::Owned(clean);
+                    found.push(crate::redact::Redaction {
+                        rule: crate::redact::SecretRule::PrivateKey,
+                        field: String::new(),
+                        count,
+                    });
+                }
                 notes.extend(found.into_iter().map(|r| note(r, "text")));
                 Observation::ok_with_text(call_id, name, level, value, &text, text_bytes)
             }

@@ -52,6 +52,7 @@
 //! see the README for the figures.
 
 mod blocks;
+pub mod files;
 pub mod rules;
 mod triggers;
 
