@@ -166,6 +166,7 @@ impl Prepared<'_> {
             net_origins: &p.net,
             exec: p.exec.clone(),
             limits: p.limits,
+            reveal_secrets: p.secrets,
         }
     }
 }

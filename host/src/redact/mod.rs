@@ -309,6 +309,38 @@ impl Redactor {
         (Cow::Owned(apply(text, &matches)), report)
     }
 
+    /// Replaces the secrets in a file's text line by line: a secret over
+    /// several lines (a private key) leaves its marker on each of them, so
+    /// the text keeps the file's line count and every line its number.
+    /// Returns how many secrets were hidden.
+    pub fn redact_lines<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
+        let matches = self.find(text);
+        if matches.is_empty() {
+            return (Cow::Borrowed(text), 0);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for m in &matches {
+            out.push_str(&text[at..m.start]);
+            for (i, piece) in text[m.start..m.end].split('\n').enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let (piece, cr) = match piece.strip_suffix('\r') {
+                    Some(p) => (p, "\r"),
+                    None => (piece, ""),
+                };
+                if !piece.is_empty() {
+                    out.push_str(&marker(m.rule));
+                }
+                out.push_str(cr);
+            }
+            at = m.end;
+        }
+        out.push_str(&text[at..]);
+        (Cow::Owned(out), matches.len())
+    }
+
     /// Replaces the secrets in every string of `value`, in place; returns
     /// what was hidden where.
     pub fn redact_json(&self, value: &mut Value) -> Vec<Redaction> {
