@@ -483,8 +483,14 @@ impl Host {
                     let found = crate::redact::redact_json(d);
                     hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
                 }
+                let field = crate::observation::tool_field(
+                    e.field,
+                    &p.args_value(),
+                    &p.tool.descriptor.input_schema,
+                    tool,
+                );
                 let info = if declared {
-                    ErrorInfo::from_tool(e.code, message, e.field, e.correctable, details)
+                    ErrorInfo::from_tool(e.code, message, field, e.correctable, details)
                 } else {
                     ErrorCode::InvalidOutput.info(format!(
                         "the tool returned an undeclared error code `{}`: {}",
@@ -683,10 +689,16 @@ impl Host {
             Ok(Err(e)) => {
                 let details =
                     crate::observation::tool_details(e.details, p.limits.max_output_bytes);
+                let field = crate::observation::tool_field(
+                    e.field,
+                    &p.args_value(),
+                    &p.tool.descriptor.input_schema,
+                    tool,
+                );
                 let info = crate::observation::ErrorInfo::from_tool(
                     e.code,
                     e.message,
-                    e.field,
+                    field,
                     e.correctable,
                     details,
                 );

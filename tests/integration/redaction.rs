@@ -38,7 +38,9 @@ fn fixture() -> Fixture {
     let keys = tempfile::tempdir().unwrap();
     ssh_keygen(
         keys.path(),
-        &["-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "", "-f", "pem"],
+        &[
+            "-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "", "-f", "pem",
+        ],
     );
     ssh_keygen(
         keys.path(),
@@ -133,7 +135,10 @@ fn private_keys_read_with_file_view_show_no_body_line() {
     }
     // A window of the plain lines around the keys is left as it is.
     let obs = view(&f, host, 1, 2);
-    assert_eq!(obs["output"]["lines"], json!(["# deploy", "host = example.org"]));
+    assert_eq!(
+        obs["output"]["lines"],
+        json!(["# deploy", "host = example.org"])
+    );
     assert_eq!(obs["redactions"], json!([]));
 }
 
@@ -156,14 +161,22 @@ fn grep_search_finds_no_key_body_and_its_counts_reveal_no_redacted_value() {
     let obs = grep(".");
     assert_no_body(&f.body, &obs.to_string(), "grep .");
     assert_eq!(obs["output"]["total"], f.lines.len(), "line numbers kept");
-    let last = obs["output"]["matches"].as_array().unwrap().last().unwrap().clone();
+    let last = obs["output"]["matches"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["line"], "done = true");
     assert_eq!(last["line_number"], f.lines.len());
 
     // Probing a redacted access key id character by character: a right
     // guess and a wrong one give the same answer.
     let id = format!("{}{}", ["AK", "IA"].concat(), "Q7XK2M4PZR5T3WNB");
-    f.ws.write("conf/aws.ini", format!("[default]\naws_access_key_id = {id}\n"));
+    f.ws.write(
+        "conf/aws.ini",
+        format!("[default]\naws_access_key_id = {id}\n"),
+    );
     let answer = |pattern: &str| {
         let obs = grep(pattern);
         (
@@ -193,7 +206,13 @@ fn grep_search_finds_no_key_body_and_its_counts_reveal_no_redacted_value() {
         },
     );
     let args = json!({"pattern": &id[..9], "path": "."}).to_string();
-    let obs = run_in(host, &session, "grep_search", &args, &CallOptions::default());
+    let obs = run_in(
+        host,
+        &session,
+        "grep_search",
+        &args,
+        &CallOptions::default(),
+    );
     assert_eq!(expect_ok(&obs)["total"], 1, "{obs:#}");
 }
 
@@ -201,8 +220,8 @@ fn grep_search_finds_no_key_body_and_its_counts_reveal_no_redacted_value() {
 fn a_spilled_file_view_of_a_key_keeps_no_body_line_in_its_artifact() {
     let f = fixture();
     let store = tempfile::tempdir().unwrap();
-    let artifacts = toolhost::artifact::Artifacts::open(store.path(), Duration::from_secs(600))
-        .unwrap();
+    let artifacts =
+        toolhost::artifact::Artifacts::open(store.path(), Duration::from_secs(600)).unwrap();
     let host =
         host_with(&[toolhost::catalog::Source::reference()]).with_artifacts(Arc::new(artifacts));
     let opts = CallOptions {
