@@ -19,6 +19,17 @@
 //! (`{"name": "authorization", "value": "Bearer …"}`) the name speaks for
 //! the value. Arrays inherit their member's name.
 //!
+//! A private key is hidden whole however a file's lines reach an output
+//! ([`blocks`]): in one string, over the items of an array, in a text that
+//! starts below its BEGIN line, and (with [`files`], which reads the files
+//! a call named) in a window of its body alone. [`Redactor::redact_lines`]
+//! redacts a file's text line by line for the `files` import's
+//! `redacted-text`, which a search tool matches so that its counts say
+//! nothing of a hidden value.
+//!
+//! Only known forms are found: a secret that was encoded, split, reversed
+//! or otherwise transformed passes (see the README's threat model).
+//!
 //! [`contains_secret`] is the exfiltration half: the same scan over a call's
 //! arguments, without changing them, so that a tool with network needs can
 //! be refused arguments that carry a secret (`secret_in_arguments`).
