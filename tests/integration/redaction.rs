@@ -264,3 +264,32 @@ fn regex_escape(s: &str) -> String {
         })
         .collect()
 }
+
+#[test]
+fn invisible_and_bidi_characters_reach_the_model_escaped_and_the_output_exact() {
+    let hidden = "invoice\u{202E}fdp.exe\u{200B}\u{2066}x\u{FEFF}\u{E0049}\u{E0047}";
+    let args = json!({ "text": hidden }).to_string();
+    let obs = call(hostile_host(), &Ws::new(), "leak_echo", &args, &NOTHING);
+    assert_eq!(expect_ok(&obs)["echoed"], hidden, "the output keeps them");
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        text.contains(r"invoice\u{202E}fdp.exe\u{200B}\u{2066}x\u{FEFF}\u{E0049}\u{E0047}"),
+        "{text}"
+    );
+    assert!(
+        !text
+            .chars()
+            .any(|c| c as u32 >= 0x2000 && !c.is_alphanumeric()),
+        "no invisible character in {text:?}"
+    );
+    // A reference tool's rendering (grep_search's rows) too.
+    let f = fixture();
+    f.ws.write("conf/name.txt", "a\u{202E}b\n");
+    let args = json!({"pattern": "a", "path": "conf/name.txt"}).to_string();
+    let obs = call(reference_host(), &f.ws, "grep_search", &args, &READ_ALL);
+    assert_eq!(expect_ok(&obs)["matches"][0]["line"], "a\u{202E}b");
+    assert!(
+        obs["text"].as_str().unwrap().contains(r"a\u{202E}b"),
+        "{obs:#}"
+    );
+}
