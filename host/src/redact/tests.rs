@@ -641,3 +641,27 @@ fn a_key_block_split_over_array_items_is_redacted_whole() {
     assert_eq!(mixed[0], "fn main() {}");
     assert_eq!(mixed[4], "done");
 }
+
+#[test]
+fn a_files_text_is_redacted_line_by_line() {
+    let mut g = Chars::new(41);
+    let block = pem_block(&mut g, "EC");
+    let id = aws_key_id(&mut g);
+    let text = format!("a\r\nkey_id = {id}\r\n{block}\nz\n");
+    let (out, n) = redactor().redact_lines(&text);
+    assert_eq!(n, 2);
+    assert_eq!(out.lines().count(), text.lines().count(), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "a");
+    assert_eq!(lines[1], "key_id = [REDACTED:aws_access_key_id]");
+    assert!(lines[2..lines.len() - 1]
+        .iter()
+        .all(|l| *l == "[REDACTED:private_key]"));
+    assert_eq!(lines[lines.len() - 1], "z");
+    assert!(out.contains("\r\n"), "line ends are kept");
+    // Nothing to hide: the text itself.
+    assert!(matches!(
+        redactor().redact_lines("plain\n").0,
+        Cow::Borrowed("plain\n")
+    ));
+}
