@@ -140,6 +140,20 @@ fn private_keys_read_with_file_view_show_no_body_line() {
         json!(["# deploy", "host = example.org"])
     );
     assert_eq!(obs["redactions"], json!([]));
+    // The secrets right reads the key as it is.
+    let session = session_allowing(
+        &f.ws,
+        &Allow {
+            read: &["."],
+            secrets: true,
+            ..Allow::default()
+        },
+    );
+    let begin = f.begins[0];
+    let args = json!({"path": "conf/deploy.txt", "offset": begin + 3, "limit": 5}).to_string();
+    let obs = run_in(host, &session, "file_view", &args, &CallOptions::default());
+    assert_eq!(expect_ok(&obs)["lines"][0], f.lines[begin + 2], "{obs:#}");
+    assert_eq!(obs["redactions"], json!([]));
 }
 
 #[test]
