@@ -55,7 +55,12 @@ pub fn key_lines_of(root: &OpenDir, rel: &str) -> Option<Arc<KeyLines>> {
         return None;
     }
     let key = FileKey::of(&file).ok()?;
-    if let Some(known) = CACHE.lock().ok()?.get(&key) {
+    let cache = || {
+        CACHE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some(known) = cache().get(&key) {
         return known.clone();
     }
     let mut bytes = Vec::with_capacity(size as usize);
@@ -72,12 +77,11 @@ pub fn key_lines_of(root: &OpenDir, rel: &str) -> Option<Arc<KeyLines>> {
         None
     };
     if !key.is_racy(SystemTime::now()) {
-        if let Ok(mut cache) = CACHE.lock() {
-            if cache.len() >= MAX_CACHED {
-                cache.clear();
-            }
-            cache.insert(key, found.clone());
+        let mut cache = cache();
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
         }
+        cache.insert(key, found.clone());
     }
     found
 }

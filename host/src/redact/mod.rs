@@ -465,23 +465,23 @@ impl Redactor {
             }
         }
         for column in columns {
-            let cell = |item: &Value| -> Option<String> {
-                match &column {
-                    None => item.as_str().map(str::to_owned),
-                    Some(k) => item.get(k).and_then(Value::as_str).map(str::to_owned),
-                }
-            };
-            let cells: Vec<Option<String>> = items.iter().map(cell).collect();
+            let view: Vec<Option<&str>> = items
+                .iter()
+                .map(|item| match &column {
+                    None => item.as_str(),
+                    Some(k) => item.get(k).and_then(Value::as_str),
+                })
+                .collect();
             // Cheap test first: no marker line in the column, no block.
-            if !cells
+            if !view
                 .iter()
                 .flatten()
                 .any(|s| s.contains("-----BEGIN") || s.contains("-----END"))
             {
                 continue;
             }
-            let view: Vec<Option<&str>> = cells.iter().map(Option::as_deref).collect();
-            for (i, end) in blocks::across_items(&view) {
+            let found = blocks::across_items(&view);
+            for (i, end) in found {
                 let mut field = format!("{pointer}/{i}");
                 if let Some(k) = &column {
                     push_pointer_token(&mut field, k);
