@@ -14,6 +14,7 @@
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
+//!             (and the key body lines of the files the call read)
 //!   provenance files read, URLs requested → `provenance`, `untrusted`,
 //!             the content marked as data in `text`
 //! ```
