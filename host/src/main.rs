@@ -72,8 +72,9 @@ struct Cli {
 
 #[derive(Args)]
 struct PluginArgs {
-    /// Settings file (default: toolhost.toml in the workspace, when it
-    /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
+    /// Settings file (default: ~/.config/toolhost/config.toml, when it
+    /// exists; a workspace's toolhost.toml is read only when named here):
+    /// the long flags as keys, `allow_read = ["src"]`; flags win.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Load this component (repeatable); `NS=FILE` loads its tools under
