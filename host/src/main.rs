@@ -119,6 +119,19 @@ struct PluginArgs {
     /// How long a spilled result is kept: `30m`, `2h`, … (default 1h).
     #[arg(long, value_name = "DURATION", default_value = "1h", global = true, value_parser = humantime::parse_duration)]
     artifact_retention: std::time::Duration,
+    /// Bytes of kept results one token may hold at once; an output over a
+    /// cap is answered clipped, with no artifact, saying which cap.
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().token_bytes, global = true)]
+    artifact_quota_token_bytes: u64,
+    /// Kept results one token may hold at once.
+    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().token_count, global = true)]
+    artifact_quota_token_count: u64,
+    /// Bytes of kept results in the artifact directory, all tokens.
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().total_bytes, global = true)]
+    artifact_quota_bytes: u64,
+    /// Kept results in the artifact directory, all tokens.
+    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().total_count, global = true)]
+    artifact_quota_count: u64,
     /// Where calls take the resource locks that keep conflicting calls of
     /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
     #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
@@ -929,7 +942,13 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
         (None, None) => default_state_dir()?.join("artifacts"),
     };
     let store = toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
-        .with_context(|| format!("opening the artifact store {}", dir.display()))?;
+        .with_context(|| format!("opening the artifact store {}", dir.display()))?
+        .with_quota(toolhost::artifact::Quota {
+            token_bytes: p.artifact_quota_token_bytes,
+            token_count: p.artifact_quota_token_count,
+            total_bytes: p.artifact_quota_bytes,
+            total_count: p.artifact_quota_count,
+        });
     Ok(std::sync::Arc::new(store))
 }
 
