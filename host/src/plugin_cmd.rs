@@ -4,7 +4,7 @@
 //! ```text
 //! toolhost --plugins-dir DIR plugin lock            pin every *.wasm in DIR (writes DIR/toolhost.lock)
 //! toolhost --plugins-dir DIR plugin verify          check DIR against the lock, load nothing
-//! toolhost --plugins-dir DIR plugin list [--json]   plugins, tools, digest, signer, lock state
+//! toolhost --plugins-dir DIR plugin list [--json]   plugins, tools, digest, signer, lock state, contract
 //! toolhost --plugins-dir DIR plugin add SOURCE      oci://HOST/REPO[:TAG|@sha256:…] or a file; pinned
 //! toolhost --plugins-dir DIR plugin remove NAME     delete NAME.wasm (+ .sig) and its lock entry
 //! toolhost plugin push FILE oci://HOST/REPO:TAG     publish FILE (+ FILE.sig) as a Wasm OCI artifact
@@ -38,7 +38,7 @@ use clap::Subcommand;
 
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::descriptor::ToolDescriptor;
-use toolhost::sandbox::Sandbox;
+use toolhost::sandbox::{Contract, Sandbox};
 use toolhost::toolname::PluginSpec;
 use toolhost::trust::lock::{Lock, PluginEntry, Signer, LOCK_FILE_NAME};
 use toolhost::trust::oci::{self, Credentials, OciOptions, OciReference};
@@ -54,7 +54,8 @@ pub enum PluginCommand {
     /// Check the plugins against the lock, signatures and description
     /// rules without serving anything; exit 1 when one would be refused.
     Verify,
-    /// Each plugin: its tools, digest, signer and lock state.
+    /// Each plugin: its tools, digest, signer, lock state and, for one
+    /// built against the previous contract, that contract.
     List {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -341,11 +342,16 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
     }
     for p in catalog.plugins() {
         out!(
-            "{}  {}  {}  signer: {}{}",
+            "{}  {}  {}  signer: {}{}{}",
             p.name,
             p.lock,
             p.digest.as_deref().unwrap_or("-"),
             p.signer.as_deref().unwrap_or("-"),
+            // Said only of a plugin that is not on the current contract.
+            p.contract
+                .filter(|c| *c != Contract::Current)
+                .map(|c| format!("  {c}"))
+                .unwrap_or_default(),
             p.refused
                 .as_deref()
                 .map(|c| format!("  REFUSED: {c}"))
