@@ -20,15 +20,19 @@
 //!   one is written (at most once a minute).
 //!
 //! [`view`] is the `artifact_view` tool: `{"artifact", "offset"?,
-//! "length"?}` returns the bytes `offset..offset+length` (cut on a UTF-8
-//! boundary) as `content`, with `total_bytes` and `has_more`; while bytes
-//! are left, its `truncated.follow_up` names the next window, so following
-//! follow-ups from a spill reads the whole output. Over MCP the same
+//! "length"?}` returns at most the bytes `offset..offset+length` as
+//! `content`, with `total_bytes` and `has_more`. The window ends at the
+//! last record boundary in it ([`crate::boundary`]: the end of an element
+//! of the output's largest array, so a match or a line is never cut in
+//! two), or on a UTF-8 boundary when a record is longer than the window.
+//! While bytes are left, its `truncated.follow_up` names the next window
+//! (from where this one ended), so following follow-ups from a spill reads
+//! the whole output, byte for byte. Over MCP the same
 //! artifact is a resource (`toolhost://artifacts/<id>`, [`uri`]) that
 //! `resources/read` serves whole to the token that produced it.
 
 use std::fs;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::boundary::Boundaries;
 use crate::descriptor::SideEffect;
 use crate::observation::{ErrorCode, ErrorInfo, FollowUp, Observation, Source, Truncation};
 
@@ -254,31 +259,6 @@ impl Artifacts {
         })
     }
 
-    /// Bytes `offset..offset+len` of `id` (clamped to its size), its total
-    /// size and provenance, for `owner` only.
-    fn read_range(
-        &self,
-        id: &str,
-        owner: &str,
-        offset: u64,
-        len: usize,
-    ) -> Result<(Vec<u8>, u64, Vec<Source>), ArtifactError> {
-        let meta = self.meta(id, owner)?;
-        let (data, _) = self.paths(id);
-        let mut f = fs::File::open(&data).map_err(|e| io_err(&data, e))?;
-        let total = meta.bytes;
-        let start = offset.min(total);
-        // Three bytes more than asked, to end the window on a char boundary.
-        let want = (len as u64 + 3).min(total - start);
-        f.seek(SeekFrom::Start(start))
-            .map_err(|e| io_err(&data, e))?;
-        let mut buf = Vec::with_capacity(want as usize);
-        f.take(want)
-            .read_to_end(&mut buf)
-            .map_err(|e| io_err(&data, e))?;
-        Ok((buf, total, meta.provenance))
-    }
-
     /// Removes expired artifacts, at most once a minute.
     fn sweep_now_and_then(&self) {
         let now = now_secs();
@@ -423,10 +403,27 @@ fn parse_args(args: &str) -> Result<ViewArgs, Box<ErrorInfo>> {
     })
 }
 
+/// The window of `content` from `start` (a char boundary) of at most
+/// `len` bytes: up to the last record boundary in it
+/// ([`crate::boundary`]: the end of an element of the largest JSON array,
+/// or of a line), else up to a char boundary.
+fn window<'a>(
+    content: &'a [u8],
+    bounds: &Boundaries,
+    start: usize,
+    len: usize,
+) -> Result<&'a str, std::str::Utf8Error> {
+    let limit = start.saturating_add(len).min(content.len());
+    match bounds.last_within(start, limit) {
+        Some(end) => std::str::from_utf8(&content[start..end]),
+        None => char_window(&content[start..], len),
+    }
+}
+
 /// The window of `buf` (which starts at a char boundary of the artifact)
 /// that ends on a char boundary at or before `len`, or just after the
 /// first char when that char alone is longer.
-fn window(buf: &[u8], len: usize) -> Result<&str, std::str::Utf8Error> {
+fn char_window(buf: &[u8], len: usize) -> Result<&str, std::str::Utf8Error> {
     let mut end = len.min(buf.len());
     while end > 0 && end < buf.len() && (buf[end] & 0xC0) == 0x80 {
         end -= 1;
@@ -455,7 +452,11 @@ pub fn view(
         Ok(a) => a,
         Err(info) => return fail(*info),
     };
-    let (buf, total, provenance) = match store.read_range(&a.artifact, owner, a.offset, a.length) {
+    let Artifact {
+        content: whole,
+        provenance,
+        ..
+    } = match store.read(&a.artifact, owner) {
         Ok(r) => r,
         Err(e @ ArtifactError::NotOwner(_)) => {
             return fail(ErrorCode::Denied.info(e.to_string()));
@@ -471,6 +472,7 @@ pub fn view(
         }
         Err(e) => return fail(ErrorCode::Internal.info(e.to_string())),
     };
+    let total = whole.len() as u64;
     if a.offset > total {
         return fail(*bad(
             "/offset",
@@ -482,7 +484,8 @@ pub fn view(
             ),
         ));
     }
-    let content = match window(&buf, a.length) {
+    let bounds = Boundaries::of(&whole);
+    let content = match window(&whole, &bounds, a.offset as usize, a.length) {
         Ok(c) => c,
         Err(_) => {
             return fail(*bad(
@@ -541,7 +544,7 @@ pub fn tool_definition() -> Value {
     json!({
         "name": TOOL_NAME,
         "title": "View a spilled result",
-        "description": "Read a result that was too large to return: when a call's truncated.artifact is set, call this with its truncated.follow_up arguments, then with each window's own follow_up until none is left. Read-only; returns up to `length` bytes (default 8192) of the result's JSON as `content`. Only the token that made the call can read it, until it expires.",
+        "description": "Read a result that was too large to return: when a call's truncated.artifact is set, call this with its truncated.follow_up arguments, then with each window's own follow_up until none is left. Read-only; returns up to `length` bytes (default 8192) of the result's JSON as `content`, ending after the last whole record (an element of its largest array) that fits. Only the token that made the call can read it, until it expires.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -573,14 +576,20 @@ mod tests {
         (dir, s)
     }
 
-    /// Follows follow-ups from `offset` to the end; returns the bytes read.
-    fn read_all(s: &Artifacts, owner: &str, id: &str, offset: u64, length: usize) -> String {
+    /// Follows follow-ups from `offset` to the end; returns the windows.
+    fn windows(s: &Artifacts, owner: &str, id: &str, offset: u64, length: usize) -> Vec<String> {
         let mut args = json!({"artifact": id, "offset": offset, "length": length});
-        let mut out = String::new();
+        let mut out = Vec::new();
         for _ in 0..100_000 {
             let obs = view(s, owner, &args.to_string(), "c", 16 * 1024);
             assert!(obs.is_ok(), "{obs:?}");
-            out.push_str(obs.output.as_ref().unwrap()["content"].as_str().unwrap());
+            let content = obs.output.as_ref().unwrap()["content"].as_str().unwrap();
+            assert!(
+                content.len() <= length.max(4),
+                "{} > {length}",
+                content.len()
+            );
+            out.push(content.to_owned());
             match obs.truncated.and_then(|t| t.follow_up) {
                 Some(f) => {
                     assert_eq!(f.tool, TOOL_NAME);
@@ -590,6 +599,56 @@ mod tests {
             }
         }
         panic!("follow-ups never ended");
+    }
+
+    /// Follows follow-ups from `offset` to the end; returns the bytes read.
+    fn read_all(s: &Artifacts, owner: &str, id: &str, offset: u64, length: usize) -> String {
+        windows(s, owner, id, offset, length).concat()
+    }
+
+    #[test]
+    fn windows_end_after_whole_records() {
+        let (_d, s) = store();
+        // A search's output: 400 matches whose text holds brackets, commas,
+        // quotes and multi-byte characters.
+        let matches: Vec<Value> = (0..400)
+            .map(|i| {
+                json!({"path": format!("src/é{}.rs", i % 7), "line_number": i + 1,
+                    "line": format!("m{i:03} \"],[{{,}}\\ 🦀 {}", "x".repeat(i % 90))})
+            })
+            .collect();
+        let output = json!({"matches": matches, "total": 400, "next_cursor": null});
+        let content = serde_json::to_string(&output).unwrap();
+        let id = s.put("o", "grep_search", content.as_bytes(), &[]).unwrap();
+        let records: Vec<String> = matches.iter().map(Value::to_string).collect();
+        for len in [200, 1000, 4096, DEFAULT_WINDOW_BYTES, MAX_WINDOW_BYTES] {
+            let got = windows(&s, "o", &id, 0, len);
+            assert_eq!(got.concat(), content, "window {len}");
+            for r in &records {
+                let whole = got.iter().filter(|w| w.contains(r.as_str())).count();
+                assert_eq!(whole, 1, "window {len}: {r} is whole in {whole} windows");
+            }
+            // Every window but the last ends just after a match.
+            for w in &got[..got.len() - 1] {
+                assert!(
+                    w.ends_with('}'),
+                    "window {len} ends mid-record: …{}",
+                    &w[w.len().saturating_sub(40)..]
+                );
+            }
+        }
+        // A record longer than the window is cut (on a char boundary) and
+        // the windows after it end on records again.
+        let got = windows(&s, "o", &id, 0, 100);
+        assert_eq!(got.concat(), content);
+        // Text: each window ends after a line.
+        let text: String = (0..300)
+            .map(|i| format!("ligne {i} é—🦀 {}\n", "y".repeat(i % 50)))
+            .collect();
+        let id = s.put("o", "t", text.as_bytes(), &[]).unwrap();
+        let got = windows(&s, "o", &id, 0, 1000);
+        assert_eq!(got.concat(), text);
+        assert!(got.iter().all(|w| w.ends_with('\n')), "{got:?}");
     }
 
     #[test]

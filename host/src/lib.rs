@@ -58,10 +58,12 @@
 //! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
 //! - [`artifact`]: results too large to return, kept for the token that
 //!   made them, and the host's `artifact_view` tool that reads them back,
+//!   each window ending after a whole record ([`boundary`]),
 //! - [`toolname`]: the one grammar of tool names, namespaces (`fs.read`)
 //!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
 pub mod artifact;
+pub mod boundary;
 pub mod breaker;
 pub mod budget;
 pub mod call;

@@ -72,8 +72,9 @@ struct Cli {
 
 #[derive(Args)]
 struct PluginArgs {
-    /// Settings file (default: toolhost.toml in the workspace, when it
-    /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
+    /// Settings file (default: ~/.config/toolhost/config.toml, when it
+    /// exists; a workspace's toolhost.toml is read only when named here):
+    /// the long flags as keys, `allow_read = ["src"]`; flags win.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Load this component (repeatable); `NS=FILE` loads its tools under
@@ -459,8 +460,23 @@ fn emit(text: impl std::fmt::Display) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // The cache's secret lives beside the root key; a cache inside the
+    // workspace is refused.
+    let workspace = match &cli.command {
+        Command::Call(a) | Command::Plan(a) => Some(a.workspace.clone()),
+        Command::Batch(a) => Some(a.workspace.clone()),
+        Command::Serve(a) => Some(a.workspace.clone()),
+        _ => None,
+    };
     let config = SandboxConfig {
         cache_dir: cli.plugins.cache_dir(),
+        cache_key_file: cli
+            .plugins
+            .key_file
+            .as_ref()
+            .filter(|_| std::env::var_os("TOOLHOST_CACHE_KEY_FILE").is_none())
+            .map(|k| k.with_file_name("cache.key")),
+        workspace,
         ..SandboxConfig::default()
     };
     let p = &cli.plugins;

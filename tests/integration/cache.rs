@@ -47,6 +47,127 @@ fn config(dir: &Path) -> SandboxConfig {
     }
 }
 
+/// A sandbox whose cache in `dir` is authenticated by the secret `key`.
+fn keyed(dir: &Path, key: &Path) -> Sandbox {
+    Sandbox::new(&SandboxConfig {
+        cache_dir: Some(dir.to_path_buf()),
+        cache_key_file: Some(key.to_path_buf()),
+        ..SandboxConfig::default()
+    })
+    .unwrap()
+}
+
+fn compiled(e: &[LoadEvent]) -> bool {
+    matches!(e, [LoadEvent::Compiling { .. }, LoadEvent::Compiled { .. }])
+}
+
+#[test]
+fn a_planted_entry_is_recompiled_not_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    let key = tmp.path().join("host/cache.key");
+    let trivial = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    let hostile = std::fs::read(test_plugin("tp_hostile")).unwrap();
+    let host = keyed(&dir, &key);
+    assert!(compiled(&events(&host, &trivial)));
+    assert_eq!(events(&keyed(&dir, &key), &trivial), [LoadEvent::CacheHit]);
+    let [entry] = &artifacts(&dir)[..] else {
+        panic!("one entry expected")
+    };
+
+    // Another host's key writes the hostile component's code under the
+    // trivial component's name: a valid entry there, refused here.
+    let other_key = tmp.path().join("other/cache.key");
+    let other_dir = tmp.path().join("other-cache");
+    let other = keyed(&other_dir, &other_key);
+    events(&other, &hostile);
+    let theirs = artifacts(&other_dir)[0].clone();
+    std::fs::copy(&theirs, entry).unwrap();
+    let theirs_sum = std::fs::read(theirs.with_extension("sum")).unwrap();
+    std::fs::write(entry.with_extension("sum"), &theirs_sum).unwrap();
+    let (plugin, e) = load(&keyed(&dir, &key), &trivial);
+    assert!(recompiled(&e), "{e:?}");
+    let names: Vec<String> = plugin
+        .describe()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("echo_value")),
+        "{names:?}"
+    );
+    drop(plugin);
+
+    // Patched machine code with a public digest recomputed over it, as the
+    // previous entry format accepted.
+    let mut code = std::fs::read(entry).unwrap();
+    let middle = code.len() / 2;
+    code[middle] ^= 0x01;
+    let name = entry.file_name().unwrap().as_encoded_bytes();
+    let mut h = blake3::Hasher::new_derive_key("toolhost compile cache entry v3");
+    h.update(&(name.len() as u64).to_le_bytes());
+    h.update(name);
+    h.update(&(code.len() as u64).to_le_bytes());
+    h.update(&code);
+    for magic in [&b"THCSUM03"[..], &theirs_sum[..8]] {
+        let mut sum = magic.to_vec();
+        sum.extend_from_slice(&(code.len() as u64).to_le_bytes());
+        sum.extend_from_slice(h.finalize().as_bytes());
+        std::fs::remove_file(entry).unwrap();
+        std::fs::write(entry, &code).unwrap();
+        std::fs::write(entry.with_extension("sum"), &sum).unwrap();
+        let e = events(&keyed(&dir, &key), &trivial);
+        assert!(recompiled(&e), "{e:?}");
+        assert_eq!(events(&keyed(&dir, &key), &trivial), [LoadEvent::CacheHit]);
+    }
+
+    // An entry made writable by others, or replaced by a link to a valid
+    // entry, is refused too.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert!(recompiled(&events(&keyed(&dir, &key), &trivial)));
+    let mode = std::fs::metadata(entry).unwrap().permissions().mode() & 0o022;
+    assert_eq!(mode, 0, "rewritten");
+    let elsewhere = tmp.path().join("elsewhere.cwasm");
+    std::fs::rename(entry, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, entry).unwrap();
+    assert!(recompiled(&events(&keyed(&dir, &key), &trivial)));
+    assert!(!std::fs::symlink_metadata(entry).unwrap().is_symlink());
+}
+
+#[test]
+fn a_cache_directory_others_may_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared");
+    let key = tmp.path().join("host/cache.key");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    let sandbox = keyed(&dir, &key);
+    assert!(sandbox.cache().is_none());
+    assert!(compiled(&events(&sandbox, &bytes)));
+    assert!(compiled(&events(&keyed(&dir, &key), &bytes)));
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    // Nor one inside the workspace.
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let sandbox = Sandbox::new(&SandboxConfig {
+        cache_dir: Some(ws.join(".toolhost-cache")),
+        cache_key_file: Some(key.clone()),
+        workspace: Some(ws.clone()),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    assert!(sandbox.cache().is_none());
+    assert!(!ws.join(".toolhost-cache").exists());
+}
+
 #[test]
 fn second_load_hits_the_cache_and_damage_forces_a_recompile() {
     let dir = tempfile::tempdir().unwrap();

@@ -423,6 +423,40 @@ fn writes_fail_under_a_read_only_mount_and_succeed_under_a_writable_one() {
 }
 
 #[test]
+fn a_program_cannot_leave_a_symbolic_link() {
+    let ws = tempdir();
+    let mut r = sh(
+        "cd /workspace; ln -s /etc/passwd x; echo \"ln=$?\"; \
+         perl -e 'symlink(\"/etc/passwd\", \"y\") or print \"perl=\", $!+0, \"\\n\"'; \
+         echo data > f; echo \"write=$?\"; ln f g; echo \"hard=$?\"; ls -A",
+        &["ln", "perl", "ls"],
+    );
+    r.mounts
+        .push(ExecMount::path(ws.path(), "/workspace", true));
+    let o = run(&r);
+    let s = &o.stdout.text;
+    assert!(s.contains("ln=1"), "{s} {}", o.stderr.text);
+    assert!(
+        o.stderr.text.contains("Operation not permitted"),
+        "{}",
+        o.stderr.text
+    );
+    // symlink(2) itself, not only symlinkat(2): EPERM is 1.
+    assert!(s.contains("perl=1"), "{s}");
+    assert!(s.contains("write=0") && s.contains("hard=0"), "{s}");
+    for name in ["x", "y"] {
+        assert!(
+            std::fs::symlink_metadata(ws.path().join(name)).is_err(),
+            "{name} was left"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("g")).unwrap(),
+        "data\n"
+    );
+}
+
+#[test]
 fn a_descriptor_mount_binds_the_opened_directory_not_what_its_path_became() {
     let root = tempdir();
     let dir = root.path().join("grant");

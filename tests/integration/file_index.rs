@@ -124,11 +124,27 @@ fn pages_starting_and_ending_anywhere_in_the_index_groups_are_the_files_lines() 
             .zip(out["lines"].as_array().unwrap())
             .map(|(k, l)| (k, l.as_str().unwrap()))
             .collect();
-        let end = (offset + limit - 1).min(n);
+        // Whole lines from `offset`: all `limit` of them, or as many as
+        // fit a page's text, the next page starting at the first not shown.
+        let end = offset + got.len() as u64 - 1;
+        assert!(
+            end <= (offset + limit - 1).min(n),
+            "offset {offset}, limit {limit}"
+        );
+        if limit <= 64 || end == n {
+            assert_eq!(
+                end,
+                (offset + limit - 1).min(n),
+                "offset {offset}, limit {limit}"
+            );
+        }
         let expected: Vec<(u64, &str)> =
             (offset..=end).map(|k| (k, want[k as usize - 1])).collect();
         assert_eq!(got, expected, "offset {offset}, limit {limit}");
         assert_eq!(out["has_more"], end < n, "offset {offset}, limit {limit}");
+        if end < n {
+            assert_eq!(out["next"], json!({"offset": end + 1, "column": 0}));
+        }
     }
     let past = view(reference_host(), &ws, "big.txt", n + 1, 10);
     assert_eq!(expect_ok(&past)["lines"], json!([]));

@@ -47,7 +47,8 @@ impl Setup {
         }
     }
 
-    fn command(&self, extra: &[&str]) -> Command {
+    /// The `toolhost serve` command of this setup, with `extra` options.
+    pub(crate) fn command(&self, extra: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         cmd.arg("serve")
             .arg("--workspace")
@@ -219,8 +220,9 @@ impl Drop for StdioServer {
 /// Checks a `tools/call` result and puts its observation back together:
 /// the envelope from `_meta["dev.toolhost/observation"]`, `text` from the
 /// last text block and `output` from `structuredContent` (absent when the
-/// call has no output). The whole must be a valid observation; `isError`
-/// unless it is `ok`.
+/// call has no output; a spilled answer's structuredContent is the spill
+/// object, which names the envelope's artifact, and its `output` is null).
+/// The whole must be a valid observation; `isError` unless it is `ok`.
 #[track_caller]
 pub(crate) fn observation_of(result: &Value) -> Value {
     let r = &result["result"];
@@ -233,7 +235,19 @@ pub(crate) fn observation_of(result: &Value) -> Value {
     let blocks = r["content"].as_array().expect("content");
     let text = blocks.last().unwrap()["text"].as_str().unwrap();
     obs["text"] = json!(text);
-    obs["output"] = r.get("structuredContent").cloned().unwrap_or(Value::Null);
+    let structured = r.get("structuredContent").cloned().unwrap_or(Value::Null);
+    let spilled = obs["status"] == "ok"
+        && obs["truncated"]["artifact"].is_string()
+        && obs["tool"] != "artifact_view";
+    if spilled {
+        assert_eq!(
+            structured["artifact"]["id"], obs["truncated"]["artifact"],
+            "a spill's structuredContent names its artifact: {result}"
+        );
+        obs["output"] = Value::Null;
+    } else {
+        obs["output"] = structured;
+    }
     assert_valid_observation(&obs);
     assert_eq!(r["isError"], obs["status"] != "ok", "{result}");
     obs

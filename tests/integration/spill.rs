@@ -9,10 +9,12 @@ use serde_json::{json, Value};
 use crate::mcp::{mint, observation_of, stateless_as, HttpServer, Setup, StdioServer};
 
 /// 400 lines of ~100 bytes, with some non-ASCII so windows must respect
-/// character boundaries.
+/// character boundaries, and quotes and backslashes, so that a page (whole
+/// lines within a page's text) is about twice that as JSON and its spill
+/// is over the text budget too.
 fn big_file() -> String {
     (0..400)
-        .map(|i| format!("line {i:03} — naïve café 🦀 {}\n", "abcdefghij".repeat(8)))
+        .map(|i| format!("line {i:03} — naïve café 🦀 {}\n", "ab\"cd\\ef".repeat(8)))
         .collect()
 }
 
@@ -28,8 +30,26 @@ const LIMIT: &[&str] = &["--max-output-bytes", "4000"];
 fn spilled(reply: &Value) -> Value {
     let r = &reply["result"];
     assert_eq!(r["isError"], false, "{reply}");
-    assert!(r.get("structuredContent").is_none(), "{reply}");
     let obs = observation_of(reply);
+    // structuredContent is the spill object, which the tool's published
+    // outputSchema admits (its second branch).
+    let spill = &r["structuredContent"];
+    assert_eq!(
+        spill["artifact"]["id"], obs["truncated"]["artifact"],
+        "{reply}"
+    );
+    assert_eq!(
+        spill["artifact"]["uri"],
+        format!(
+            "toolhost://artifacts/{}",
+            obs["truncated"]["artifact"].as_str().unwrap()
+        )
+    );
+    assert_eq!(spill["follow_up"], obs["truncated"]["follow_up"], "{reply}");
+    assert_eq!(
+        spill["truncated"]["original_bytes"],
+        obs["truncated"]["original_bytes"]
+    );
     assert_eq!(obs["status"], "ok", "{obs}");
     assert!(obs["output"].is_null(), "{obs}");
     let t = &obs["truncated"];
@@ -96,13 +116,19 @@ fn read_back(mut call: impl FnMut(i64, &str, Value) -> Value, obs: &Value) -> St
     // From offset 0 the follow-ups alone read it all, too.
     assert_eq!(follow(&mut call, json!({"artifact": id})), whole);
     let output: Value = serde_json::from_str(&whole).expect("the artifact is the output JSON");
-    let lines: String = output["lines"]
+    let lines: Vec<&str> = output["lines"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| format!("{}\n", l.as_str().unwrap()))
+        .map(|l| l.as_str().unwrap())
         .collect();
-    assert_eq!(lines, big_file(), "the artifact holds every line");
+    // A page of whole lines (as many as fit a page's text), then where the
+    // next starts.
+    let file = big_file();
+    let want: Vec<&str> = file.lines().take(lines.len()).collect();
+    assert!(lines.len() > 100, "{} lines", lines.len());
+    assert_eq!(lines, want, "the artifact holds the page's lines");
+    assert_eq!(output["next"]["offset"], lines.len() as u64 + 1);
     whole
 }
 

@@ -21,7 +21,7 @@
 //! [--ro-bind PROGRAM PROGRAM]                           (a program outside those)
 //! [--bind-fd FD TARGET | --ro-bind-fd FD TARGET]…       (the mounts, parents first)
 //! --remount-ro /dev --remount-ro /
-//! --chdir CWD --info-fd FD --block-fd FD
+//! --chdir CWD --info-fd FD --block-fd FD --seccomp FD   (no symlinks: seccomp.rs)
 //! -- PROGRAM ARG…
 //! ```
 
@@ -134,6 +134,7 @@ pub(super) fn probe(cfg: &ExecConfig, search_path: &OsStr) -> Result<BwrapInfo, 
         "--block-fd",
         "--info-fd",
         "--perms",
+        "--seccomp",
     ] {
         if !help.contains(needed) {
             return Err(format!(
@@ -186,6 +187,8 @@ pub(super) struct Fds {
     pub passwd: RawFd,
     pub group: RawFd,
     pub hosts: RawFd,
+    /// The seccomp filter ([`super::seccomp`]).
+    pub seccomp: RawFd,
     /// One per mount, in `plan.mount_order`.
     pub mounts: Vec<RawFd>,
     /// Start a new session: the host has a controlling terminal the
@@ -328,6 +331,8 @@ pub(super) fn args(
         &fds.info.to_string(),
         &"--block-fd",
         &fds.block.to_string(),
+        &"--seccomp",
+        &fds.seccomp.to_string(),
     ]);
     push(&[&"--", &plan.program]);
     for arg in &req.argv[1..] {
@@ -364,6 +369,7 @@ mod tests {
             passwd: 12,
             group: 13,
             hosts: 14,
+            seccomp: 15,
             mounts: (0..n).map(|i| 20 + i as RawFd).collect(),
             new_session: true,
         }
@@ -436,6 +442,8 @@ mod tests {
                 "10",
                 "--block-fd",
                 "11",
+                "--seccomp",
+                "15",
             ],
             &["--", "/usr/bin/env", "-0"],
         ] {

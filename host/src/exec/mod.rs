@@ -61,6 +61,7 @@
 //! | `/proc` | the sandbox's own PID namespace only |
 //! | `/sys`, `/run`, `/var`, `/home` | absent |
 //! | user | uid/gid [`SANDBOX_UID`] in a new user namespace, no capabilities, no further user namespaces (`--disable-userns` where bubblewrap has it), `no_new_privs` |
+//! | system calls | a seccomp filter (`seccomp`): `symlink`/`symlinkat` fail with `EPERM`; another calling convention (i386, x32) kills the program |
 //! | namespaces | new PID, IPC, UTS (`hostname` = `sandbox`), network, cgroup (if possible) and user |
 //! | network | none: a loopback device of its own, no route out |
 //! | environment | cleared; `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=/tmp/home`, `LANG=C.UTF-8`, plus allowed variables |
@@ -113,6 +114,7 @@ mod bwrap;
 mod output;
 mod program;
 mod run;
+mod seccomp;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -293,6 +293,19 @@ pub(super) fn run(
     let passwd = data("passwd", PASSWD)?;
     let group = data("group", GROUP)?;
     let hosts = data("hosts", HOSTS)?;
+    let filter = super::seccomp::filter().ok_or_else(|| {
+        ExecError::Unavailable(
+            "no seccomp filter for this architecture: programs cannot be sandboxed here".into(),
+        )
+    })?;
+    let seccomp = {
+        let fd = data_fd("seccomp", &filter)
+            .and_then(above_stdio)
+            .map_err(io_err("in-memory file"))?;
+        let raw = fd.as_raw_fd();
+        passed.push(fd);
+        raw
+    };
     let (info_ours, info_theirs) = UnixStream::pair().map_err(io_err("socketpair"))?;
     let (block_ours, block_theirs) = UnixStream::pair().map_err(io_err("socketpair"))?;
     let info_theirs = above_stdio(info_theirs.into()).map_err(io_err("dup"))?;
@@ -304,6 +317,7 @@ pub(super) fn run(
         passwd,
         group,
         hosts,
+        seccomp,
         mounts,
     };
     passed.push(info_theirs);

@@ -12,6 +12,7 @@
 //! |-------------------------------|---------------------------------------------|
 //! | model-facing `text`           | the last `text` content block               |
 //! | `output` (the exact data)     | `structuredContent`, valid against the tool's own `outputSchema` |
+//! | a spilled output (over the call's output limit) | `structuredContent` is the [spill object](spill_content) instead, which the published `outputSchema` also admits ([`published_output_schema`]) |
 //! | the envelope (status, error, effects, usage, logs, …) | `_meta["dev.toolhost/observation"]`: the observation without `output` and `text` |
 //!
 //! The envelope's schema is published once: `schemas/observation.schema.json`
@@ -94,14 +95,139 @@ fn drop_host_annotations(v: &mut Value) {
     }
 }
 
+/// Title of the spill branch of a published output schema.
+pub const SPILL_TITLE: &str = "dev.toolhost/spill";
+
+/// The JSON Schema of the [spill object](spill_content): the second branch
+/// of every published output schema.
+pub fn spill_schema() -> Value {
+    // Kept short: it is repeated in every tool's definition. The fields'
+    // meaning is documented once (docs/mcp.md) and in `spill_content`.
+    serde_json::json!({
+        "title": SPILL_TITLE,
+        "description": "Over the output limit: read artifact.uri (resources/read) or call follow_up.",
+        "type": "object",
+        "properties": {
+            "truncated": {"type": "object", "required": ["original_bytes", "kept_bytes", "omitted_bytes"]},
+            "artifact": {"type": "object", "required": ["id", "uri"]},
+            "follow_up": {"type": "object", "required": ["tool", "arguments"]}
+        },
+        "required": ["truncated", "artifact", "follow_up"],
+        "additionalProperties": false
+    })
+}
+
+/// Title of the plan branch of a published output schema.
+pub const PLAN_TITLE: &str = "dev.toolhost/plan";
+
+/// The JSON Schema of a dry run's answer (`_meta["dev.toolhost/dry_run"]`):
+/// the plan and the token that approves the call. The third branch of the
+/// published output schema of a tool that can plan.
+pub fn plan_schema() -> Value {
+    serde_json::json!({
+        "title": PLAN_TITLE,
+        "type": "object",
+        "properties": {
+            "plan": {"type": "object"},
+            "plan_token": {"type": "string"},
+            "targets": {"type": "array"},
+            "expires_at_ms": {"type": "integer"}
+        },
+        "required": ["plan", "plan_token", "targets", "expires_at_ms"],
+        "additionalProperties": false
+    })
+}
+
+/// A tool's output schema as published in `tools/list`: its own schema
+/// ([`published_schema`]) or the [spill object](spill_schema) (or, for a
+/// tool that can plan, a [dry run's answer](plan_schema)), as
+/// `{"type": "object", "anyOf": [own, spill, plan?]}`, so that every `ok`
+/// answer's `structuredContent` validates against it, a spilled one and a
+/// plan included. The
+/// own schema's dialect (`$schema`) moves to the top and its definitions
+/// (`$defs`, `definitions`) with it, so its `#/$defs/…` references still
+/// resolve; any other reference into it (`#`, `#/properties/…`) is
+/// rewritten to point into `#/anyOf/0`. `anyOf`, not `oneOf`: an own
+/// schema that admits any object would otherwise make a spill invalid.
+pub fn published_output_schema(schema: &Value, plans: bool) -> Value {
+    let mut own = published_schema(schema);
+    let mut top = Map::new();
+    if let Some(obj) = own.as_object_mut() {
+        for key in ["$schema", "$defs", "definitions"] {
+            if let Some(v) = obj.shift_remove(key) {
+                top.insert(key.into(), v);
+            }
+        }
+    }
+    rewrite_root_refs(&mut own);
+    top.insert("type".into(), Value::String("object".into()));
+    let mut branches = vec![own, spill_schema()];
+    if plans {
+        branches.push(plan_schema());
+    }
+    top.insert("anyOf".into(), Value::Array(branches));
+    Value::Object(top)
+}
+
+/// Points the references of a schema moved to `#/anyOf/0` that named its
+/// root (`#`, `#/properties/…`) there; `#/$defs/…` and `#/definitions/…`
+/// stay, their targets having moved to the new root.
+fn rewrite_root_refs(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                match child {
+                    Value::String(r) if k == "$ref" => {
+                        let keep = r.starts_with("#/$defs/") || r.starts_with("#/definitions/");
+                        if let Some(rest) = r.strip_prefix('#').filter(|_| !keep) {
+                            *r = format!("#/anyOf/0{rest}");
+                        }
+                    }
+                    _ => rewrite_root_refs(child),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(rewrite_root_refs),
+        _ => {}
+    }
+}
+
+/// The `structuredContent` of a spilled `ok` answer (an output over the
+/// call's output limit, kept as an artifact): what was cut, the artifact
+/// (its id and its MCP resource URI) and the `artifact_view` call that
+/// reads it from where the text's head ends. `None` for anything else.
+pub fn spill_content(t: &crate::observation::Truncation) -> Option<Value> {
+    let id = t.artifact.as_deref()?;
+    let follow_up = t.follow_up.as_ref()?;
+    Some(serde_json::json!({
+        "truncated": {
+            "original_bytes": t.original_bytes,
+            "kept_bytes": t.kept_bytes,
+            "omitted_bytes": t.omitted_bytes,
+            "hint": t.hint,
+        },
+        "artifact": {
+            "id": id,
+            "uri": crate::artifact::uri(id),
+            "mimeType": "application/json",
+        },
+        "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
+    }))
+}
+
 /// The pieces of a `tools/call` result for `obs` (see the module table):
 /// the model-facing text, the structured content (the output, when there
-/// is one) and the `_meta` object carrying the envelope.
+/// is one; the [spill object](spill_content) of a spilled `ok` answer) and
+/// the `_meta` object carrying the envelope.
 pub fn call_result_parts(
     mut obs: crate::observation::Observation,
 ) -> serde_json::Result<(String, Option<Value>, Map<String, Value>)> {
     // The output and the text move out; only the rest is serialized.
-    let output = obs.output.take().filter(|v| !v.is_null());
+    let output = obs.output.take().filter(|v| !v.is_null()).or_else(|| {
+        obs.is_ok()
+            .then(|| obs.truncated.as_ref().and_then(spill_content))
+            .flatten()
+    });
     let text = std::mem::take(&mut obs.text);
     let mut envelope = serde_json::to_value(&obs)?;
     if let Some(map) = envelope.as_object_mut() {
@@ -144,7 +270,10 @@ pub fn tool_definition(tool: &Tool) -> Value {
     def.insert("description".into(), Value::String(d.description.clone()));
     def.insert("inputSchema".into(), published_schema(&d.input_schema));
     if let Some(output) = &d.output_schema {
-        def.insert("outputSchema".into(), published_schema(output));
+        def.insert(
+            "outputSchema".into(),
+            published_output_schema(output, d.supports_dry_run),
+        );
     }
     def.insert("annotations".into(), Value::Object(annotations));
     let mut meta = Map::new();
@@ -250,6 +379,71 @@ fn is_content_block(b: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_published_output_schema_admits_the_output_and_a_spill_only() {
+        // References of every kind: into $defs, into the root, to the root.
+        let own = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://example.com/out.json",
+            "type": "object",
+            "properties": {
+                "matches": {"type": "array", "items": {"$ref": "#/$defs/Match"}},
+                "again": {"$ref": "#/properties/matches"},
+                "child": {"$ref": "#"}
+            },
+            "required": ["matches"],
+            "additionalProperties": false,
+            "$defs": {"Match": {"type": "object", "properties": {"line": {"type": "integer"}}, "required": ["line"]}}
+        });
+        let published = published_output_schema(&own, false);
+        assert_eq!(published["anyOf"].as_array().unwrap().len(), 2);
+        let with_plans = published_output_schema(&own, true);
+        assert_eq!(with_plans["anyOf"][2]["title"], PLAN_TITLE);
+        assert_eq!(published["type"], "object");
+        assert_eq!(published["$schema"], own["$schema"]);
+        assert!(published.get("$id").is_none() && published["anyOf"][0].get("$defs").is_none());
+        assert_eq!(published["anyOf"][1]["title"], SPILL_TITLE);
+        jsonschema::meta::validate(&published).expect("a valid 2020-12 schema");
+        let v = jsonschema::validator_for(&published).expect("its references resolve");
+        let output = json!({"matches": [{"line": 1}], "again": [], "child": {"matches": []}});
+        assert!(v.is_valid(&output), "{:?}", v.iter_errors(&output).next());
+        let t = crate::observation::Truncation {
+            original_bytes: 10,
+            kept_bytes: 4,
+            omitted_bytes: 6,
+            hint: "h".into(),
+            artifact: Some("a".repeat(32)),
+            follow_up: Some(crate::observation::FollowUp {
+                tool: "artifact_view".into(),
+                arguments: json!({"artifact": "a".repeat(32), "offset": 4}),
+            }),
+        };
+        let spill = spill_content(&t).unwrap();
+        assert!(v.is_valid(&spill));
+        assert_eq!(
+            spill["artifact"]["uri"],
+            format!("toolhost://artifacts/{}", "a".repeat(32))
+        );
+        // Neither an output that breaks the own schema (through each kind of
+        // reference) nor a spill missing a part.
+        for bad in [
+            json!({"matches": [{"line": "1"}]}),
+            json!({"matches": [], "again": [{}]}),
+            json!({"matches": [], "child": {}}),
+            json!({"truncated": spill["truncated"], "artifact": spill["artifact"]}),
+            json!({}),
+        ] {
+            assert!(!v.is_valid(&bad), "{bad}");
+        }
+        // A clipped text is no spill: no structured content of its own.
+        let clipped = crate::observation::Truncation {
+            artifact: None,
+            follow_up: None,
+            ..t
+        };
+        assert!(spill_content(&clipped).is_none());
+    }
 
     #[test]
     fn untrusted_text_blocks_are_marked() {

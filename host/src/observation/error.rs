@@ -422,7 +422,9 @@ impl ErrorInfo {
     /// Makes the error fit the published schema and bounded in size:
     /// control characters stripped, long strings clipped, a malformed code
     /// replaced by `invalid_output` (the tool broke its contract), a field
-    /// that is not a JSON Pointer turned into one.
+    /// that is not a JSON Pointer turned into one, and a field that holds a
+    /// control, bidi or invisible character dropped (logged): no argument
+    /// name has one, and the model would be shown text it cannot see.
     pub(super) fn sanitize(&mut self) {
         if !is_valid_code(&self.code) {
             let shown = clip_short(&strip_control(&self.code), 64);
@@ -440,8 +442,15 @@ impl ErrorInfo {
         } else {
             message
         };
-        if let Some(field) = &self.field {
-            self.field = Some(to_json_pointer(&clip_short(field, MAX_DETAIL_BYTES)));
+        if let Some(field) = self.field.take() {
+            if field.chars().any(is_hidden_char) {
+                tracing::warn!(
+                    field = %field.escape_default(),
+                    "dropping a tool error's field: it holds a control, bidi or invisible character"
+                );
+            } else {
+                self.field = Some(to_json_pointer(&clip_short(&field, MAX_DETAIL_BYTES)));
+            }
         }
         for s in [&mut self.expected, &mut self.actual].into_iter().flatten() {
             *s = clip_short(&strip_control(s), MAX_DETAIL_BYTES);
@@ -470,6 +479,23 @@ pub fn tool_details(details: Option<String>, max_bytes: usize) -> Option<Value> 
         text.len()
     );
     Some(serde_json::json!({ "clipped": truncation, "text": clipped }))
+}
+
+/// A character a reader cannot see or that reorders what they see: C0/C1
+/// controls, bidi embeddings, overrides, isolates and marks, zero-width
+/// characters and the byte order mark.
+pub(super) fn is_hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
 }
 
 /// Turns a field name a tool reported into a JSON Pointer: valid pointers are

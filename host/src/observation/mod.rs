@@ -449,7 +449,9 @@ impl Observation {
     /// limit into a spilled one: the whole output (compact JSON, already
     /// redacted) is `content`, kept by the host as `artifact`; `output`
     /// becomes `null` and `text` a head and tail of `content` within
-    /// `max_text_bytes`, with the marker and where to read on. `truncated`
+    /// `max_text_bytes` (the head ending after a whole record when one ends
+    /// in it, see [`crate::boundary`]), with the marker and where to read
+    /// on. `truncated`
     /// names the artifact and the `follow_up` call (`tool` with
     /// `{"artifact", "offset"}`, `offset` being the first byte not in the
     /// head). No-op for any other status.
@@ -478,7 +480,13 @@ impl Observation {
             .max(64);
         let (body, head_end, kept) = match clip_bounds(content, budget) {
             Some((head_end, tail_start)) => {
-                let (text, _) = clip_head_tail(content, budget);
+                // The head ends after a whole record when one ends in it,
+                // as every artifact_view window does (crate::boundary): the
+                // first follow-up starts there.
+                let head_end = crate::boundary::Boundaries::of(content.as_bytes())
+                    .last_within(0, head_end)
+                    .unwrap_or(head_end);
+                let text = render::join_head_tail(content, head_end, tail_start);
                 (text, head_end, head_end + (total - tail_start))
             }
             None => (content.to_owned(), total, total),

@@ -290,22 +290,7 @@ pub fn clip_head_tail(s: &str, max_bytes: usize) -> (String, Option<Truncation>)
         return (s.to_owned(), None);
     };
     let omitted = tail_start - head_end;
-    let head = &s[..head_end];
-    let tail = &s[tail_start..];
-
-    let mut out = String::with_capacity(head.len() + tail.len() + MARKER_FIXED_BYTES + 20);
-    out.push_str(head);
-    if !head.is_empty() && !head.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str("[… ");
-    out.push_str(&omitted.to_string());
-    out.push_str(" bytes omitted …]");
-    if !tail.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(tail);
-
+    let out = join_head_tail(s, head_end, tail_start);
     let truncation = Truncation {
         original_bytes: len as u64,
         kept_bytes: (len - omitted) as u64,
@@ -315,6 +300,26 @@ pub fn clip_head_tail(s: &str, max_bytes: usize) -> (String, Option<Truncation>)
         follow_up: None,
     };
     (out, Some(truncation))
+}
+
+/// `s[..head_end]`, the marker line for the bytes up to `tail_start`,
+/// then `s[tail_start..]` (both cuts on char boundaries).
+pub(super) fn join_head_tail(s: &str, head_end: usize, tail_start: usize) -> String {
+    let head = &s[..head_end];
+    let tail = &s[tail_start..];
+    let mut out = String::with_capacity(head.len() + tail.len() + MARKER_FIXED_BYTES + 20);
+    out.push_str(head);
+    if !head.is_empty() && !head.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("[… ");
+    out.push_str(&(tail_start - head_end).to_string());
+    out.push_str(" bytes omitted …]");
+    if !tail.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(tail);
+    out
 }
 
 /// Where [`clip_head_tail`] cuts `s` for `max_bytes`: the end of the head

@@ -975,3 +975,15 @@ fn ok_with_text_is_ok_then_the_plugin_text() {
         );
     }
 }
+
+#[test]
+fn a_field_with_hidden_characters_is_dropped() {
+    for hostile in ["/pa\u{202E}th", "/a\0b", "/\u{200B}offset", "pa\u{2066}th"] {
+        let mut error = ErrorInfo::new("bad_path", "no such path").with_field(hostile);
+        error.sanitize();
+        assert_eq!(error.field, None, "{hostile:?} kept");
+    }
+    let mut error = ErrorInfo::new("bad_path", "no such path").with_field("path");
+    error.sanitize();
+    assert_eq!(error.field.as_deref(), Some("/path"));
+}

@@ -31,6 +31,7 @@
 //! | `jwt` | three base64url segments whose first decodes to a JSON header with `alg` |
 //! | `authorization_header` | the credentials of an `Authorization: Bearer/Basic/Token …` header; in JSON, the value of a credential header pair (`authorization`, `proxy-authorization`, `x-api-key`, `x-auth-token`, `cookie`, `set-cookie`) |
 //! | `connection_string_password` | the password of `scheme://user:password@host` (not a placeholder, not the user name repeated, at least 4 characters) |
+//! | `netrc_password` | the `password` value of a `.netrc` entry: a one-line `machine … login … password` entry, or a line holding only the `password` token and its value (not a quoted, templated or escaped value) |
 //! | `secret_assignment` | a high-entropy value assigned to a secret-looking name (`password=`, `api_key: …`, `"client_secret": "…"`) |
 //!
 //! `secret_assignment` is the catch-all and the one most prone to false
@@ -76,6 +77,7 @@ pub enum SecretRule {
     Jwt,
     AuthorizationHeader,
     ConnectionStringPassword,
+    NetrcPassword,
     SecretAssignment,
 }
 
@@ -107,6 +109,7 @@ impl SecretRule {
             SecretRule::Jwt => "jwt",
             SecretRule::AuthorizationHeader => "authorization_header",
             SecretRule::ConnectionStringPassword => "connection_string_password",
+            SecretRule::NetrcPassword => "netrc_password",
             SecretRule::SecretAssignment => "secret_assignment",
         }
     }
@@ -173,6 +176,7 @@ pub fn triggers(rule: SecretRule) -> &'static [&'static str] {
         Jwt => &["eyJ"],
         AuthorizationHeader => &["authorization"],
         ConnectionStringPassword => &["://"],
+        NetrcPassword => &["password"],
         SecretAssignment => &[
             "pass",
             "pwd",
@@ -337,6 +341,22 @@ pub(crate) static RULES: LazyLock<Vec<RuleDef>> = LazyLock::new(|| {
             r#"://([^\s:/@'"<>]{1,128}):([^\s@/'"<>]{1,256})@[^\s/'"<>]"#,
             2,
             Check::ConnectionPassword,
+        ),
+        def(
+            NetrcPassword,
+            // A `.netrc` entry on one line: the machine (or `default`),
+            // optional login and account tokens, then the password.
+            r#"(?m)\b(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account)[ \t]+\S+)*[ \t]+password[ \t]+([^\s"'`{}<>\\]{1,256})(?:[ \t\r]|$)"#,
+            1,
+            none,
+        ),
+        def(
+            NetrcPassword,
+            // A `.netrc` entry over several lines: a line holding only
+            // `password X` (no assignment sign, so not prose).
+            r#"(?m)^[ \t]*password[ \t]+([^\s"'`{}<>\\=:][^\s"'`{}<>\\]{0,255})[ \t\r]*$"#,
+            1,
+            none,
         ),
         def(
             SecretAssignment,

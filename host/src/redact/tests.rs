@@ -232,6 +232,7 @@ fn planted_examples() -> Vec<(String, SecretRule)> {
         (format!("https://discord.com/api/webhooks/{}/{}", g.take("0123456789", 18), g.take(URLSAFE, 68)), SecretRule::DiscordWebhook),
         (format!("Authorization: Bearer {}", g.take(URLSAFE, 32)), SecretRule::AuthorizationHeader),
         (format!("postgres://app:{}@db.internal:5432/prod", g.take(ALNUM, 16)), SecretRule::ConnectionStringPassword),
+        (format!("machine api.example.com login deploy password {}", g.take(ALNUM, 14)), SecretRule::NetrcPassword),
         (format!("DB_PASSWORD={}!{}", g.take(ALNUM, 10), g.take("0123456789", 3)), SecretRule::SecretAssignment),
         (format!("api_key: \"{}\"", g.take(ALNUM, 32)), SecretRule::SecretAssignment),
         (format!("\"client_secret\": \"{}\"", g.take(URLSAFE, 40)), SecretRule::SecretAssignment),
@@ -552,4 +553,35 @@ fn the_json_guard_lets_through_every_output_with_something_to_hide() {
     assert!(!r.json_may_hold_secret(&raw));
     assert_eq!(redact_json(&mut page.clone()), []);
     assert!(!r.json_may_hold_secret(r#"{"text": "a line\twith \"quotes\" and \\ and\nnewlines"}"#));
+}
+
+#[test]
+fn netrc_passwords_are_redacted_on_one_line_and_over_several() {
+    let mut g = Chars::new(38);
+    let (one, two) = (g.take(ALNUM, 12), g.take(ALNUM, 9));
+    let netrc = format!(
+        "machine git.example.com login alice password {one}\n\nmachine ci.example.com\n  login bob\n  password {two}\n"
+    );
+    let (out, report) = redact_owned(&netrc, "/text");
+    assert!(!out.contains(&one) && !out.contains(&two), "{out}");
+    assert!(
+        out.contains("login alice password [REDACTED:netrc_password]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  password [REDACTED:netrc_password]\n"),
+        "{out}"
+    );
+    assert!(
+        report.iter().all(|r| r.rule == SecretRule::NetrcPassword),
+        "{report:?}"
+    );
+    // A lone line from a windowed read is caught too.
+    assert_eq!(
+        rules_of(&format!("  password {two}")),
+        [SecretRule::NetrcPassword]
+    );
+    // Prose about passwords is not a netrc entry.
+    assert_eq!(rules_of("Enter the password twice to confirm it."), []);
+    assert_eq!(rules_of("password:"), []);
 }

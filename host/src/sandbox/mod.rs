@@ -73,7 +73,7 @@ pub mod http;
 mod limits;
 mod spare;
 
-pub use cache::{Checked, CompileCache, Miss};
+pub use cache::{CacheError, Checked, CompileCache, Miss};
 pub use compat::{Contract, PREVIOUS_CONTRACT, PREVIOUS_CONTRACT_VERSION, SUPPORTED_CONTRACTS};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
@@ -171,6 +171,11 @@ pub enum SandboxError {
 pub struct SandboxConfig {
     /// Where compiled code is cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The secret that authenticates cache entries; `None` means
+    /// [`CompileCache::default_key_file`].
+    pub cache_key_file: Option<PathBuf>,
+    /// The workspace, if known: a cache directory inside it is refused.
+    pub workspace: Option<PathBuf>,
     /// Instances that may run at once (pooling allocator slots).
     pub max_concurrent_instances: u32,
     /// Upper bound for any call's memory limit, in bytes.
@@ -181,6 +186,8 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
             cache_dir: CompileCache::default_dir(),
+            cache_key_file: None,
+            workspace: None,
             max_concurrent_instances: 64,
             max_memory_bytes: 1 << 30,
         }
@@ -485,10 +492,19 @@ impl Sandbox {
         exec_link::add_to_linker(&mut linker)?;
         files_link::add_to_linker(&mut linker)?;
         deadline::start();
-        let cache = match &config.cache_dir {
-            Some(dir) => CompileCache::open(dir).ok(),
-            None => None,
-        };
+        let cache = config.cache_dir.as_ref().and_then(|dir| {
+            let opened = match config
+                .cache_key_file
+                .clone()
+                .or_else(CompileCache::default_key_file)
+            {
+                Some(key) => CompileCache::open_with(dir, &key, config.workspace.as_deref()),
+                None => Err(cache::CacheError::NoKeyFile),
+            };
+            opened
+                .inspect_err(|e| tracing::warn!("{e}; compiling without a cache"))
+                .ok()
+        });
         Ok(Sandbox {
             engine,
             linker: Arc::new(linker),
@@ -601,6 +617,10 @@ impl Sandbox {
                     return Ok(c);
                 }
                 Err(Miss::Corrupt) => {
+                    tracing::warn!(
+                        entry = %path.display(),
+                        "compiled-code cache entry refused (bad MAC, length, owner, mode or a link); recompiling"
+                    );
                     cache.evict(path);
                     progress(LoadEvent::CacheCorrupt);
                 }

@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
-use crate::text::{clip_line, file_error, into_text, normalize_rel, sha256_hex, MAX_FILE_BYTES};
+use crate::text::{
+    clip_line, file_error, into_text, normalize_rel, sha256_hex, MAX_FILE_BYTES, TEXT_BUDGET_BYTES,
+};
 
 /// Most files read in one search.
 const MAX_FILES_SCANNED: u64 = 20_000;
@@ -26,10 +28,12 @@ const SNIFF_BYTES: u64 = 8 * 1024;
 const CACHE_TAG: &str = "CACHEDIR.TAG";
 /// Version tag of the cursor format.
 const CURSOR_PREFIX: &str = "g1";
+/// Room kept in the text budget for the totals line, besides the cursor.
+const FOOTER_BYTES: usize = 192;
 
 const DESCRIPTION: &str = "\
-Finds lines matching a Rust regex ((?i): any case) in the text files under a path, up to 200 \
-a page (next_cursor: the next).
+Finds lines matching a Rust regex ((?i): any case) in the text files under a path, up to limit \
+(or ~15 KiB) a page (next_cursor: the next).
 Use it to locate code; not to read a file (file_view).
 Read-only. Skips .git, caches, binary and over-4-MiB files; stops at 20000 files or 256 MiB \
 (truncated).
@@ -181,6 +185,10 @@ fn grep(ctx: &Context, args: GrepArgs) -> Result<GrepOutput, ToolError> {
         truncated,
     };
     let mut more_after_page = false;
+    // The page holds all it may (its limit, or the text budget).
+    let mut full = false;
+    // Bytes of the text rows of the page's matches.
+    let mut rows = 0usize;
     let mut bytes_scanned = 0u64;
     for (rel, guest) in files {
         if out.files_scanned >= MAX_FILES_SCANNED || bytes_scanned >= MAX_BYTES_SCANNED {
@@ -205,15 +213,27 @@ fn grep(ctx: &Context, args: GrepArgs) -> Result<GrepOutput, ToolError> {
             if !on_page {
                 continue;
             }
-            if out.matches.len() < limit {
-                out.matches.push(Match {
-                    path: rel.clone(),
-                    line_number,
-                    line: clip_line(line, MAX_LINE_CHARS).into_owned(),
-                });
-            } else {
+            if full {
                 more_after_page = true;
+                continue;
             }
+            let line = clip_line(line, MAX_LINE_CHARS);
+            // The page ends before a match whose row (and the totals line
+            // with a cursor after it) would not fit the text budget: the
+            // cursor then starts the next page at that match.
+            let row = row_bytes(&rel, line_number, &line);
+            if !out.matches.is_empty() && rows + row + footer_bytes(&rel) > TEXT_BUDGET_BYTES {
+                full = true;
+                more_after_page = true;
+                continue;
+            }
+            rows += row;
+            out.matches.push(Match {
+                path: rel.clone(),
+                line_number,
+                line: line.into_owned(),
+            });
+            full = out.matches.len() >= limit;
         }
     }
     if more_after_page {
@@ -221,6 +241,17 @@ fn grep(ctx: &Context, args: GrepArgs) -> Result<GrepOutput, ToolError> {
         out.next_cursor = Some(encode_cursor(&fingerprint, &last.path, last.line_number));
     }
     Ok(out)
+}
+
+/// Bytes of a match's row in the text: `path:line: text` and a newline.
+fn row_bytes(path: &str, line_number: u64, line: &str) -> usize {
+    path.len() + line.len() + 24 + line_number.checked_ilog10().unwrap_or(0) as usize
+}
+
+/// Bytes the totals line can take with a cursor after a match in `path`
+/// (the cursor spells the path in hex).
+fn footer_bytes(path: &str) -> usize {
+    FOOTER_BYTES + 2 * path.len()
 }
 
 fn build_regex(pattern: &str) -> Result<Regex, ToolError> {
@@ -529,6 +560,39 @@ mod tests {
         let mut sorted = pages.clone();
         sorted.sort();
         assert_eq!(pages, sorted);
+    }
+
+    #[test]
+    fn a_page_fits_the_text_budget_and_cursors_skip_nothing() {
+        let ws = Workspace::new();
+        // 400 matches of ~300 bytes: 200 of them would be 60 KB of text.
+        let body: String = (0..400)
+            .map(|i| format!("match {i:03} {}\n", "é-x".repeat(75)))
+            .collect();
+        ws.write("m.txt", &body);
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        let mut pages = 0;
+        loop {
+            let mut a = args("^match", ".");
+            a.limit = 200;
+            a.cursor = cursor.take();
+            let out = grep(&ws.ctx(), a).unwrap();
+            pages += 1;
+            let text = render(&out);
+            assert!(text.len() <= TEXT_BUDGET_BYTES, "{} B", text.len());
+            assert_eq!(out.total, 400);
+            for m in &out.matches {
+                assert!(text.contains(&format!("m.txt:{}: {}\n", m.line_number, m.line)));
+            }
+            seen.extend(out.matches.iter().map(|m| m.line_number));
+            match out.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(seen, (1..=400).collect::<Vec<u64>>());
+        assert!(pages > 2, "{pages} pages");
     }
 
     #[test]

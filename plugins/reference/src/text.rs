@@ -12,6 +12,14 @@ use toolhost_sdk::ToolError;
 /// Largest file the tools read or write: 4 MiB.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The text a paging tool's page must fit: the host's text budget (16 KiB,
+/// what a model reads of one call, the same for every call) less 1 KiB for
+/// what the host adds to a tool's text (the untrusted-data markers,
+/// redaction markers longer than what they replace). A page cut to it
+/// reaches the model whole, so its "next" is the first line not read; one
+/// the host had to clip would lose its middle.
+pub const TEXT_BUDGET_BYTES: usize = 15 * 1024;
+
 /// Why a file cannot be used as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotText {
@@ -128,6 +136,19 @@ pub fn clip_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     }
 }
 
+/// The largest character boundary of `s` at or below `at` (`s.len()` when
+/// `at` is past the end).
+pub fn floor_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    let mut at = at;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 /// The lines of `text` exactly as [`str::lines`] gives them (split after
 /// each `\n`, the `\r` of a `\r\n` dropped, no empty line after a final
 /// line ending), each line's end found eight bytes at a time instead of
@@ -171,58 +192,6 @@ fn newline(bytes: &[u8], mut at: usize) -> Option<usize> {
         at += 8;
     }
     bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
-}
-
-/// Length of `s` as a JSON string literal (quotes included), exactly as
-/// `serde_json` escapes it. Counted over bytes: every byte of a multi-byte
-/// character is at least 0x80 and is copied as it is. Eight bytes at a
-/// time: the quotes and backslashes of a word (one extra byte each) are
-/// counted with one population count, and only a word holding a control
-/// character is looked at byte by byte.
-pub fn json_str_len(s: &str) -> usize {
-    let bytes = s.as_bytes();
-    let mut chunks = bytes.chunks_exact(8);
-    let mut extra = 0;
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let (quotes, controls) = escape_bytes(word);
-        extra += quotes.count_ones() as usize;
-        if controls != 0 {
-            extra += chunk
-                .iter()
-                .filter(|&&b| b < 0x20)
-                .map(|&b| escape_extra(b))
-                .sum::<usize>();
-        }
-    }
-    extra += chunks
-        .remainder()
-        .iter()
-        .map(|&b| escape_extra(b))
-        .sum::<usize>();
-    2 + bytes.len() + extra
-}
-
-/// Bytes that escaping `b` adds: `\"`-style escapes one, `\u00XX` five.
-fn escape_extra(b: u8) -> usize {
-    match b {
-        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-        0..=0x1f => 5,
-        _ => 0,
-    }
-}
-
-/// The bytes of `word` that are `"` or `\\`, and those that are control
-/// characters (below 0x20), each marked by its high bit. Exact in every
-/// byte: no carry crosses from one byte into the next.
-fn escape_bytes(word: u64) -> (u64, u64) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero = |w: u64| !(((w & LOW) + LOW) | w) & HIGH;
-    let controls = !(((word & LOW) + ONES * (0x80 - 0x20)) | word) & HIGH;
-    let quotes = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\\')));
-    (quotes, controls)
 }
 
 /// The canonical form of a workspace-relative path: `.` components and
@@ -293,51 +262,6 @@ mod tests {
                 t.lines().collect::<Vec<_>>(),
                 "{t:?}"
             );
-        }
-    }
-
-    #[test]
-    fn json_len_matches_serde() {
-        for s in ["", "plain", "q\"b\\", "tab\tnl\n\u{1}\u{7f}", "é€😀"] {
-            assert_eq!(
-                json_str_len(s),
-                serde_json::to_string(s).unwrap().len(),
-                "{s:?}"
-            );
-        }
-        // Every byte that escapes (and its neighbours) at every position of
-        // a word and across word edges, in lines of 0 to 24 bytes, beside
-        // multi-byte characters whose bytes are all >= 0x80.
-        let mut specials: Vec<char> = (0u8..0x20).map(char::from).collect();
-        specials.extend([
-            '"', '\\', ' ', '!', '#', '[', ']', '\u{7f}', 'é', '😀', '\u{2028}',
-        ]);
-        for len in 0..24 {
-            for at in 0..len {
-                for &c in &specials {
-                    let s: String = (0..len).map(|i| if i == at { c } else { 'a' }).collect();
-                    assert_eq!(
-                        json_str_len(&s),
-                        serde_json::to_string(&s).unwrap().len(),
-                        "{s:?}"
-                    );
-                }
-            }
-        }
-        // Several in one word: every string of up to six of these.
-        let dense = ['"', '\\', 'a', '\n', '\u{1}', 'é'];
-        for len in 0..=6u32 {
-            for code in 0..dense.len().pow(len) {
-                let s: String = (0..len)
-                    .map(|i| dense[code / dense.len().pow(i) % dense.len()])
-                    .chain("xxxxxxxx".chars())
-                    .collect();
-                assert_eq!(
-                    json_str_len(&s),
-                    serde_json::to_string(&s).unwrap().len(),
-                    "{s:?}"
-                );
-            }
         }
     }
 

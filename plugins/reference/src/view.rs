@@ -8,21 +8,21 @@ use toolhost_sdk::files::{self, FileBytes, FileIndex};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 use crate::text::{
-    clip_line, into_text, json_str_len, lines as split_lines, normalize_rel, read_text_file,
-    sha256_hex, MAX_FILE_BYTES,
+    floor_boundary, into_text, lines as split_lines, normalize_rel, read_text_file, sha256_hex,
+    MAX_FILE_BYTES, TEXT_BUDGET_BYTES,
 };
 
-/// Longest line returned unclipped, in characters.
-const MAX_LINE_CHARS: usize = 2000;
-/// Line text (as escaped JSON) after which a page stops early.
-const PAGE_TEXT_BUDGET_BYTES: usize = 192 * 1024;
+/// Room kept in the text budget for the header line, besides the path.
+const HEADER_BYTES: usize = 256;
+/// Room kept for the note under a clipped line.
+const CLIP_NOTE_BYTES: usize = 192;
 
 const DESCRIPTION: &str = "\
 Shows numbered lines of one UTF-8 text file, a page at a time, with its SHA-256 (for \
 file_edit's expected_sha256).
-Use it to read code before editing, or to page through a long file (offset = next line while \
+Use it to read code before editing, or to page through a long file (offset = next offset while \
 has_more). Not for searching (grep_search), directories or binary files.
-Read-only. A page is at most 500 lines (each cut at 2000 characters) or about 192 KiB.
+Read-only. A page is whole lines: at most limit, about 15 KiB; a longer line comes in parts.
 Errors: not_found, is_directory, not_text, file_too_large (over 4 MiB), permission_denied, \
 io_error, invalid_path.";
 
@@ -41,6 +41,10 @@ pub struct ViewArgs {
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 500))]
     pub limit: u32,
+    /// Byte of line `offset` to start at (the next column of a long line).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 4_194_304))]
+    pub column: u32,
 }
 
 fn default_offset() -> u32 {
@@ -61,14 +65,53 @@ pub struct ViewOutput {
     pub path: String,
     /// First line asked for, 1-based: the number of `lines[0]`.
     pub offset: u64,
-    /// `lines[i]` is line `offset + i`, without its line ending, clipped at 2000 characters.
+    /// Byte of line `offset` where `lines[0]` starts (0 unless a column was asked for).
+    pub column: u64,
+    /// `lines[i]` is line `offset + i`, without its line ending; only the last can be part of a line (see `clipped`).
     pub lines: Lines,
     /// Lines in the whole file.
     pub total_lines: u64,
-    /// More lines follow this page.
+    /// More of the file follows this page.
     pub has_more: bool,
+    /// Where the next page starts (pass as `offset` and `column`); null on the last page.
+    pub next: Option<Resume>,
+    /// Set when the last of `lines` is only part of a line too long for a page.
+    pub clipped: Option<Clip>,
     /// Hex SHA-256 of the whole file (its version).
     pub sha256: String,
+}
+
+/// Where the next page starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Resume {
+    /// Line, 1-based: the first line not shown whole.
+    pub offset: u64,
+    /// Byte in that line to start at (0: its start).
+    pub column: u64,
+}
+
+/// The part of a long line a page shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Clip {
+    /// The line, 1-based.
+    pub line: u64,
+    /// Its length in bytes, without the line ending.
+    pub line_bytes: u64,
+    /// First byte shown.
+    pub from_byte: u64,
+    /// Bytes shown.
+    pub shown_bytes: u64,
+    /// Bytes after them, not shown (read them at `next`).
+    pub omitted_bytes: u64,
+}
+
+/// A page as cut from the file: its lines, where the first starts and
+/// the clip of the last.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Page {
+    lines: Lines,
+    column: u64,
+    clip: Option<Clip>,
 }
 
 /// A page's lines, kept in one buffer (a page of short lines is not an
@@ -166,14 +209,16 @@ pub fn tool() -> Tool {
 }
 
 /// The model-facing text of a page: one header line (path, range, total
-/// lines, has_more, sha256), then each line as `NUMBER<tab>TEXT`, numbers
-/// right-aligned: about the size of the page's text itself.
+/// lines, has_more and the next offset, sha256), then each line as
+/// `NUMBER<tab>TEXT`, numbers right-aligned, and under a clipped line a
+/// note of its size and where the rest starts: about the size of the
+/// page's text itself, and within [`TEXT_BUDGET_BYTES`].
 pub fn render(out: &ViewOutput) -> String {
     use std::fmt::Write as _;
     let bytes = out.lines.bytes() + 8 * out.lines.len();
     let mut s = String::with_capacity(bytes + 160);
-    // The line after the page; its last line is the one before.
-    let next = out.offset + out.lines.len() as u64;
+    // The line after the page's last (the last one shown is the one before).
+    let end = out.offset + out.lines.len() as u64;
     if out.lines.is_empty() {
         let _ = write!(
             s,
@@ -186,18 +231,25 @@ pub fn render(out: &ViewOutput) -> String {
             "{} lines {}-{} of {}",
             out.path,
             out.offset,
-            next - 1,
+            end - 1,
             out.total_lines
         );
+        if out.column > 0 {
+            let _ = write!(s, " (line {} from byte {})", out.offset, out.column);
+        }
     }
     let _ = write!(s, ", has_more {}", out.has_more);
-    if out.has_more {
-        let _ = write!(s, " (next offset {next})");
+    if let Some(next) = out.next {
+        let _ = write!(s, " (next offset {}", next.offset);
+        if next.column > 0 {
+            let _ = write!(s, " column {}", next.column);
+        }
+        s.push(')');
     }
     let _ = writeln!(s, ", sha256 {}", out.sha256);
     // Numbers right-aligned to the widest, written without the formatting
     // machinery: this loop runs once per line of every page.
-    let width = decimal(next.saturating_sub(1).max(1), &mut [0; 20]).len();
+    let width = decimal(end.saturating_sub(1).max(1), &mut [0; 20]).len();
     let mut digits = [0u8; 20];
     for (number, line) in (out.offset..).zip(out.lines.iter()) {
         let number = decimal(number, &mut digits);
@@ -206,6 +258,15 @@ pub fn render(out: &ViewOutput) -> String {
         s.push('\t');
         s.push_str(line);
         s.push('\n');
+    }
+    if let Some(c) = out.clipped {
+        let to = c.from_byte + c.shown_bytes;
+        let _ = writeln!(
+            s,
+            "[line {} is {} bytes, too long for one page: bytes {}-{to} shown, {} more omitted; \
+             read on with offset {} column {to}]",
+            c.line, c.line_bytes, c.from_byte, c.omitted_bytes, c.line
+        );
     }
     s
 }
@@ -225,10 +286,41 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
     std::str::from_utf8(&buf[at..]).unwrap_or("0")
 }
 
+/// What cuts a page: where it starts, its line count and the text
+/// budget its rows share.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    /// First line, 1-based.
+    offset: u64,
+    /// Byte in the first line to start at.
+    column: u64,
+    limit: u32,
+    /// Bytes of text for the rows (number, tab, line, newline) and the
+    /// clip note.
+    budget: usize,
+    /// Width of the widest line number the page can show.
+    width: usize,
+}
+
+impl Cut {
+    /// The cut of a page of `args` in a file of `total_lines` lines, shown
+    /// under a header naming `rel`.
+    fn new(args: &ViewArgs, rel: &str, total_lines: u64) -> Cut {
+        let offset = u64::from(args.offset.max(1));
+        let last = (offset + u64::from(args.limit.max(1)) - 1).min(total_lines.max(1));
+        Cut {
+            offset,
+            column: u64::from(args.column),
+            limit: args.limit.max(1),
+            budget: TEXT_BUDGET_BYTES.saturating_sub(HEADER_BYTES + rel.len()),
+            width: decimal(last, &mut [0; 20]).len(),
+        }
+    }
+}
+
 fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
     let rel = normalize_rel(&args.path);
-    let offset = u64::from(args.offset.max(1));
 
     // The host's index (hash, line count, line starts): read only the page.
     // Any refusal, a file that is not text, or one that changed since it
@@ -237,9 +329,10 @@ fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     let path = guest.to_string_lossy();
     if let Ok(ix) = files::index(&path, MAX_FILE_BYTES) {
         if ix.is_text && ix.size <= MAX_FILE_BYTES {
+            let cut = Cut::new(&args, &rel, ix.lines);
             let read = |start, len| files::read(&path, start, len).ok();
-            if let Some(lines) = indexed_page(read, &ix, offset, args.limit) {
-                return Ok(output(rel, offset, lines, ix.lines, ix.sha256));
+            if let Some(page) = indexed_page(read, &ix, cut) {
+                return Ok(output(rel, cut.offset, page, ix.lines, ix.sha256));
             }
         }
     }
@@ -247,92 +340,113 @@ fn view(ctx: &Context, args: ViewArgs) -> Result<ViewOutput, ToolError> {
     let text = read_text_file(&guest, &rel)?;
     let sha256 = sha256_hex(text.as_bytes());
     let total_lines = split_lines(&text).count() as u64;
-    let from = split_lines(&text).skip((offset - 1) as usize);
-    let lines = page(from, args.limit, text.len());
-    Ok(output(rel, offset, lines, total_lines, sha256))
+    let cut = Cut::new(&args, &rel, total_lines);
+    let from = split_lines(&text).skip((cut.offset - 1) as usize);
+    let page = page(from, cut, text.len());
+    Ok(output(rel, cut.offset, page, total_lines, sha256))
 }
 
-fn output(path: String, offset: u64, lines: Lines, total_lines: u64, sha256: String) -> ViewOutput {
-    let last = offset - 1 + lines.len() as u64;
+fn output(path: String, offset: u64, page: Page, total_lines: u64, sha256: String) -> ViewOutput {
+    let end = offset + page.lines.len() as u64;
+    let next = match page.clip {
+        Some(c) if c.omitted_bytes > 0 => Some(Resume {
+            offset: c.line,
+            column: c.from_byte + c.shown_bytes,
+        }),
+        _ if !page.lines.is_empty() && end <= total_lines => Some(Resume {
+            offset: end,
+            column: 0,
+        }),
+        _ => None,
+    };
     ViewOutput {
         path,
         offset,
-        has_more: last < total_lines,
-        lines,
+        column: page.column,
+        has_more: next.is_some(),
+        next,
+        clipped: page.clip,
+        lines: page.lines,
         total_lines,
         sha256,
     }
 }
 
-/// The page from `from` (the lines from the first one asked for): at most `limit` lines, each clipped, stopping before the
-/// line that would overrun the text budget. Takes no line past the page.
-///
-/// Escaping at most sextuples a line (a control character becomes
-/// `\u00XX`), so while six times the page's text could not overrun the
-/// budget, no line's escaped length is counted (a page of 500 lines of up
-/// to ~60 bytes never is); from the line that could, the lines taken are
-/// counted once and every later one as it comes: the page ends where
-/// counting every line would have ended it.
+/// The page from `from` (the lines from the first one asked for): whole
+/// lines, at most `cut.limit`, while their rows fit the text budget; it
+/// ends before the first line that does not fit. Only a line that does not
+/// fit a page on its own is cut, at the budget (on a character boundary),
+/// and ends the page. The first line starts at `cut.column` (rounded down
+/// to a character boundary, at most the line's end). Takes no line past
+/// the page.
 ///
 /// `capacity`: bytes to make room for at once (the text the lines come
-/// from; a page takes at most that much, clipping aside).
-fn page<'a>(from: impl Iterator<Item = &'a str>, limit: u32, capacity: usize) -> Lines {
-    let mut lines = Lines::with_capacity(capacity.min(PAGE_TEXT_BUDGET_BYTES));
-    let mut budget = PAGE_TEXT_BUDGET_BYTES;
-    // An upper bound of the escaped length of the lines taken, until one
-    // more line could overrun the budget.
-    let mut worst = Some(0usize);
-    if limit == 0 {
-        return lines;
-    }
-    for line in from {
-        let text = clip_line(line, MAX_LINE_CHARS);
-        if let Some(w) = worst {
-            let bound = w + 6 * text.len() + 2;
-            if bound <= PAGE_TEXT_BUDGET_BYTES {
-                worst = Some(bound);
-            } else {
-                worst = None;
-                let taken: usize = lines.iter().map(json_str_len).sum();
-                budget = budget.saturating_sub(taken);
-            }
-        }
-        if worst.is_none() {
-            let cost = json_str_len(&text);
-            if !lines.is_empty() && cost > budget {
+/// from; a page takes at most that much).
+fn page<'a>(from: impl Iterator<Item = &'a str>, cut: Cut, capacity: usize) -> Page {
+    let mut page = Page {
+        lines: Lines::with_capacity(capacity.min(cut.budget)),
+        ..Page::default()
+    };
+    let mut left = cut.budget;
+    for (i, line) in from.enumerate() {
+        let (line, skipped) = if i == 0 {
+            let at = floor_boundary(line, usize::try_from(cut.column).unwrap_or(usize::MAX));
+            page.column = at as u64;
+            (&line[at..], at)
+        } else {
+            (line, 0)
+        };
+        let row = cut.width + 2 + line.len();
+        if row <= left {
+            page.lines.push(line);
+            left -= row;
+            if page.lines.len() >= cut.limit as usize {
                 break;
             }
-            budget = budget.saturating_sub(cost);
+            continue;
         }
-        lines.push(&text);
-        if lines.len() >= limit as usize {
-            break;
+        if page.lines.is_empty() {
+            let room = left.saturating_sub(cut.width + 2 + CLIP_NOTE_BYTES);
+            let mut shown = floor_boundary(line, room);
+            if shown == 0 {
+                // At least one character, so every page moves on.
+                shown = line.chars().next().map_or(0, char::len_utf8);
+            }
+            page.lines.push(&line[..shown]);
+            page.clip = Some(Clip {
+                line: cut.offset,
+                line_bytes: (skipped + line.len()) as u64,
+                from_byte: skipped as u64,
+                shown_bytes: shown as u64,
+                omitted_bytes: (line.len() - shown) as u64,
+            });
         }
+        break;
     }
-    lines
+    page
 }
 
-/// The page at `offset` read from the file through its index `ix`: one
+/// The page cut by `cut` read from the file through its index `ix`: one
 /// `read(start, len)` (the host's [`files::read`] in a component) from the
-/// recorded start at or before the line to the recorded start after the
-/// page's last line (at most one group of lines more than the page),
-/// checked as UTF-8 and for NUL once, then split into lines. `None` when
-/// the file no longer matches the index (its size or mtime differ, the
-/// region ends early, is not UTF-8 or holds a NUL) or cannot be read: the
-/// caller then reads it whole.
+/// recorded start at or before the first line to the recorded start after
+/// the last line the page could hold (at most one group of lines more than
+/// the page), checked as UTF-8 and for NUL once, then split into lines.
+/// `None` when the file no longer matches the index (its size or mtime
+/// differ, the region ends early, is not UTF-8 or holds a NUL) or cannot
+/// be read: the caller then reads it whole.
 fn indexed_page(
     read: impl FnOnce(u64, u64) -> Option<FileBytes>,
     ix: &FileIndex,
-    offset: u64,
-    limit: u32,
-) -> Option<Lines> {
+    cut: Cut,
+) -> Option<Page> {
+    let offset = cut.offset;
     if offset > ix.lines {
-        return Some(Lines::default());
+        return Some(Page::default());
     }
     let (start, skip) = ix.line_start(offset)?;
     // The group after the one holding the page's last possible line starts
     // where the read can stop (the file's end when there is none).
-    let last = (offset + u64::from(limit.max(1)) - 1).min(ix.lines);
+    let last = (offset + u64::from(cut.limit.max(1)) - 1).min(ix.lines);
     let next_group = usize::try_from((last - 1) / u64::from(ix.stride.max(1)) + 1).ok()?;
     let end = ix.line_starts.get(next_group).copied().unwrap_or(ix.size);
     let len = end.checked_sub(start)?;
@@ -365,8 +479,8 @@ fn indexed_page(
             }
         }
     });
-    let lines = page(from, limit, text.len());
-    (!failed).then_some(lines)
+    let page = page(from, cut, text.len());
+    (!failed).then_some(page)
 }
 
 #[cfg(test)]
@@ -381,6 +495,7 @@ mod tests {
             path: path.into(),
             offset,
             limit,
+            column: 0,
         }
     }
 
@@ -451,17 +566,172 @@ mod tests {
         assert_eq!(out["lines"], serde_json::json!(["x"]));
     }
 
+    /// Pages through `rel` with the default arguments, following `next`
+    /// from line 1; checks each page's text fits the budget and holds no
+    /// skipped line; returns the file's lines as the pages gave them and
+    /// the pages' count.
+    fn follow(ws: &Workspace, rel: &str) -> (Vec<String>, usize) {
+        let mut lines: Vec<String> = Vec::new();
+        let (mut offset, mut column) = (1u64, 0u64);
+        for pages in 1..100_000 {
+            let a = ViewArgs {
+                path: rel.into(),
+                offset: offset as u32,
+                limit: default_limit(),
+                column: column as u32,
+            };
+            let out = view(&ws.ctx(), a).unwrap();
+            let text = render(&out);
+            assert!(text.len() <= TEXT_BUDGET_BYTES, "{} B", text.len());
+            assert_eq!((out.offset, out.column), (offset, column));
+            // The text shows every line of the page whole, numbered.
+            for (n, line) in (out.offset..).zip(out.lines.iter()) {
+                assert!(text.contains(&format!("{n}\t{line}\n")), "line {n}");
+            }
+            for (i, line) in out.lines.iter().enumerate() {
+                match lines.last_mut() {
+                    Some(last) if i == 0 && out.column > 0 => last.push_str(line),
+                    _ => lines.push(line.to_string()),
+                }
+            }
+            match out.next {
+                Some(next) => {
+                    assert!(out.has_more);
+                    assert!((next.offset, next.column) > (offset, column), "moves on");
+                    assert!(
+                        text.lines().next().unwrap().contains(&format!(
+                            "(next offset {}{})",
+                            next.offset,
+                            if next.column > 0 {
+                                format!(" column {}", next.column)
+                            } else {
+                                String::new()
+                            }
+                        )),
+                        "{text}"
+                    );
+                    (offset, column) = (next.offset, next.column);
+                }
+                None => {
+                    assert!(!out.has_more);
+                    return (lines, pages);
+                }
+            }
+        }
+        panic!("the pages never ended");
+    }
+
     #[test]
-    fn clips_long_lines_and_limits_page_size() {
+    fn following_next_reads_every_byte_once() {
         let ws = Workspace::new();
-        let long = "x".repeat(5000);
-        ws.write("long.txt", &format!("{long}\n").repeat(200));
-        let out = view(&ws.ctx(), args("long.txt", 1, 500)).unwrap();
-        let first = out.lines.iter().next().unwrap();
-        assert!(first.ends_with("[...clipped, line has 5000 chars]"));
-        assert!(out.has_more);
-        let json = serde_json::to_string(&out).unwrap();
-        assert!(json.len() < 256 * 1024, "{}", json.len());
+        // 1 MB of ~100-byte lines: a default page of 200 would be 20 KB.
+        let lines: String = (0..10_000)
+            .map(|i| format!("{i:05} {}\n", "abcdefghij".repeat(9)))
+            .collect();
+        // Lines longer than a page, multi-byte characters at every cut,
+        // an empty line and no final line ending.
+        let mixed = format!(
+            "short\n{}\n\n{}\n{}\nmiddle\n{}",
+            "x".repeat(100_000),
+            "é".repeat(40_000),
+            "🦀a".repeat(9_000),
+            "y".repeat(15_000)
+        );
+        for (rel, body) in [("big.txt", &lines), ("mixed.txt", &mixed)] {
+            ws.write(rel, body);
+            let (got, pages) = follow(&ws, rel);
+            let joined = got.join("\n") + if body.ends_with('\n') { "\n" } else { "" };
+            assert_eq!(joined, *body, "{rel}");
+            eprintln!("{rel}: {} B in {pages} pages", body.len());
+        }
+    }
+
+    #[test]
+    fn a_default_page_is_whole_lines_within_the_budget() {
+        let ws = Workspace::new();
+        let body: String = (1..=10_000)
+            .map(|i| format!("{i:05} {}\n", "abcdefghij".repeat(9)))
+            .collect();
+        ws.write("big.txt", &body);
+        let json = tool()
+            .call_json(&ws.ctx(), r#"{"path":"big.txt"}"#)
+            .unwrap();
+        let out: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let shown = out["lines"].as_array().unwrap().len() as u64;
+        // Fewer than the 200 asked for (they would not fit), all whole.
+        assert!((100..200).contains(&shown), "{shown}");
+        assert_eq!(
+            out["next"],
+            serde_json::json!({"offset": shown + 1, "column": 0})
+        );
+        assert!(out["clipped"].is_null());
+        assert_eq!(
+            out["lines"][shown as usize - 1],
+            format!("{shown:05} {}", "abcdefghij".repeat(9))
+        );
+        let page = view(&ws.ctx(), args("big.txt", 1, 200)).unwrap();
+        let text = render(&page);
+        assert!(
+            text.starts_with(&format!(
+                "big.txt lines 1-{shown} of 10000, has_more true (next offset {})",
+                shown + 1
+            )),
+            "{}",
+            &text[..200]
+        );
+        assert!(text.len() <= TEXT_BUDGET_BYTES);
+        assert!(
+            text.len() > TEXT_BUDGET_BYTES - 200,
+            "the page is full: {}",
+            text.len()
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_a_page_is_clipped_explicitly() {
+        let ws = Workspace::new();
+        let long = "0123456789".repeat(10_000);
+        ws.write("one.txt", &format!("{long}\nafter\n"));
+        let out = view(&ws.ctx(), args("one.txt", 1, 200)).unwrap();
+        let c = out.clipped.expect("clipped");
+        assert_eq!((c.line, c.line_bytes, c.from_byte), (1, 100_000, 0));
+        assert_eq!(c.shown_bytes + c.omitted_bytes, 100_000);
+        assert!(c.shown_bytes > 10_000, "{c:?}");
+        assert_eq!(out.lines.len(), 1);
+        assert_eq!(
+            out.lines.iter().next().unwrap(),
+            &long[..c.shown_bytes as usize]
+        );
+        let to = c.shown_bytes;
+        assert_eq!(
+            out.next,
+            Some(Resume {
+                offset: 1,
+                column: to
+            })
+        );
+        let text = render(&out);
+        assert!(text.ends_with(&format!("[line 1 is 100000 bytes, too long for one page: bytes 0-{to} shown, {} more omitted; read on with offset 1 column {to}]\n", 100_000 - to)), "{}", &text[text.len() - 300..]);
+        // The rest of the line, from that column, then the next line.
+        let mut a = args("one.txt", 1, 200);
+        a.column = to as u32;
+        let out = view(&ws.ctx(), a).unwrap();
+        assert_eq!(out.column, to);
+        assert!(
+            render(&out).starts_with(&format!("one.txt lines 1-1 of 2 (line 1 from byte {to})"))
+        );
+        // A column inside a character starts at that character.
+        ws.write("e.txt", "éé\n");
+        let mut a = args("e.txt", 1, 10);
+        a.column = 3;
+        let out = view(&ws.ctx(), a).unwrap();
+        assert_eq!((out.column, out.lines.iter().next().unwrap()), (2, "é"));
+        // A column past the line's end: its empty end, then what follows.
+        let mut a = args("e.txt", 1, 10);
+        a.column = 99;
+        let out = view(&ws.ctx(), a).unwrap();
+        assert_eq!(out.column, 4);
+        assert_eq!(out.lines, [""]);
     }
 
     /// The index the host would give for `bytes` (its line starts every
@@ -527,11 +797,13 @@ mod tests {
         let ix = index_of(&ws, "a.txt", 8);
         let whole = view(&ws.ctx(), args("a.txt", 1, 500)).unwrap();
         assert_eq!(whole.total_lines, ix.lines);
-        for offset in [1u64, 2, 8, 9, 10, 64, 100, 101, 102, 500] {
+        for offset in [1u32, 2, 8, 9, 10, 64, 100, 101, 102, 500] {
             for limit in [1u32, 3, 8, 500] {
-                let got = indexed_page(read, &ix, offset, limit).unwrap();
-                let want = view(&ws.ctx(), args("a.txt", offset as u32, limit)).unwrap();
-                assert_eq!(got, want.lines, "{offset} {limit}");
+                let a = args("a.txt", offset, limit);
+                let got = indexed_page(read, &ix, Cut::new(&a, "a.txt", ix.lines)).unwrap();
+                let want = view(&ws.ctx(), a).unwrap();
+                assert_eq!(got.lines, want.lines, "{offset} {limit}");
+                assert_eq!(got.clip, want.clipped, "{offset} {limit}");
             }
         }
         // Changed since indexed (same size, other mtime): not used.
@@ -543,48 +815,11 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        assert!(indexed_page(read, &ix, 1, 10).is_none());
+        let cut = |offset, limit| Cut::new(&args("a.txt", offset, limit), "a.txt", ix.lines);
+        assert!(indexed_page(read, &ix, cut(1, 10)).is_none());
         // Shrunk: a line ends early.
         ws.write("a.txt", "x\n");
-        assert!(indexed_page(read, &ix, 50, 10).is_none());
-    }
-
-    /// `page` as it was, counting every line's escaped length.
-    fn page_counting_every_line(lines: &[String], limit: u32) -> usize {
-        let (mut taken, mut budget) = (0, PAGE_TEXT_BUDGET_BYTES);
-        for line in lines {
-            let cost = json_str_len(&clip_line(line, MAX_LINE_CHARS));
-            if taken > 0 && cost > budget {
-                break;
-            }
-            budget = budget.saturating_sub(cost);
-            taken += 1;
-            if taken >= limit as usize {
-                break;
-            }
-        }
-        taken
-    }
-
-    #[test]
-    fn a_page_ends_where_counting_every_line_ends_it() {
-        let kinds = ["plain text ", "q\"\\", "\u{1}\t", "é"];
-        for len in [0usize, 1, 60, 64, 65, 100, 400, 1999, 2000, 2001, 5000] {
-            for (k, kind) in kinds.iter().enumerate() {
-                let lines: Vec<String> = (0..600)
-                    .map(|i| kind.repeat((len + i % 7) / kind.len() + usize::from(i % 5 == k)))
-                    .collect();
-                for limit in [1u32, 7, 500] {
-                    let from = lines.iter().map(String::as_str);
-                    let got = page(from, limit, 0);
-                    assert_eq!(
-                        got.len(),
-                        page_counting_every_line(&lines, limit),
-                        "len {len} kind {k} limit {limit}"
-                    );
-                }
-            }
-        }
+        assert!(indexed_page(read, &ix, cut(50, 10)).is_none());
     }
 
     #[test]

@@ -138,7 +138,11 @@ impl Tool {
     /// Write it for a reader with no schema at hand: say what the numbers
     /// are, keep it about the size of the data, and end with how to get
     /// more when the output is a page of something larger. The host strips
-    /// control characters and clips it to the call's text budget.
+    /// control characters and clips it to the call's text budget (16 KiB),
+    /// head and tail: a tool that pages cuts each page so its text fits
+    /// whole (whole lines, with about 1 KiB to spare for the host's
+    /// markers), so that its "next" is the first line the model did not
+    /// read, as the reference `file_view` and `grep_search` do.
     ///
     /// # Panics
     ///

@@ -1,0 +1,156 @@
+"""A scripted MCP session with the official Python SDK client (`mcp`).
+
+Starts the server command given after `--` over stdio, runs the steps of a
+JSON script through the SDK's `ClientSession` (so every answer goes through
+the SDK's own parsing and, for `tools/call`, its validation of
+`structuredContent` against the tool's `outputSchema`), and prints one JSON
+line per step:
+
+    {"step": N, "op": ..., "ok": true, "result": <the SDK's result as JSON>}
+    {"step": N, "op": ..., "ok": false, "error": "<exception type>: <message>"}
+
+Steps (a JSON array, from the file named by `--steps`, or `-` for stdin):
+
+    {"op": "list"}                                    tools/list, every page
+    {"op": "call", "tool": NAME, "arguments": {...}, "meta": {...}?}
+                                                      tools/call (with _meta)
+    {"op": "read", "uri": URI}                        resources/read
+    {"op": "read_links", "of": N}                     resources/read of every
+                                                      resource_link in the
+                                                      result of step N
+    {"op": "follow_ups", "of": N}                     the follow_up call that
+                                                      step N's structuredContent
+                                                      names, then each answer's
+                                                      own (toolhost's envelope,
+                                                      truncated.follow_up) until
+                                                      none is left
+    {"op": "pages", "tool": NAME, "arguments": {...}, "next": FIELD}
+                                                      calls the tool, then again
+                                                      while structuredContent's
+                                                      FIELD is set: an object is
+                                                      merged into the arguments,
+                                                      a string is the `cursor`
+
+The script only reports; whoever runs it decides what is right. It exits 0
+when every step ran (a step the SDK refused is a reported failure, not a
+crash), 2 on bad usage.
+
+Usage:
+    python sdk_client.py --steps steps.json -- toolhost serve --stdio ...
+"""
+
+import argparse
+import json
+import sys
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+# toolhost's envelope key in a tools/call result's _meta.
+ENVELOPE = "dev.toolhost/observation"
+# Most calls one paging step makes.
+MAX_CALLS = 10_000
+
+
+def as_json(value):
+    """A SDK result (a pydantic model) as plain JSON, with the wire's names."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def links_of(result):
+    """The URIs of the resource_link blocks of a tools/call result (as JSON)."""
+    return [
+        block["uri"]
+        for block in result.get("content", [])
+        if block.get("type") == "resource_link"
+    ]
+
+
+async def run_step(session, step, results):
+    op = step.get("op")
+    if op == "list":
+        tools, cursor = [], None
+        while True:
+            page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+            tools.extend(as_json(t) for t in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return {"tools": tools}
+    if op == "call":
+        result = await session.call_tool(
+            step["tool"], step.get("arguments", {}), meta=step.get("meta")
+        )
+        return as_json(result)
+    if op == "read":
+        return as_json(await session.read_resource(step["uri"]))
+    if op == "read_links":
+        earlier = results[step["of"]]
+        if not earlier.get("ok"):
+            raise RuntimeError(f"step {step['of']} failed: nothing to read")
+        reads = []
+        for uri in links_of(earlier["result"]):
+            reads.append(as_json(await session.read_resource(uri)))
+        return {"reads": reads}
+    if op == "follow_ups":
+        earlier = results[step["of"]]
+        if not earlier.get("ok"):
+            raise RuntimeError(f"step {step['of']} failed: nothing to follow")
+        follow = (earlier["result"].get("structuredContent") or {}).get("follow_up")
+        answers = []
+        while follow and len(answers) < MAX_CALLS:
+            result = as_json(await session.call_tool(follow["tool"], follow["arguments"]))
+            answers.append(result)
+            envelope = result.get("_meta", {}).get(ENVELOPE, {})
+            follow = (envelope.get("truncated") or {}).get("follow_up")
+        return {"answers": answers}
+    if op == "pages":
+        arguments = dict(step.get("arguments", {}))
+        answers = []
+        while len(answers) < MAX_CALLS:
+            result = as_json(await session.call_tool(step["tool"], arguments))
+            answers.append(result)
+            nxt = (result.get("structuredContent") or {}).get(step["next"])
+            if isinstance(nxt, dict):
+                arguments.update(nxt)
+            elif isinstance(nxt, str):
+                arguments["cursor"] = nxt
+            else:
+                break
+        return {"answers": answers}
+    raise ValueError(f"unknown op {op!r}")
+
+
+async def main(steps, command):
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    results = []
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for n, step in enumerate(steps):
+                line = {"step": n, "op": step.get("op")}
+                try:
+                    line["result"] = await run_step(session, step, results)
+                    line["ok"] = True
+                except Exception as e:  # reported, so the caller sees the SDK's refusal
+                    line["ok"] = False
+                    line["error"] = f"{type(e).__name__}: {e}"
+                results.append(line)
+                print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", required=True, help="JSON file of steps, or - for stdin")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- SERVER COMMAND...")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("the server command is missing (after --)")
+    with (sys.stdin if args.steps == "-" else open(args.steps)) as f:
+        steps = json.load(f)
+    anyio.run(main, steps, command)
