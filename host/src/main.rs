@@ -1087,10 +1087,13 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
         emit(serde_json::to_string_pretty(&out)?)?;
     } else {
         let mut text = String::new();
-        // Said only of a plugin that is not on the current contract.
-        if contract != toolhost::sandbox::Contract::Current {
+        // The contract first; one of the previous contract also says it
+        // runs through the adapter and what to do before the next change.
+        if contract == toolhost::sandbox::Contract::Current {
+            text.push_str(&format!("{contract}\n"));
+        } else {
             text.push_str(&format!(
-                "note: {contract}: it loads and runs; rebuild it against {} before the next \
+                "{contract}: it loads and runs; rebuild it against {} before the next \
                  contract change\n",
                 toolhost::sandbox::CONTRACT
             ));

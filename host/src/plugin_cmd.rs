@@ -38,7 +38,7 @@ use clap::Subcommand;
 
 use toolhost::catalog::{self, Catalog, Source};
 use toolhost::descriptor::ToolDescriptor;
-use toolhost::sandbox::{Contract, Sandbox};
+use toolhost::sandbox::Sandbox;
 use toolhost::toolname::PluginSpec;
 use toolhost::trust::lock::{Lock, PluginEntry, Signer, LOCK_FILE_NAME};
 use toolhost::trust::oci::{self, Credentials, OciOptions, OciReference};
@@ -54,8 +54,8 @@ pub enum PluginCommand {
     /// Check the plugins against the lock, signatures and description
     /// rules without serving anything; exit 1 when one would be refused.
     Verify,
-    /// Each plugin: its tools, digest, signer, lock state and, for one
-    /// built against the previous contract, that contract.
+    /// Each plugin: its tools, digest, signer, lock state and the
+    /// contract it was built against.
     List {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -347,11 +347,9 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
             p.lock,
             p.digest.as_deref().unwrap_or("-"),
             p.signer.as_deref().unwrap_or("-"),
-            // Said only of a plugin that is not on the current contract.
-            p.contract
-                .filter(|c| *c != Contract::Current)
-                .map(|c| format!("  {c}"))
-                .unwrap_or_default(),
+            // Every plugin that loaded says its contract; one of the
+            // previous contract says it is still supported.
+            p.contract.map(|c| format!("  {c}")).unwrap_or_default(),
             p.refused
                 .as_deref()
                 .map(|c| format!("  REFUSED: {c}"))

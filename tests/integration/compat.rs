@@ -236,17 +236,20 @@ fn plugin_list_and_lint_say_the_plugin_uses_the_previous_contract() {
         plugin("old")["contract"],
         json!({"name": "toolhost:plugin@0.1.0", "standing": "previous"})
     );
-    // The embedded reference tools are on the current contract, which the
-    // text listing does not mention.
+    // The embedded reference tools are on the current contract, and the
+    // text listing says so too.
     assert_eq!(
-        plugin("builtin:reference")["contract"]["standing"],
-        "current"
+        plugin("builtin:reference")["contract"],
+        json!({"name": "toolhost:plugin@0.2.0", "standing": "current"})
     );
     let reference = stdout
         .lines()
         .find(|l| l.starts_with("builtin:reference  "))
         .unwrap();
-    assert!(!reference.contains("contract"), "{stdout}");
+    assert!(
+        reference.contains("contract toolhost:plugin@0.2.0 (current)"),
+        "{stdout}"
+    );
 
     let fixture = fixture();
     let fixture = fixture.to_str().unwrap();
@@ -266,6 +269,20 @@ fn plugin_list_and_lint_say_the_plugin_uses_the_previous_contract() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["contract"]["name"], "toolhost:plugin@0.1.0");
     assert_eq!(report["contract"]["standing"], "previous");
+
+    // A plugin of the current contract: lint names it, without the advice.
+    let current = test_plugin("tp_trivial");
+    let out = toolhost_command(&["lint", current.to_str().unwrap()], &repo_root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(
+        stdout.lines().next(),
+        Some("contract toolhost:plugin@0.2.0 (current)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("rebuild"), "{stdout}");
 }
 
 #[test]

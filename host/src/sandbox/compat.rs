@@ -517,12 +517,16 @@ mod tests {
             assert!(e.contains(says), "{e}");
             assert!(e.contains(SUPPORTED_CONTRACTS), "{e}");
         }
+        // The whole message, as the authoring guides quote it.
         let e = contract_of(["toolhost:plugin/tools@0.0.1"])
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("rebuild the plugin against toolhost:plugin@0.2.0"),
-            "{e}"
+        assert_eq!(
+            e,
+            "the component was built against toolhost:plugin@0.0.1, which this host does not \
+             support: it supports toolhost:plugin@0.2.0 (current) and toolhost:plugin@0.1.0 \
+             (previous); rebuild the plugin against toolhost:plugin@0.2.0 (update toolhost-sdk, \
+             the Python or JavaScript kit, or the WIT file it was built from)"
         );
         let e = contract_of(["toolhost:plugin/tools@0.3.0"])
             .unwrap_err()
