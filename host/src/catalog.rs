@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use crate::descriptor::ToolDescriptor;
 use crate::lint::{self, Compat, Finding, Rule, Severity, Target, ToolReport};
-use crate::sandbox::{LoadEvent, Plugin, Sandbox, SandboxError};
+use crate::sandbox::{Contract, LoadEvent, Plugin, Sandbox, SandboxError};
 use crate::schema::CompiledSchema;
 use crate::trust::policy::{plugin_name, Refusal, Trust};
 use crate::trust::signature;
@@ -238,6 +238,9 @@ pub struct PluginStatus {
     pub lock: &'static str,
     /// The tools it declared.
     pub tools: Vec<String>,
+    /// The contract it was built against (`null` when it did not load):
+    /// the current one, or the previous one the host still runs.
+    pub contract: Option<Contract>,
     /// The code that refused it, if it was refused whole.
     pub refused: Option<String>,
 }
@@ -316,6 +319,7 @@ impl Catalog {
                 Source::File(_) | Source::Namespaced { .. } => "unpinned",
             },
             tools: Vec::new(),
+            contract: None,
             refused: None,
         };
         let bytes = match source_bytes(source) {
@@ -330,6 +334,7 @@ impl Catalog {
             Ok(i) => i,
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
+        status.contract = Some(inspected.plugin.contract());
         status.tools = inspected
             .descriptors
             .iter()

@@ -1097,14 +1097,26 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
     let refused = inspected.reports.iter().any(|r| r.refused)
         || catalog_report.has_errors()
         || (strict && !suspicious.is_empty());
+    let contract = inspected.plugin.contract();
     if json {
         let out = serde_json::json!({
-            "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report,
-            "suspicious": suspicious,
+            "plugin": source.name(), "contract": contract, "tools": inspected.reports,
+            "catalog": catalog_report, "suspicious": suspicious,
         });
         emit(serde_json::to_string_pretty(&out)?)?;
     } else {
         let mut text = String::new();
+        // The contract first; one of the previous contract also says it
+        // runs through the adapter and what to do before the next change.
+        if contract == toolhost::sandbox::Contract::Current {
+            text.push_str(&format!("{contract}\n"));
+        } else {
+            text.push_str(&format!(
+                "{contract}: it loads and runs; rebuild it against {} before the next \
+                 contract change\n",
+                toolhost::sandbox::CONTRACT
+            ));
+        }
         for r in &inspected.reports {
             text.push_str(&format!("{r}\n"));
         }

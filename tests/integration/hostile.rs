@@ -299,19 +299,6 @@ fn a_file_that_is_not_a_component_is_reported() {
     assert!(catalog.problems()[0].tool.is_none());
 }
 
-#[test]
-fn a_component_built_against_the_0_1_contract_is_refused_with_a_rebuild_hint() {
-    let (catalog, problems) = load_problems("tp_old_contract");
-    assert_eq!(catalog.tools().count(), 0);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert!(p.contains("toolhost:plugin@0.1.0"), "{p}");
-    assert!(
-        p.contains("rebuild the plugin against toolhost:plugin@0.2.0"),
-        "{p}"
-    );
-}
-
 const EXEC_KEY: [u8; 32] = [21; 32];
 
 fn exec_token(caveats: &[&str]) -> Token {

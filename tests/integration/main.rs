@@ -12,6 +12,7 @@ mod budgets;
 mod cache;
 mod capability;
 mod cli;
+mod compat;
 mod delegation;
 mod discovery;
 mod docs;
