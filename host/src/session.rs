@@ -57,6 +57,12 @@ pub enum SessionError {
     Token(CapError),
     #[error("the workspace or a granted prefix is not usable: {0}")]
     Path(crate::paths::PathError),
+    /// The token's `aud` caveats name other workspaces.
+    #[error(
+        "the token is for the workspace {audience}, not this host's {workspace}; \
+         mint or attenuate one with --audience {workspace}"
+    )]
+    Audience { audience: String, workspace: String },
 }
 
 impl From<CapError> for SessionError {
@@ -251,6 +257,19 @@ impl Session {
         workspace: Workspace,
     ) -> Result<Session, SessionError> {
         use crate::capability::Right;
+        if !grant.allows_workspace(workspace.root()) {
+            let audience = grant
+                .audience()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(SessionError::Audience {
+                audience,
+                workspace: workspace.root().display().to_string(),
+            });
+        }
         let rights = grant.rights();
         let mounted = |prefixes: &[crate::capability::RelPath], right: Right| -> Vec<String> {
             if !rights.contains(right) {
@@ -420,6 +439,23 @@ impl Session {
         let secs = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        if let Some(bound) = self.grant.stores().first() {
+            let host = match ledger.store_id() {
+                Ok(id) => id,
+                Err(e) => return Err(Box::new(budget_denial(&e))),
+            };
+            let other = self
+                .grant
+                .stores()
+                .iter()
+                .find(|s| Some(*s) != host.as_ref());
+            if let Some(token) = other.or(host.is_none().then_some(bound)) {
+                return Err(Box::new(budget_denial(&BudgetError::OtherStore {
+                    token: token.to_string(),
+                    host: host.map(|h| h.to_string()),
+                })));
+            }
+        }
         match ledger.revoked(&self.chain, secs) {
             Ok(None) => Ok(()),
             Ok(Some(id)) => Err(Box::new(budget_denial(&BudgetError::Revoked {
@@ -480,11 +516,18 @@ fn budget_denial(e: &BudgetError) -> ErrorInfo {
         BudgetError::Full { .. } | BudgetError::Unavailable(_) => serde_json::json!({
             "caveat": CaveatKind::MaxCalls.as_str(),
         }),
+        BudgetError::OtherStore { token, host } => serde_json::json!({
+            "caveat": CaveatKind::Store.as_str(),
+            "token_store": token,
+            "host_store": host,
+        }),
     };
     let mut message = e.to_string();
     if matches!(
         e,
-        BudgetError::Exhausted { .. } | BudgetError::Revoked { .. }
+        BudgetError::Exhausted { .. }
+            | BudgetError::Revoked { .. }
+            | BudgetError::OtherStore { .. }
     ) {
         message.push_str("; ask for a new token");
     }

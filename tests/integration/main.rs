@@ -43,5 +43,6 @@ mod run_command;
 mod spares;
 mod spill;
 mod store_and_flags;
+mod token_binding;
 mod trust;
 mod trust_load;
