@@ -81,7 +81,11 @@ fn http_metrics_refuses_a_rebinding_host_and_a_foreign_origin() {
     let setup = Setup::new(&[]);
     let server = HttpServer::start(&setup, &[]);
     let port = server.port.to_string();
-    for host in ["evil.example", &format!("evil.example:{port}"), "127.0.0.1.nip.io"] {
+    for host in [
+        "evil.example",
+        &format!("evil.example:{port}"),
+        "127.0.0.1.nip.io",
+    ] {
         let r = get(&server, "/metrics", &[("Host", host)]);
         assert_eq!(r.status, 403, "Host {host}: {}", r.body);
         assert!(!r.body.contains("toolhost_"), "{}", r.body);
@@ -114,7 +118,10 @@ fn http_metrics_needs_the_metrics_right() {
     let setup = Setup::new(&[]);
     let plain = mint(&key(&setup), &["--tool", "*", "--read", "pub"]);
     let watcher = mint(&key(&setup), &["--right", "metrics"]);
-    let both = mint(&key(&setup), &["--tool", "*", "--read", "pub", "--right", "metrics"]);
+    let both = mint(
+        &key(&setup),
+        &["--tool", "*", "--read", "pub", "--right", "metrics"],
+    );
     // Attenuating away the right drops it.
     let dropped = cap(&setup, &["attenuate", &both, "--right", "read"]);
     let server = HttpServer::start(&setup, &["--require-token"]);

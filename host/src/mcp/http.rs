@@ -151,7 +151,10 @@ fn refused_headers<B>(req: &Request<B>, check_host: bool) -> Option<Response<Bod
             None => req.uri().authority().map(|a| a.to_string()),
         };
         let Some(authority) = host.and_then(|h| h.parse::<http::uri::Authority>().ok()) else {
-            return Some(plain(StatusCode::BAD_REQUEST, "missing or invalid Host header"));
+            return Some(plain(
+                StatusCode::BAD_REQUEST,
+                "missing or invalid Host header",
+            ));
         };
         if !loopback_name(authority.host()) {
             log!("toolhost: refused a request for Host {authority} (possible DNS rebinding)");
@@ -441,5 +444,89 @@ pub(super) async fn serve(
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(headers: &[(&str, &str)]) -> Request<()> {
+        let mut req = Request::builder().uri("/metrics");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(()).unwrap()
+    }
+
+    fn status(headers: &[(&str, &str)], check_host: bool) -> Option<StatusCode> {
+        refused_headers(&get(headers), check_host).map(|r| r.status())
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins_pass_others_are_refused() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:9",
+        ] {
+            assert_eq!(status(&[("host", host)], true), None, "{host}");
+        }
+        for host in [
+            "evil.example",
+            "127.0.0.1.nip.io",
+            "localhost.evil:80",
+            "0.0.0.0",
+        ] {
+            assert_eq!(
+                status(&[("host", host)], true),
+                Some(StatusCode::FORBIDDEN),
+                "{host}"
+            );
+            // Not checked for a remote server (`--allow-remote`).
+            assert_eq!(status(&[("host", host)], false), None, "{host}");
+        }
+        assert_eq!(status(&[], true), Some(StatusCode::BAD_REQUEST));
+        assert_eq!(
+            status(&[("host", "a b")], true),
+            Some(StatusCode::BAD_REQUEST)
+        );
+        let local = ("host", "127.0.0.1");
+        for origin in [
+            "http://localhost:3000",
+            "https://127.0.0.1",
+            "http://[::1]:1",
+        ] {
+            assert_eq!(status(&[local, ("origin", origin)], true), None, "{origin}");
+        }
+        for origin in [
+            "http://evil.example",
+            "null",
+            "file://localhost",
+            "http://localhost.evil",
+            "http://localhost/path",
+            "",
+        ] {
+            // Refused even where the host is not checked.
+            assert_eq!(
+                status(&[local, ("origin", origin)], false),
+                Some(StatusCode::FORBIDDEN),
+                "{origin}"
+            );
+        }
+        // Two origins: refused rather than guessing which one counts.
+        assert_eq!(
+            status(
+                &[
+                    local,
+                    ("origin", "http://localhost"),
+                    ("origin", "http://evil")
+                ],
+                true
+            ),
+            Some(StatusCode::FORBIDDEN)
+        );
     }
 }
