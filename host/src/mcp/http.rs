@@ -199,8 +199,8 @@ fn may_read_metrics(scope: &SessionScope, anonymous_metrics: bool) -> bool {
 /// The answer to an `initialize` that would open one session too many.
 fn refused(refusal: &Refusal, id: serde_json::Value, idle: std::time::Duration) -> Response<Body> {
     let status = match refusal {
-        Refusal::OwnerFull(_) | Refusal::DelegatedFull(_) => StatusCode::TOO_MANY_REQUESTS,
-        Refusal::ServerFull(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::Token(_) | Refusal::Delegated(_) => StatusCode::TOO_MANY_REQUESTS,
+        Refusal::Server(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     let error = serde_json::json!({
         "jsonrpc": "2.0",
@@ -397,7 +397,7 @@ pub(super) async fn serve(
         .with_json_response(true);
     // Clients of a remote server reach it by a name we cannot list; Origin
     // is still checked.
-    let check_host = !(allow_remote && !local.ip().is_loopback());
+    let check_host = !allow_remote || local.ip().is_loopback();
     if !check_host {
         config = config.disable_allowed_hosts();
     }

@@ -120,11 +120,11 @@ pub struct SessionLimits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(super) enum Refusal {
     #[error("this client already has {0} sessions open, the limit per token; close one (HTTP DELETE with its Mcp-Session-Id) or wait until an idle one expires")]
-    OwnerFull(usize),
+    Token(usize),
     #[error("the tokens delegated from this token's root have {0} sessions open together, their shared limit; close one (HTTP DELETE with its Mcp-Session-Id) or wait until an idle one expires")]
-    DelegatedFull(usize),
+    Delegated(usize),
     #[error("the server has {0} sessions open, its limit; retry later")]
-    ServerFull(usize),
+    Server(usize),
 }
 
 /// The session manager's errors: rmcp's, or a refusal.
@@ -156,13 +156,13 @@ impl Table {
         for pool in owner.pools() {
             if self.per_pool.get(pool).copied().unwrap_or(0) >= limits.max_per_owner {
                 return Err(match pool {
-                    Pool::Delegated(_) => Refusal::DelegatedFull(limits.max_per_owner),
-                    _ => Refusal::OwnerFull(limits.max_per_owner),
+                    Pool::Delegated(_) => Refusal::Delegated(limits.max_per_owner),
+                    _ => Refusal::Token(limits.max_per_owner),
                 });
             }
         }
         if self.total >= limits.max_total {
-            return Err(Refusal::ServerFull(limits.max_total));
+            return Err(Refusal::Server(limits.max_total));
         }
         Ok(())
     }
@@ -454,13 +454,13 @@ mod tests {
         open_as(&s, &tok(&[1])).await.unwrap();
         assert!(matches!(
             open_as(&s, &tok(&[1])).await,
-            Err(SessionsError::Refused(Refusal::OwnerFull(2)))
+            Err(SessionsError::Refused(Refusal::Token(2)))
         ));
-        assert_eq!(s.admits(&tok(&[1])), Err(Refusal::OwnerFull(2)));
+        assert_eq!(s.admits(&tok(&[1])), Err(Refusal::Token(2)));
         let b = open_as(&s, &tok(&[2])).await.unwrap();
         assert!(matches!(
             open_as(&s, &tok(&[3])).await,
-            Err(SessionsError::Refused(Refusal::ServerFull(3)))
+            Err(SessionsError::Refused(Refusal::Server(3)))
         ));
         // Closing one makes room.
         s.close_session(&b).await.unwrap();
@@ -504,18 +504,18 @@ mod tests {
         // The child uses up its allowance.
         open_as(&s, &child).await.unwrap();
         open_as(&s, &child).await.unwrap();
-        assert_eq!(s.admits(&child), Err(Refusal::OwnerFull(2)));
+        assert_eq!(s.admits(&child), Err(Refusal::Token(2)));
         // The root still has its own.
         assert!(s.admits(&root).is_ok());
         open_as(&s, &root).await.unwrap();
         open_as(&s, &root).await.unwrap();
-        assert_eq!(s.admits(&root), Err(Refusal::OwnerFull(2)));
+        assert_eq!(s.admits(&root), Err(Refusal::Token(2)));
         // Ids the child appends get it nothing more: every token delegated
         // from the root shares one allowance.
-        assert_eq!(s.admits(&grandchild), Err(Refusal::DelegatedFull(2)));
-        assert_eq!(s.admits(&tok(&[1, 9])), Err(Refusal::DelegatedFull(2)));
+        assert_eq!(s.admits(&grandchild), Err(Refusal::Delegated(2)));
+        assert_eq!(s.admits(&tok(&[1, 9])), Err(Refusal::Delegated(2)));
         // Nor does appending the root's own id: the chain is longer.
-        assert_eq!(s.admits(&tok(&[1, 2, 1])), Err(Refusal::DelegatedFull(2)));
+        assert_eq!(s.admits(&tok(&[1, 2, 1])), Err(Refusal::Delegated(2)));
         assert_ne!(tok(&[1, 2, 1]), root);
         // Another minted token is untouched.
         assert!(s.admits(&tok(&[7])).is_ok());
