@@ -124,7 +124,8 @@ fn owner_of(scope: &SessionScope) -> Owner {
     }
 }
 
-/// The name in a `Host` header or an origin, lower-case, without brackets.
+/// Whether `host` (the name of a `Host` header or an origin; any case,
+/// brackets around an IPv6 address allowed) names the loopback interface.
 fn loopback_name(host: &str) -> bool {
     let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
     matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1")
