@@ -33,7 +33,8 @@ pub(crate) struct CaveatArgs {
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
     /// Rights: read, write, net, exec, delegate, secrets (implied by
-    /// --read/--write/--net/--exec/--secrets when minting).
+    /// --read/--write/--net/--exec/--secrets when minting), metrics (read
+    /// the HTTP server's /metrics).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
     /// Mint with the `secrets` right: outputs are not redacted and a network

@@ -432,10 +432,17 @@ impl Session {
     /// The gates every use of the token passes, a host tool's too: it has
     /// not expired and no id of its chain is revoked.
     pub(crate) fn check_live(&self, ledger: &dyn BudgetLedger) -> Result<(), Box<ErrorInfo>> {
+        self.liveness(ledger).map_err(NotLive::into_info)
+    }
+
+    /// [`check_live`](Self::check_live), telling a token that is no good
+    /// (expired, revoked) from a ledger that cannot say (the HTTP layer
+    /// answers the first 401 and the second 503).
+    pub(crate) fn liveness(&self, ledger: &dyn BudgetLedger) -> Result<(), NotLive> {
         let now = SystemTime::now();
         self.grant
             .check_time(now)
-            .map_err(|d| Box::new(denial_error(&d)))?;
+            .map_err(|d| NotLive::Dead(Box::new(denial_error(&d))))?;
         let secs = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -458,11 +465,13 @@ impl Session {
         }
         match ledger.revoked(&self.chain, secs) {
             Ok(None) => Ok(()),
-            Ok(Some(id)) => Err(Box::new(budget_denial(&BudgetError::Revoked {
-                id,
-                chain: self.chain.clone(),
-            }))),
-            Err(e) => Err(Box::new(budget_denial(&e))),
+            Ok(Some(id)) => Err(NotLive::Dead(Box::new(budget_denial(
+                &BudgetError::Revoked {
+                    id,
+                    chain: self.chain.clone(),
+                },
+            )))),
+            Err(e) => Err(NotLive::Unknown(Box::new(budget_denial(&e)))),
         }
     }
 
@@ -488,6 +497,24 @@ impl Session {
             let unused = admission.fuel.saturating_sub(obs.usage.fuel_consumed);
             // A failed refund leaves the fuel spent: fail closed.
             let _ = ledger.refund_fuel(&self.budgets, unused);
+        }
+    }
+}
+
+/// Why a session's token may not be used now ([`Session::liveness`]).
+#[derive(Debug)]
+pub(crate) enum NotLive {
+    /// The token expired, or an id of its chain is revoked.
+    Dead(Box<ErrorInfo>),
+    /// The ledger cannot say whether it is revoked (fails closed).
+    Unknown(Box<ErrorInfo>),
+}
+
+impl NotLive {
+    /// The observation's error.
+    pub(crate) fn into_info(self) -> Box<ErrorInfo> {
+        match self {
+            NotLive::Dead(info) | NotLive::Unknown(info) => info,
         }
     }
 }

@@ -574,9 +574,22 @@ fn http_an_orchestrator_delegates_two_disjoint_children_budgets_drain_and_revoca
     );
     stdout(&out);
     std::thread::sleep(toolhost::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
-    let err = expect_error(&c.view("alpha/notes.txt"), "denied", "denied").clone();
-    assert_eq!(err["details"]["caveat"], "id", "{err}");
-    assert_eq!(err["details"]["revoked"], out_c["id"]);
+    // Refused at the door, like a bad token: 401 naming the revoked id.
+    let refused = crate::mcp::stateless_as(
+        &server,
+        Some(&c.token),
+        3,
+        "tools/call",
+        serde_json::json!({"name": "file_view", "arguments": {"path": "alpha/notes.txt"}}),
+    );
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains(&format!("id {} is revoked", out_c["id"].as_str().unwrap())),
+        "{}",
+        refused.body
+    );
     // Its siblings go on.
     expect_ok(&a.view("alpha/notes.txt")); // 6
 

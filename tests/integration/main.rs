@@ -24,6 +24,7 @@ mod exec_call;
 mod file_index;
 mod first_hour;
 mod hostile;
+mod http_auth;
 mod idempotency;
 mod journal;
 mod languages;
