@@ -449,7 +449,7 @@ impl Session {
         if let Some(bound) = self.grant.stores().first() {
             let host = match ledger.store_id() {
                 Ok(id) => id,
-                Err(e) => return Err(Box::new(budget_denial(&e))),
+                Err(e) => return Err(NotLive::Unknown(Box::new(budget_denial(&e)))),
             };
             let other = self
                 .grant
@@ -457,10 +457,12 @@ impl Session {
                 .iter()
                 .find(|s| Some(*s) != host.as_ref());
             if let Some(token) = other.or(host.is_none().then_some(bound)) {
-                return Err(Box::new(budget_denial(&BudgetError::OtherStore {
-                    token: token.to_string(),
-                    host: host.map(|h| h.to_string()),
-                })));
+                return Err(NotLive::Dead(Box::new(budget_denial(
+                    &BudgetError::OtherStore {
+                        token: token.to_string(),
+                        host: host.map(|h| h.to_string()),
+                    },
+                ))));
             }
         }
         match ledger.revoked(&self.chain, secs) {
