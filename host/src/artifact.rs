@@ -17,7 +17,12 @@
 //!   token (an attenuation of it included) is `denied`;
 //! - **kept for a retention period** ([`Artifacts::open`]): expiry is
 //!   checked on every read, and expired artifacts are removed when a new
-//!   one is written (at most once a minute).
+//!   one is written (at most once a minute);
+//! - **within a quota** ([`Quota`]): per token and in all, in bytes and in
+//!   artifacts, counted over the live artifacts of the directory (so every
+//!   process sharing it counts the same) under an advisory lock. An output
+//!   over a cap is not kept ([`ArtifactError::OverQuota`]): the call's
+//!   answer is clipped, with no artifact, and says which cap.
 //!
 //! [`view`] is the `artifact_view` tool: `{"artifact", "offset"?,
 //! "length"?}` returns at most the bytes `offset..offset+length` as
@@ -67,6 +72,30 @@ pub const NO_TOKEN: &str = "-";
 /// URI scheme and authority of artifacts offered as MCP resources.
 pub const URI_PREFIX: &str = "toolhost://artifacts/";
 
+/// Caps on what the store keeps; expired artifacts do not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Bytes of live artifacts one token may own (default 64 MiB).
+    pub token_bytes: u64,
+    /// Live artifacts one token may own (default 32).
+    pub token_count: u64,
+    /// Bytes of live artifacts in the store (default 512 MiB).
+    pub total_bytes: u64,
+    /// Live artifacts in the store (default 1024).
+    pub total_count: u64,
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Quota {
+            token_bytes: 64 << 20,
+            token_count: 32,
+            total_bytes: 512 << 20,
+            total_count: 1024,
+        }
+    }
+}
+
 /// Why an artifact could not be kept or read.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
@@ -81,6 +110,15 @@ pub enum ArtifactError {
         "artifact `{0}` was produced under another capability token; only that token may read it"
     )]
     NotOwner(String),
+    /// Keeping it would pass a cap of the store's [`Quota`].
+    #[error("{cap} is {limit} and {used} are kept already; this output is {bytes} bytes")]
+    OverQuota {
+        /// Which cap, in words (`this token's artifact bytes`).
+        cap: &'static str,
+        limit: u64,
+        used: u64,
+        bytes: u64,
+    },
     /// The store's directory or files failed.
     #[error("artifact store {path}: {source}")]
     Io {
@@ -118,8 +156,18 @@ pub struct Artifact {
 pub struct Artifacts {
     dir: PathBuf,
     retention: Duration,
+    quota: Quota,
     /// Unix seconds of the last sweep of expired artifacts.
     swept: AtomicU64,
+}
+
+/// What the live artifacts of a store hold, in all and for one owner.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Usage {
+    token_bytes: u64,
+    token_count: u64,
+    total_bytes: u64,
+    total_count: u64,
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> ArtifactError {
@@ -166,8 +214,117 @@ impl Artifacts {
         Ok(Artifacts {
             dir: dir.to_path_buf(),
             retention,
+            quota: Quota::default(),
             swept: AtomicU64::new(0),
         })
+    }
+
+    /// The same store under `quota` instead of [`Quota::default`].
+    pub fn with_quota(mut self, quota: Quota) -> Artifacts {
+        self.quota = quota;
+        self
+    }
+
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
+    /// The live artifacts' bytes and count, in all and owned by the owner
+    /// whose hash is `owner_sha256`.
+    fn usage(&self, owner_sha256: &str) -> Usage {
+        let mut u = Usage::default();
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return u;
+        };
+        let now = now_secs();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".meta")) else {
+                continue;
+            };
+            if !valid_id(id) {
+                continue;
+            }
+            let Some(meta) = fs::read(entry.path())
+                .ok()
+                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok())
+            else {
+                continue;
+            };
+            if meta.expires_at <= now {
+                continue;
+            }
+            u.total_bytes = u.total_bytes.saturating_add(meta.bytes);
+            u.total_count += 1;
+            if meta.owner_sha256 == owner_sha256 {
+                u.token_bytes = u.token_bytes.saturating_add(meta.bytes);
+                u.token_count += 1;
+            }
+        }
+        u
+    }
+
+    /// `Ok` when `bytes` more, owned by `owner_sha256`, fit every cap.
+    fn admit(&self, owner_sha256: &str, bytes: u64) -> Result<(), ArtifactError> {
+        let u = self.usage(owner_sha256);
+        let q = self.quota;
+        let over = |cap, limit: u64, used: u64, adding: u64| {
+            (used.saturating_add(adding) > limit).then_some(ArtifactError::OverQuota {
+                cap,
+                limit,
+                used,
+                bytes,
+            })
+        };
+        let refused = over(
+            "this token's artifact bytes cap",
+            q.token_bytes,
+            u.token_bytes,
+            bytes,
+        )
+        .or_else(|| {
+            over(
+                "this token's artifact count cap",
+                q.token_count,
+                u.token_count,
+                1,
+            )
+        })
+        .or_else(|| {
+            over(
+                "the host's artifact bytes cap",
+                q.total_bytes,
+                u.total_bytes,
+                bytes,
+            )
+        })
+        .or_else(|| {
+            over(
+                "the host's artifact count cap",
+                q.total_count,
+                u.total_count,
+                1,
+            )
+        });
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// An exclusive advisory lock on the store, held while the quota is
+    /// checked and the artifact written, so processes sharing the
+    /// directory cannot pass a cap together.
+    fn lock(&self) -> Result<fs::File, ArtifactError> {
+        let path = self.dir.join(".quota.lock");
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io_err(&path, e.into()))?;
+        Ok(f)
     }
 
     pub fn dir(&self) -> &Path {
@@ -200,8 +357,11 @@ impl Artifacts {
             .map_err(|e| io_err(&self.dir, std::io::Error::other(e.to_string())))?;
         let id = hex::encode(raw);
         let (data, meta_path) = self.paths(&id);
+        let owner_sha256 = owner_hash(owner);
+        let _lock = self.lock()?;
+        self.admit(&owner_sha256, content.len() as u64)?;
         let meta = Meta {
-            owner_sha256: owner_hash(owner),
+            owner_sha256,
             expires_at: now_secs().saturating_add(self.retention.as_secs()),
             tool: tool.to_owned(),
             bytes: content.len() as u64,
@@ -704,6 +864,68 @@ mod tests {
         }
         let obs = view(&s, "o", r#"{"artifact":"a","artifact":"b"}"#, "c", 16384);
         assert_eq!(obs.error.unwrap().code, "invalid_json");
+    }
+
+    #[test]
+    fn a_quota_caps_each_token_and_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Artifacts::open(dir.path(), DEFAULT_RETENTION)
+            .unwrap()
+            .with_quota(Quota {
+                token_bytes: 100,
+                token_count: 2,
+                total_bytes: 250,
+                total_count: 4,
+            });
+        let kept = |owner: &str, n: usize| s.put(owner, "t", &vec![b'x'; n], &[]);
+        // Per token, in bytes: 60 + 60 > 100.
+        kept("a", 60).unwrap();
+        let e = kept("a", 60).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ArtifactError::OverQuota {
+                    limit: 100,
+                    used: 60,
+                    bytes: 60,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("this token's artifact bytes cap"),
+            "{e}"
+        );
+        // One output larger than the cap is never kept.
+        assert!(matches!(
+            kept("b", 101),
+            Err(ArtifactError::OverQuota { .. })
+        ));
+        // Per token, in count.
+        kept("a", 10).unwrap();
+        let e = kept("a", 1).unwrap_err();
+        assert!(e.to_string().contains("count cap"), "{e}");
+        // Another token has its own allowance, until the store's.
+        kept("b", 100).unwrap();
+        let e = kept("c", 90).unwrap_err();
+        assert!(
+            e.to_string().contains("the host's artifact bytes cap"),
+            "{e}"
+        );
+        kept("c", 80).unwrap();
+        let e = kept("d", 0).unwrap_err();
+        assert!(
+            e.to_string().contains("the host's artifact count cap"),
+            "{e}"
+        );
+        // Nothing refused was written.
+        let metas = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".meta"))
+            .count();
+        assert_eq!(metas, 4);
     }
 
     #[test]

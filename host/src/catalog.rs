@@ -33,10 +33,20 @@ use std::sync::Arc;
 
 use crate::descriptor::ToolDescriptor;
 use crate::lint::{self, Compat, Finding, Rule, Severity, Target, ToolReport};
-use crate::sandbox::{LoadEvent, Plugin, Sandbox, SandboxError};
+use crate::sandbox::{Contract, LoadEvent, Plugin, Sandbox, SandboxError};
 use crate::schema::CompiledSchema;
 use crate::trust::policy::{plugin_name, Refusal, Trust};
 use crate::trust::signature;
+
+/// The tools the host answers itself (`artifact_view`, `find_tools`,
+/// `delegate`): no plugin may declare one of these names, so a spill's
+/// follow-up, a lazy search or a delegation never reaches a plugin.
+pub const HOST_TOOL_NAMES: [&str; 3] = ["artifact_view", "find_tools", "delegate"];
+
+/// Whether `name` is one of [`HOST_TOOL_NAMES`].
+pub fn is_host_tool(name: &str) -> bool {
+    HOST_TOOL_NAMES.contains(&name)
+}
 
 /// The reference tools, built from `plugins/reference` by the build script.
 pub static REFERENCE_PLUGIN: &[u8] =
@@ -228,6 +238,9 @@ pub struct PluginStatus {
     pub lock: &'static str,
     /// The tools it declared.
     pub tools: Vec<String>,
+    /// The contract it was built against (`null` when it did not load):
+    /// the current one, or the previous one the host still runs.
+    pub contract: Option<Contract>,
     /// The code that refused it, if it was refused whole.
     pub refused: Option<String>,
 }
@@ -306,6 +319,7 @@ impl Catalog {
                 Source::File(_) | Source::Namespaced { .. } => "unpinned",
             },
             tools: Vec::new(),
+            contract: None,
             refused: None,
         };
         let bytes = match source_bytes(source) {
@@ -320,6 +334,7 @@ impl Catalog {
             Ok(i) => i,
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
+        status.contract = Some(inspected.plugin.contract());
         status.tools = inspected
             .descriptors
             .iter()
@@ -328,6 +343,17 @@ impl Catalog {
                 Err((t, _)) => qualify(t),
             })
             .collect();
+        if !matches!(source, Source::Embedded { .. }) {
+            if let Some(taken) = status.tools.iter().find(|t| is_host_tool(t)) {
+                let reason = format!(
+                    "declares `{taken}`, the name of a tool the host itself answers \
+                     ({}); rename the tool, or load the plugin under a namespace \
+                     (--plugin NS=FILE names it `NS.{taken}`)",
+                    HOST_TOOL_NAMES.join(", ")
+                );
+                return self.refuse_plugin(status, Some("reserved_name"), reason);
+            }
+        }
         let mut refused_tools = BTreeMap::new();
         // The trust policy judges the plugin as it is (the lock names the
         // tools it declares), whatever namespace it is loaded under.
@@ -460,7 +486,7 @@ impl Catalog {
         };
         if code.is_some() {
             for t in &status.tools {
-                if !self.tools.contains_key(t) {
+                if !self.tools.contains_key(t) && !is_host_tool(t) {
                     self.refused.insert(t.clone(), problem.clone());
                 }
             }

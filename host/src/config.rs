@@ -1,12 +1,29 @@
 //! `toolhost.toml`: the command line's settings in a file.
 //!
 //! A server started by an MCP client carries its grants, plugins, store,
-//! limits and policies in the client's JSON; a file next to the project is
-//! easier to read, review and share. The file is `--config FILE`
-//! (`TOOLHOST_CONFIG`), else `toolhost.toml` in the workspace named by
-//! `--workspace`, else in the current directory. Its keys are the long
-//! flags with `_` for `-` (`allow_read = ["src"]`, `workspace = "."`,
-//! `timeout_ms = 5000`, `require_lock = true`):
+//! limits and policies in the client's JSON; a file is easier to read,
+//! review and share. Which file is read:
+//!
+//! - `--config FILE` (or `TOOLHOST_CONFIG`), when the user names one;
+//! - else the user's own `$XDG_CONFIG_HOME/toolhost/config.toml` (default
+//!   `~/.config/toolhost/config.toml`), when it exists;
+//! - else none. A `toolhost.toml` in the workspace (or the current
+//!   directory) is never read implicitly: a repository the user opens does
+//!   not get to configure its own sandbox. When one is there and not named,
+//!   one line on stderr says it was not read.
+//!
+//! A file that lies inside the workspace (the one the command line names,
+//! else the current directory, or the one the file itself names) is a
+//! *workspace file*, even when it is named. It may only set the keys in
+//! [`WORKSPACE_KEYS`], which tighten policy or change presentation; a key
+//! that grants authority (grants, limits, tokens, listening, delegation) or
+//! moves a trusted path (root key, store, cache, artifacts, locks, plugins,
+//! signers, the journal) is refused with an error naming it, and its
+//! `workspace` may only narrow the command line's. The user's own file is
+//! never a workspace file.
+//!
+//! Keys are the long flags with `_` for `-` (`allow_read = ["src"]`,
+//! `workspace = "."`, `timeout_ms = 5000`, `require_lock = true`):
 //!
 //! - the global options apply to every command; the options of `call`,
 //!   `plan`, `batch` and `serve` apply to those that have them (a key of
@@ -32,8 +49,24 @@ use std::path::{Path, PathBuf};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
-/// The file name looked for in the workspace.
+/// The file name a project keeps its settings in. It is read only when
+/// named; one found in the workspace unnamed is reported, not read.
 pub const FILE_NAME: &str = "toolhost.toml";
+
+/// The only keys a workspace file may set: each tightens policy or changes
+/// presentation, none grants authority or moves a trusted path. `workspace`
+/// is also accepted when it lies inside the command line's workspace.
+pub const WORKSPACE_KEYS: [&str; 9] = [
+    "workspace",
+    "no_builtin",
+    "no_cache",
+    "require_lock",
+    "require_signature",
+    "strict_descriptions",
+    "require_token",
+    "lazy_tools",
+    "page_size",
+];
 
 /// The subcommands whose own options may be set in the file.
 const COMMANDS: [&str; 4] = ["call", "plan", "batch", "serve"];
@@ -92,6 +125,28 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    #[error(
+        "{path} lies inside the workspace {workspace}, so it may not set {keys}: \
+         a workspace's own file may not grant access or move the key, store, \
+         cache, artifacts, locks or plugins. Give these on the command line \
+         or in your own {user_file}; a workspace file may set only {allowed}"
+    )]
+    NotFromWorkspace {
+        path: String,
+        workspace: String,
+        keys: String,
+        user_file: String,
+        allowed: String,
+    },
+    #[error(
+        "{path} lies inside the workspace {workspace}, so its `workspace` \
+         may only narrow it, not name {named}"
+    )]
+    WidensWorkspace {
+        path: String,
+        workspace: String,
+        named: String,
+    },
 }
 
 /// Parses the command line with the settings of the config file in effect
@@ -127,10 +182,14 @@ fn with_config<T: CommandFactory + FromArgMatches>(argv: Vec<OsString>) -> Resul
         .map_err(|e| Exit::Clap(e, None))?;
     let parse = |m: &ArgMatches| T::from_arg_matches(m).map_err(|e| Exit::Clap(e, None));
     let (names, deepest) = subcommand_path(&matches);
-    let Some(file) = find(&matches, deepest) else {
+    let workspace = given_workspace(deepest);
+    let found = find(&matches);
+    report_unread(&workspace, found.as_ref());
+    let Some(found) = found else {
         return parse(&matches);
     };
-    let extra = flags(&cmd, &names, deepest, &file).map_err(Exit::Config)?;
+    let file = found.path.clone();
+    let extra = flags(&cmd, &names, deepest, &found, &workspace).map_err(Exit::Config)?;
     if names.first().map(String::as_str) == Some("serve") {
         eprintln!("toolhost: settings from {}", file.display());
     }
@@ -158,19 +217,111 @@ fn subcommand_path(matches: &ArgMatches) -> (Vec<String>, &ArgMatches) {
     (names, m)
 }
 
-/// The config file in effect, if any.
-fn find(top: &ArgMatches, deepest: &ArgMatches) -> Option<PathBuf> {
+/// Where the file in effect came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// `--config` or `TOOLHOST_CONFIG`.
+    Named,
+    /// The user's own config directory.
+    User,
+}
+
+/// The config file in effect.
+#[derive(Debug, Clone)]
+struct Found {
+    path: PathBuf,
+    origin: Origin,
+}
+
+/// The config file in effect, if any: the one named, else the user's own.
+fn find(top: &ArgMatches) -> Option<Found> {
     if let Ok(Some(path)) = top.try_get_one::<PathBuf>("config") {
-        return Some(path.clone());
+        return Some(Found {
+            path: path.clone(),
+            origin: Origin::Named,
+        });
     }
-    let dir = match deepest.try_get_one::<PathBuf>("workspace") {
+    let path = user_file()?;
+    path.is_file().then_some(Found {
+        path,
+        origin: Origin::User,
+    })
+}
+
+/// The user's own file: `$XDG_CONFIG_HOME/toolhost/config.toml`, else
+/// `~/.config/toolhost/config.toml`.
+pub fn user_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("toolhost").join("config.toml"))
+}
+
+/// The workspace the command line gives (`--workspace`), else the current
+/// directory.
+fn given_workspace(deepest: &ArgMatches) -> PathBuf {
+    match deepest.try_get_one::<PathBuf>("workspace") {
         Ok(Some(ws)) if deepest.value_source("workspace") == Some(ValueSource::CommandLine) => {
             ws.clone()
         }
         _ => PathBuf::from("."),
+    }
+}
+
+/// One line on stderr when the workspace holds a `toolhost.toml` that is
+/// not the file in effect: it was not read.
+fn report_unread(workspace: &Path, found: Option<&Found>) {
+    let there = workspace.join(FILE_NAME);
+    if !there.is_file() {
+        return;
+    }
+    if found.is_some_and(|f| same_file(&f.path, &there)) {
+        return;
+    }
+    eprintln!(
+        "toolhost: not reading {}: a workspace's own {FILE_NAME} is read only when \
+         named (--config FILE or TOOLHOST_CONFIG), and even then may not grant access",
+        there.display()
+    );
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `path` made absolute and normalised: through the file system where it
+/// exists, lexically (`.` and `..` folded) where it does not.
+fn absolute(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
     };
-    let file = dir.join(FILE_NAME);
-    file.is_file().then_some(file)
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether `path` lies inside (or is) `dir`.
+fn inside(path: &Path, dir: &Path) -> bool {
+    absolute(path).starts_with(absolute(dir))
 }
 
 /// The flags the file stands for, for the command `names`, leaving out
@@ -179,8 +330,10 @@ fn flags(
     cmd: &clap::Command,
     names: &[String],
     deepest: &ArgMatches,
-    file: &Path,
+    found: &Found,
+    workspace: &Path,
 ) -> Result<Vec<OsString>, ConfigError> {
+    let file = found.path.as_path();
     let shown = file.display().to_string();
     let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
         path: shown.clone(),
@@ -193,6 +346,7 @@ fn flags(
             message: e.message().to_string(),
         })?;
     let base = file.parent().unwrap_or(Path::new("."));
+    check_workspace_file(&table, found, base, workspace)?;
     let current = names
         .first()
         .filter(|n| COMMANDS.contains(&n.as_str()))
@@ -300,6 +454,56 @@ fn flags(
         }
     }
     Ok(out)
+}
+
+/// Refuses a workspace file's keys that grant authority or move a trusted
+/// path, and a `workspace` of its own that reaches outside the command
+/// line's.
+fn check_workspace_file(
+    table: &toml::Table,
+    found: &Found,
+    base: &Path,
+    workspace: &Path,
+) -> Result<(), ConfigError> {
+    if found.origin == Origin::User {
+        return Ok(());
+    }
+    let own = table
+        .get("workspace")
+        .and_then(toml::Value::as_str)
+        .map(|w| base.join(w));
+    let mut within = vec![workspace.to_path_buf()];
+    within.extend(own.clone());
+    let Some(ws) = within.iter().find(|w| inside(base, w)) else {
+        return Ok(());
+    };
+    let shown = found.path.display().to_string();
+    let refused: Vec<String> = table
+        .keys()
+        .filter(|k| !WORKSPACE_KEYS.contains(&k.as_str()))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !refused.is_empty() {
+        return Err(ConfigError::NotFromWorkspace {
+            path: shown,
+            workspace: absolute(ws).display().to_string(),
+            keys: refused.join(", "),
+            user_file: user_file()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "config file".into()),
+            allowed: WORKSPACE_KEYS.join(", "),
+        });
+    }
+    if let Some(own) = own {
+        if !inside(&own, workspace) {
+            return Err(ConfigError::WidensWorkspace {
+                path: shown,
+                workspace: absolute(workspace).display().to_string(),
+                named: absolute(&own).display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Every key the file may hold.

@@ -131,6 +131,7 @@ pub fn log(store: Arc<dyn Store>, a: LogArgs) -> Result<ExitCode> {
     let filter = Filter {
         tool: a.tool,
         trajectory: a.trajectory,
+        token_chain: None,
         since_us: a.since.as_deref().map(parse_since).transpose()?,
         status: a.status,
         limit: (a.limit > 0).then_some(a.limit),

@@ -72,8 +72,9 @@ struct Cli {
 
 #[derive(Args)]
 struct PluginArgs {
-    /// Settings file (default: toolhost.toml in the workspace, when it
-    /// exists): the long flags as keys, `allow_read = ["src"]`; flags win.
+    /// Settings file (default: ~/.config/toolhost/config.toml, when it
+    /// exists; a workspace's toolhost.toml is read only when named here):
+    /// the long flags as keys, `allow_read = ["src"]`; flags win.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
     config: Option<PathBuf>,
     /// Load this component (repeatable); `NS=FILE` loads its tools under
@@ -118,6 +119,19 @@ struct PluginArgs {
     /// How long a spilled result is kept: `30m`, `2h`, … (default 1h).
     #[arg(long, value_name = "DURATION", default_value = "1h", global = true, value_parser = humantime::parse_duration)]
     artifact_retention: std::time::Duration,
+    /// Bytes of kept results one token may hold at once; an output over a
+    /// cap is answered clipped, with no artifact, saying which cap.
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().token_bytes, global = true)]
+    artifact_quota_token_bytes: u64,
+    /// Kept results one token may hold at once.
+    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().token_count, global = true)]
+    artifact_quota_token_count: u64,
+    /// Bytes of kept results in the artifact directory, all tokens.
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().total_bytes, global = true)]
+    artifact_quota_bytes: u64,
+    /// Kept results in the artifact directory, all tokens.
+    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().total_count, global = true)]
+    artifact_quota_count: u64,
     /// Where calls take the resource locks that keep conflicting calls of
     /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
     #[arg(long, value_name = "DIR", env = "TOOLHOST_LOCK_DIR", global = true)]
@@ -879,7 +893,11 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
         other => {
             let path = match other {
                 Some(path) => PathBuf::from(path.strip_prefix("sqlite:").unwrap_or(path)),
-                None => default_state_dir()?.join("records.sqlite"),
+                // Beside the root key: a key file names the host's state.
+                None => match p.key_file.as_deref().and_then(|k| k.parent()) {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir.join("records.sqlite"),
+                    _ => default_state_dir()?.join("records.sqlite"),
+                },
             };
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
@@ -928,7 +946,13 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
         (None, None) => default_state_dir()?.join("artifacts"),
     };
     let store = toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
-        .with_context(|| format!("opening the artifact store {}", dir.display()))?;
+        .with_context(|| format!("opening the artifact store {}", dir.display()))?
+        .with_quota(toolhost::artifact::Quota {
+            token_bytes: p.artifact_quota_token_bytes,
+            token_count: p.artifact_quota_token_count,
+            total_bytes: p.artifact_quota_bytes,
+            total_count: p.artifact_quota_count,
+        });
     Ok(std::sync::Arc::new(store))
 }
 
@@ -1077,14 +1101,26 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
     let refused = inspected.reports.iter().any(|r| r.refused)
         || catalog_report.has_errors()
         || (strict && !suspicious.is_empty());
+    let contract = inspected.plugin.contract();
     if json {
         let out = serde_json::json!({
-            "plugin": source.name(), "tools": inspected.reports, "catalog": catalog_report,
-            "suspicious": suspicious,
+            "plugin": source.name(), "contract": contract, "tools": inspected.reports,
+            "catalog": catalog_report, "suspicious": suspicious,
         });
         emit(serde_json::to_string_pretty(&out)?)?;
     } else {
         let mut text = String::new();
+        // The contract first; one of the previous contract also says it
+        // runs through the adapter and what to do before the next change.
+        if contract == toolhost::sandbox::Contract::Current {
+            text.push_str(&format!("{contract}\n"));
+        } else {
+            text.push_str(&format!(
+                "{contract}: it loads and runs; rebuild it against {} before the next \
+                 contract change\n",
+                toolhost::sandbox::CONTRACT
+            ));
+        }
         for r in &inspected.reports {
             text.push_str(&format!("{r}\n"));
         }

@@ -18,6 +18,10 @@
 //! The first-try counters are fed by the journal writer, which alone knows
 //! a call's attempt ordinal (so they lag a call by at most the journal's
 //! linger, and stay at zero without a journal).
+//!
+//! The `tool` label is a name of the catalog (a loaded or refused tool, or
+//! a host tool). A name a client made up is counted under
+//! [`OTHER_TOOL`], so no client can grow the page by calling names.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -37,6 +41,9 @@ use crate::sandbox::LoadEvent;
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 type Labels = Vec<(&'static str, String)>;
+
+/// The `tool` label of calls to a name outside the catalog.
+pub const OTHER_TOOL: &str = "(not in catalog)";
 
 static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
@@ -72,6 +79,8 @@ pub struct Metrics {
     cache_misses: Counter,
     precompiled: Counter,
     journal_entries: Counter,
+    /// The tool names counted under their own label (names of the catalog).
+    known: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -101,6 +110,7 @@ impl Metrics {
             cache_misses: Counter::default(),
             precompiled: Counter::default(),
             journal_entries: Counter::default(),
+            known: Mutex::default(),
         };
         {
             let mut r = m.registry.lock().unwrap_or_else(|e| e.into_inner());
@@ -163,13 +173,23 @@ impl Metrics {
         m
     }
 
-    /// Counts one answered call.
-    pub fn observe(&self, obs: &Observation, elapsed: Duration) {
-        let tool = vec![("tool", obs.tool.clone())];
+    /// Counts one answered call; `known` says whether its tool is a name
+    /// of the catalog (else it is counted under [`OTHER_TOOL`]).
+    pub fn observe(&self, obs: &Observation, elapsed: Duration, known: bool) {
+        let name = if known {
+            let mut names = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            if !names.contains(&obs.tool) {
+                names.insert(obs.tool.clone());
+            }
+            obs.tool.clone()
+        } else {
+            OTHER_TOOL.to_string()
+        };
+        let tool = vec![("tool", name.clone())];
         let code = obs.error.as_ref().map_or("", |e| e.code.as_str());
         self.calls
             .get_or_create(&vec![
-                ("tool", obs.tool.clone()),
+                ("tool", name),
                 ("status", obs.status.as_str().to_string()),
                 ("error_code", code.to_string()),
             ])
@@ -193,7 +213,17 @@ impl Metrics {
     pub fn observe_entry(&self, e: &Entry) {
         self.journal_entries.inc();
         if e.first_try {
-            let tool = vec![("tool", e.tool.clone())];
+            let known = self
+                .known
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&e.tool);
+            let name = if known {
+                e.tool.clone()
+            } else {
+                OTHER_TOOL.into()
+            };
+            let tool = vec![("tool", name)];
             self.first_tries.get_or_create(&tool).inc();
             let invalid = e
                 .error_code

@@ -548,6 +548,10 @@ impl Host {
         let owner = p.capability.as_deref().unwrap_or(crate::artifact::NO_TOKEN);
         match store.put(owner, tool, content.as_bytes(), &obs.provenance) {
             Ok(id) => obs.spilled(&content, &id, crate::artifact::TOOL_NAME, p.text_bytes),
+            Err(e @ crate::artifact::ArtifactError::OverQuota { .. }) => {
+                tracing::warn!(tool = %tool, reason = %e, "a spill was not kept");
+                obs.clipped_unkept(&content, &e.to_string(), p.text_bytes)
+            }
             Err(e) => too_large(e.to_string()),
         }
     }

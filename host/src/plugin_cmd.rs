@@ -4,7 +4,7 @@
 //! ```text
 //! toolhost --plugins-dir DIR plugin lock            pin every *.wasm in DIR (writes DIR/toolhost.lock)
 //! toolhost --plugins-dir DIR plugin verify          check DIR against the lock, load nothing
-//! toolhost --plugins-dir DIR plugin list [--json]   plugins, tools, digest, signer, lock state
+//! toolhost --plugins-dir DIR plugin list [--json]   plugins, tools, digest, signer, lock state, contract
 //! toolhost --plugins-dir DIR plugin add SOURCE      oci://HOST/REPO[:TAG|@sha256:…] or a file; pinned
 //! toolhost --plugins-dir DIR plugin remove NAME     delete NAME.wasm (+ .sig) and its lock entry
 //! toolhost plugin push FILE oci://HOST/REPO:TAG     publish FILE (+ FILE.sig) as a Wasm OCI artifact
@@ -54,7 +54,8 @@ pub enum PluginCommand {
     /// Check the plugins against the lock, signatures and description
     /// rules without serving anything; exit 1 when one would be refused.
     Verify,
-    /// Each plugin: its tools, digest, signer and lock state.
+    /// Each plugin: its tools, digest, signer, lock state and the
+    /// contract it was built against.
     List {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -341,11 +342,14 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
     }
     for p in catalog.plugins() {
         out!(
-            "{}  {}  {}  signer: {}{}",
+            "{}  {}  {}  signer: {}{}{}",
             p.name,
             p.lock,
             p.digest.as_deref().unwrap_or("-"),
             p.signer.as_deref().unwrap_or("-"),
+            // Every plugin that loaded says its contract; one of the
+            // previous contract says it is still supported.
+            p.contract.map(|c| format!("  {c}")).unwrap_or_default(),
             p.refused
                 .as_deref()
                 .map(|c| format!("  REFUSED: {c}"))

@@ -10,8 +10,9 @@
 //!
 //! A call's conversation (whose failures the breaker counts together) is
 //! [`CallOptions::conversation`] (an MCP session) or else the trajectory
-//! of its key source; a call with neither is not held by the breaker
-//! (its failures say `consecutive_failures: 1`).
+//! of its key source under the token that makes the call; a call with
+//! neither is not held by the breaker (its failures say
+//! `consecutive_failures: 1`).
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -60,8 +61,17 @@ impl Caller<'_> {
         if let Some(c) = &self.opts.conversation {
             return Some((format!("session:{c}"), false));
         }
+        // A trajectory's failures count per token: one token's failures
+        // never open the breaker for another token's identical call.
         self.trajectory()
-            .map(|(t, _)| (format!("trajectory:{t}"), true))
+            .map(|(t, _)| (format!("trajectory:{}:{t}", self.token_chain()), true))
+    }
+
+    /// The token chain's ids, oldest first, separated by one space (as the
+    /// journal keeps it).
+    fn token_chain(&self) -> String {
+        let ids: Vec<String> = self.chain.iter().map(ToString::to_string).collect();
+        ids.join(" ")
     }
 }
 
@@ -134,7 +144,10 @@ impl Recorder {
         }
         let elapsed = clock.elapsed();
         if let Some(m) = &r.metrics {
-            m.observe(&obs, elapsed);
+            let known = catalog.get(c.tool).is_some()
+                || crate::catalog::is_host_tool(c.tool)
+                || catalog.refusal(c.tool).is_some();
+            m.observe(&obs, elapsed, known);
         }
         if let Some(j) = &r.journal {
             j.append(pending(catalog, c, &obs, started, elapsed));
@@ -181,6 +194,7 @@ impl Recorder {
             let filter = journal::Filter {
                 tool: Some(c.tool.to_string()),
                 trajectory: Some(trajectory.to_string()),
+                token_chain: Some(c.token_chain()),
                 limit: Some(r.breaker.threshold() as usize * 4),
                 ..journal::Filter::default()
             };

@@ -24,7 +24,8 @@ fn command(args: &[&str], cwd: &Path) -> Command {
         )
         .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
         .env("TOOLHOST_STORE", cwd.join("records.sqlite"))
-        .env("TOOLHOST_LOCK_DIR", cwd.join("locks"));
+        .env("TOOLHOST_LOCK_DIR", cwd.join("locks"))
+        .env("XDG_CONFIG_HOME", repo_root().join("target/no-user-config"));
     for var in ["TOOLHOST_TOKEN", "TOOLHOST_CONFIG", "TOOLHOST_PLUGINS_DIR"] {
         cmd.env_remove(var);
     }
@@ -128,23 +129,29 @@ fn call_on_a_terminal_shows_the_status_and_the_text_and_json_when_piped() {
 // ---- toolhost.toml -------------------------------------------------------------
 
 #[test]
-fn the_config_file_next_to_the_workspace_sets_the_flags_and_flags_win() {
+fn the_users_config_file_sets_the_flags_and_flags_win() {
     let ws = project();
-    ws.write(
-        "toolhost.toml",
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("toolhost")).unwrap();
+    std::fs::write(
+        home.path().join("toolhost/config.toml"),
         "allow_read = [\"src\"]\ntimeout_ms = 5000\n",
-    );
+    )
+    .unwrap();
     let read = |path: &str, extra: &[&str]| {
         let args = format!(r#"{{"path":"{path}"}}"#);
-        let out = toolhost(
+        let out = command(
             &[&["call", "file_view", &args], extra].concat(),
             ws.dir.path(),
-        );
+        )
+        .env("XDG_CONFIG_HOME", home.path())
+        .output()
+        .unwrap();
         let obs: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
         obs["status"].as_str().unwrap().to_string()
     };
-    // The file's grant, found in the current directory.
+    // The user's own file is read without being named.
     assert_eq!(read("src/a.txt", &[]), "ok");
     assert_eq!(read("notes/b.txt", &[]), "denied");
     // A token on the command line: the file's grants give way to it.
@@ -160,22 +167,9 @@ fn the_config_file_next_to_the_workspace_sets_the_flags_and_flags_win() {
     assert_eq!(read("notes/b.txt", &["--allow-read", "notes"]), "ok");
     assert_eq!(read("src/a.txt", &["--allow-read", "notes"]), "denied");
 
-    // From elsewhere, the file beside --workspace is read.
+    // --config names a file outside the workspace; its relative paths are
+    // relative to the file, and it may grant.
     let elsewhere = tempfile::tempdir().unwrap();
-    let ws_arg = ws.dir.path().display().to_string();
-    let out = toolhost(
-        &[
-            "call",
-            "file_view",
-            r#"{"path":"src/a.txt"}"#,
-            "--workspace",
-            &ws_arg,
-        ],
-        elsewhere.path(),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-
-    // --config names it; its relative paths are relative to the file.
     let conf = tempfile::tempdir().unwrap();
     std::fs::write(
         conf.path().join("server.toml"),
@@ -199,6 +193,146 @@ fn the_config_file_next_to_the_workspace_sets_the_flags_and_flags_win() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// A repository's own `toolhost.toml` is not read unless named: its grants,
+/// store and plugins do not apply, and stderr says once that it was not
+/// read. Found in the current directory or beside `--workspace`.
+#[test]
+fn a_workspace_toolhost_toml_is_not_read_unless_named() {
+    let ws = project();
+    ws.write(
+        "toolhost.toml",
+        "allow_read = [\".\"]\nallow_write = [\".\"]\nno_builtin = true\n",
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ws_arg = ws.dir.path().display().to_string();
+    for (cwd, extra) in [
+        (ws.dir.path(), vec![]),
+        (elsewhere.path(), vec!["--workspace", ws_arg.as_str()]),
+    ] {
+        let args = [
+            vec![
+                "call",
+                "file_edit",
+                r#"{"path":"src/a.txt","old_str":"alpha","new_str":"planted"}"#,
+                "--allow-read",
+                "src",
+            ],
+            extra.clone(),
+        ]
+        .concat();
+        let out = toolhost(&args, cwd);
+        let obs: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+        assert_eq!(obs["status"], "denied", "{obs}");
+        assert_eq!(ws.read("src/a.txt"), b"alpha\nbeta\n");
+        let err = text(&out.stderr);
+        assert_eq!(err.matches("not reading").count(), 1, "{err}");
+        assert!(err.contains("toolhost.toml"), "{err}");
+        // Its grants did not apply to reads either.
+        let args = [
+            vec!["call", "file_view", r#"{"path":"notes/b.txt"}"#],
+            extra,
+        ]
+        .concat();
+        let out = toolhost(&args, cwd);
+        let obs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(obs["status"], "denied", "{obs}");
+    }
+}
+
+/// Named or not, a file inside the workspace may not grant, raise a limit
+/// or move a trusted path; it may tighten policy and narrow the workspace.
+#[test]
+fn a_named_workspace_file_may_not_grant_or_move_trusted_paths() {
+    let ws = project();
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path().display().to_string();
+    for (key, value) in [
+        ("allow_read", "[\".\"]".to_string()),
+        ("allow_write", "[\".\"]".to_string()),
+        ("allow_exec", "[\"sh\"]".to_string()),
+        ("allow_net", "[\"https://example.com\"]".to_string()),
+        ("allow_delegate", "true".to_string()),
+        ("allow_remote", "true".to_string()),
+        ("timeout_ms", "86400000".to_string()),
+        ("store", format!("\"{o}/revived.sqlite\"")),
+        ("key_file", format!("\"{o}/root.key\"")),
+        ("cache_dir", "\".cache\"".to_string()),
+        ("artifact_dir", format!("\"{o}/artifacts\"")),
+        ("lock_dir", format!("\"{o}/locks\"")),
+        ("plugin", "[\"evil.wasm\"]".to_string()),
+        ("plugins_dir", "\"plugins\"".to_string()),
+        ("trusted_signers", "\"signers\"".to_string()),
+        ("no_journal", "true".to_string()),
+    ] {
+        ws.write("toolhost.toml", format!("{key} = {value}\n"));
+        let out = toolhost(
+            &[
+                "call",
+                "file_view",
+                r#"{"path":"src/a.txt"}"#,
+                "--allow-read",
+                "src",
+                "--config",
+                "toolhost.toml",
+            ],
+            ws.dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{key}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("may not set `{key}`")),
+            "{key}: {err}"
+        );
+        assert!(err.contains("inside the workspace"), "{err}");
+        assert!(out.stdout.is_empty(), "{key}: nothing ran");
+    }
+    // Also when it names itself another workspace that holds it.
+    ws.write(
+        "sub/toolhost.toml",
+        "workspace = \".\"\nallow_write = [\".\"]\n",
+    );
+    let sub_conf = ws.path("sub/toolhost.toml").display().to_string();
+    let out = toolhost(
+        &["--config", &sub_conf, "call", "file_view", "{}"],
+        outside.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("may not set `allow_write`"));
+    // Its `workspace` may narrow the command line's, not widen it.
+    ws.write("toolhost.toml", "workspace = \"..\"\n");
+    let out = toolhost(
+        &["call", "file_view", "{}", "--config", "toolhost.toml"],
+        ws.dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("may only narrow"),
+        "{}",
+        text(&out.stderr)
+    );
+    ws.write(
+        "toolhost.toml",
+        "workspace = \"src\"\nrequire_lock = true\nstrict_descriptions = true\n",
+    );
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"a.txt"}"#,
+            "--allow-read",
+            ".",
+            "--config",
+            "toolhost.toml",
+        ],
+        ws.dir.path(),
+    );
+    let obs: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert!(obs.to_string().contains("alpha"), "{obs}");
+}
+
 /// `to` relative to `from` (both absolute), with `..` segments.
 fn pathdiff(to: &Path, from: &Path) -> String {
     let to: Vec<_> = to.components().collect();
@@ -216,6 +350,9 @@ fn pathdiff(to: &Path, from: &Path) -> String {
 #[test]
 fn a_bad_config_file_is_refused_naming_the_key() {
     let ws = project();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("toolhost.toml");
+    let conf_arg = conf.display().to_string();
     for (content, want) in [
         ("alow_read = [\"src\"]\n", "unknown key `alow_read`"),
         ("allow-read = [\"src\"]\n", "did you mean `allow_read`?"),
@@ -224,27 +361,36 @@ fn a_bad_config_file_is_refused_naming_the_key() {
         ("allow_read = [\"src\"\n", "not valid TOML"),
         ("call_id = \"c1\"\n", "unknown key `call_id`"),
     ] {
-        ws.write("toolhost.toml", content);
-        let out = toolhost(&["call", "file_view", "{}"], ws.dir.path());
+        std::fs::write(&conf, content).unwrap();
+        let out = toolhost(
+            &["call", "file_view", "{}", "--config", &conf_arg],
+            ws.dir.path(),
+        );
         assert_eq!(out.status.code(), Some(2), "{content}");
         let err = text(&out.stderr);
         assert!(err.contains(want), "{content}: {err}");
         assert!(err.contains("toolhost.toml"), "{err}");
     }
     // A value the flag refuses is refused the same way, naming the file.
-    ws.write("toolhost.toml", "timeout_ms = 0\n");
-    let out = toolhost(&["call", "file_view", "{}"], ws.dir.path());
+    std::fs::write(&conf, "timeout_ms = 0\n").unwrap();
+    let out = toolhost(
+        &["call", "file_view", "{}", "--config", &conf_arg],
+        ws.dir.path(),
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("with the settings of"), "{err}");
     assert!(err.contains("--timeout-ms"), "{err}");
     // A key of another command is not an error (`http` is serve's).
-    ws.write(
-        "toolhost.toml",
-        "http = \"127.0.0.1:9\"\nallow_read = [\"src\"]\n",
-    );
+    std::fs::write(&conf, "http = \"127.0.0.1:9\"\nallow_read = [\"src\"]\n").unwrap();
     let out = toolhost(
-        &["call", "file_view", r#"{"path":"src/a.txt"}"#],
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"src/a.txt"}"#,
+            "--config",
+            &conf_arg,
+        ],
         ws.dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));

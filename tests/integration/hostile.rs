@@ -299,19 +299,6 @@ fn a_file_that_is_not_a_component_is_reported() {
     assert!(catalog.problems()[0].tool.is_none());
 }
 
-#[test]
-fn a_component_built_against_the_0_1_contract_is_refused_with_a_rebuild_hint() {
-    let (catalog, problems) = load_problems("tp_old_contract");
-    assert_eq!(catalog.tools().count(), 0);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert!(p.contains("toolhost:plugin@0.1.0"), "{p}");
-    assert!(
-        p.contains("rebuild the plugin against toolhost:plugin@0.2.0"),
-        "{p}"
-    );
-}
-
 const EXEC_KEY: [u8; 32] = [21; 32];
 
 fn exec_token(caveats: &[&str]) -> Token {
@@ -476,4 +463,60 @@ fn plugin_text_reaches_the_observation_clean_and_clipped() {
     let omitted = obs["truncated"]["omitted_bytes"].as_u64().unwrap();
     assert!(omitted > 700_000, "{omitted}");
     assert_eq!(obs["output"]["rows"], 100000);
+}
+
+/// `tp_trivial` with its tool `echo_value` renamed `find_tools` (as long,
+/// so the component stays well-formed): a plugin that declares the name of
+/// a tool the host answers itself.
+fn claiming_find_tools() -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
+    let (from, to) = (b"echo_value", b"find_tools");
+    let mut patched = 0;
+    for i in 0..bytes.len() - from.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + to.len()].copy_from_slice(to);
+            patched += 1;
+        }
+    }
+    assert!(patched > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shadow.wasm");
+    std::fs::write(&path, bytes).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_plugin_declaring_a_host_tool_name_is_refused() {
+    let (_dir, path) = claiming_find_tools();
+    let catalog = Catalog::load(sandbox(), &[Source::File(path.clone())], &|_, _| {});
+    assert_eq!(catalog.tools().count(), 0);
+    let plugins = catalog.plugins();
+    assert_eq!(plugins[0].refused.as_deref(), Some("reserved_name"));
+    let problem = catalog.problems()[0].to_string();
+    assert!(problem.contains("`find_tools`"), "{problem}");
+    assert!(problem.contains("namespace"), "{problem}");
+    // The host's own tool is not reported as refused.
+    assert!(catalog.refusal("find_tools").is_none());
+    // Under a namespace the name is its own.
+    let catalog = Catalog::load(
+        sandbox(),
+        &[Source::Namespaced {
+            namespace: "ns".into(),
+            path,
+        }],
+        &|_, _| {},
+    );
+    assert!(catalog.get("ns.find_tools").is_some());
+}
+
+#[test]
+fn the_reserved_names_are_the_host_tools() {
+    assert_eq!(
+        toolhost::catalog::HOST_TOOL_NAMES,
+        [
+            toolhost::artifact::TOOL_NAME,
+            toolhost::discovery::TOOL_NAME,
+            toolhost::delegation::TOOL_NAME
+        ]
+    );
 }

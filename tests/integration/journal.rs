@@ -122,6 +122,7 @@ fn first_try_valid_rate_and_attempts_of_a_scripted_trajectory() {
         .backend()
         .query(&Filter {
             trajectory: Some("T-script".into()),
+            token_chain: None,
             ..Filter::default()
         })
         .unwrap();
@@ -293,6 +294,7 @@ fn rejected_calls_are_journaled_without_argument_content() {
         .backend()
         .query(&Filter {
             trajectory: Some("T-rej".into()),
+            token_chain: None,
             ..Filter::default()
         })
         .unwrap();
@@ -371,6 +373,7 @@ fn breaker_opens_after_three_identical_failures_in_a_trajectory() {
         .backend()
         .query(&Filter {
             trajectory: Some("T-breaker".into()),
+            token_chain: None,
             ..Filter::default()
         })
         .unwrap()
@@ -444,6 +447,55 @@ fn breaker_holds_across_cli_processes_of_one_trajectory() {
     );
     let obs: Value = serde_json::from_slice(&out.stdout).unwrap();
     expect_error(&obs, "error", "not_found");
+}
+
+/// The breaker of a trajectory counts per token: three failures under one
+/// token do not open it for another token's identical call.
+#[test]
+fn breaker_of_a_trajectory_does_not_cross_tokens() {
+    let ws = Ws::new();
+    let store = ws.path("state/records.sqlite").display().to_string();
+    let mint = toolhost_cli(
+        &[
+            "cap", "mint", "--tool", "*", "--read", ".", "--store", &store,
+        ],
+        ws.dir.path(),
+    );
+    assert!(mint.status.success(), "{mint:?}");
+    let token = String::from_utf8(mint.stdout).unwrap().trim().to_string();
+    let run = |call_id: &str, grant: &[&str]| -> Value {
+        let args = [
+            &[
+                "call",
+                "file_view",
+                r#"{"path":"gone.txt"}"#,
+                "--store",
+                &store,
+                "--trajectory",
+                "T-shared",
+                "--turn",
+                "1",
+                "--call-id",
+                call_id,
+            ][..],
+            grant,
+        ]
+        .concat();
+        let out = toolhost_cli(&args, ws.dir.path());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let flags: &[&str] = &["--allow-read", "."];
+    for n in 1..=3 {
+        let obs = run(&format!("a{n}"), flags);
+        expect_error(&obs, "error", "not_found");
+        assert_eq!(obs["consecutive_failures"], n, "{obs:#}");
+    }
+    expect_error(&run("a4", flags), "error", "circuit_open");
+    // Another token, the same trajectory and arguments: it runs.
+    let other: &[&str] = &["--token", &token];
+    let obs = run("b1", other);
+    expect_error(&obs, "error", "not_found");
+    assert_eq!(obs["consecutive_failures"], 1, "{obs:#}");
 }
 
 /// Over MCP the breaker holds per session: a stdio client repeating a
@@ -649,6 +701,63 @@ fn metrics_endpoint_counts_the_calls_made() {
     assert_eq!(get(server.port, "/nothing").0, 404);
 }
 
+/// Names a client makes up do not become labels: 50 calls of 50 unknown
+/// names are one series under the fixed label, and the page stays small.
+#[test]
+fn metrics_count_unknown_tool_names_under_one_label() {
+    let setup = Setup::new(&[]);
+    let server = HttpServer::start(&setup, &[]);
+    let unknown = |i: usize| {
+        let name = format!("made_up_{i}_{}", "x".repeat(i));
+        let reply = stateless_call(&server, i as i64, &name, json!({}), json!({}));
+        assert!(
+            reply.get("error").is_some() || reply["result"]["isError"] == true,
+            "{reply}"
+        );
+    };
+    // One call of each first, so every series exists: from then on the
+    // page grows by counts only.
+    unknown(0);
+    let obs = observation_of(&stateless_call(
+        &server,
+        99,
+        "file_view",
+        json!({"path": "pub/a.txt"}),
+        json!({}),
+    ));
+    expect_ok(&obs);
+    let before = get(server.port, "/metrics").2.len();
+    for i in 1..50 {
+        unknown(i);
+    }
+    let s = scrape(server.port);
+    let tools: std::collections::BTreeSet<&str> = s
+        .samples
+        .iter()
+        .filter(|x| x.metric == "toolhost_calls_total")
+        .filter_map(|x| x.labels.get("tool"))
+        .collect();
+    assert_eq!(
+        tools,
+        ["(not in catalog)", "file_view"].into_iter().collect(),
+        "{tools:?}"
+    );
+    let other: f64 = s
+        .samples
+        .iter()
+        .filter(|x| {
+            x.metric == "toolhost_calls_total" && x.labels.get("tool") == Some("(not in catalog)")
+        })
+        .map(|x| match x.value {
+            prometheus_parse::Value::Counter(v) => v,
+            ref v => panic!("{v:?}"),
+        })
+        .sum();
+    assert_eq!(other, 50.0);
+    let after = get(server.port, "/metrics").2.len();
+    assert!(after < before + 512, "{before} -> {after} bytes");
+}
+
 /// Two hosts on one PostgreSQL store keep one journal: a logical call
 /// retried on the second host is its attempt 2, and `stats` over the
 /// shared table counts both hosts' calls.
@@ -708,6 +817,7 @@ fn journals_of_two_hosts_sharing_postgres_merge_into_one_stats() {
     assert!(ja.flush(FLUSH) && jb.flush(FLUSH));
     let filter = Filter {
         trajectory: Some(trajectory.clone()),
+        token_chain: None,
         ..Filter::default()
     };
     let entries = jb.backend().query(&filter).unwrap();

@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::mcp::{mint, observation_of, stateless_as, HttpServer, Setup, StdioServer};
+use crate::support::assert_valid_observation;
 
 /// 400 lines of ~100 bytes, with some non-ASCII so windows must respect
 /// character boundaries, and quotes and backslashes, so that a page (whole
@@ -251,4 +252,60 @@ fn http_spill_is_readable_by_its_token_and_refused_to_another() {
         json!({"artifact": id}),
     ));
     assert_eq!(n["status"], "denied", "{n}");
+}
+
+/// An output over the call's limit that would pass the token's artifact
+/// quota is answered `ok`, clipped, with no artifact: the text and
+/// `truncated` say which cap, and `structuredContent` (what was cut, no
+/// artifact) still validates against the tool's published outputSchema.
+#[test]
+fn a_spill_over_the_tokens_quota_is_clipped_with_no_artifact() {
+    let setup = setup();
+    let args = [LIMIT, &["--artifact-quota-token-count", "2"]].concat();
+    let mut s = StdioServer::initialized(&setup, &args);
+    let view = json!({"path": "pub/big.txt", "limit": 400});
+    for i in 0..2 {
+        let obs = spilled(&s.call(10 + i, "file_view", view.clone()));
+        assert!(obs["truncated"]["artifact"].is_string());
+    }
+    let reply = s.call(20, "file_view", view);
+    let r = &reply["result"];
+    assert_eq!(r["isError"], false, "{reply}");
+    let obs = observation_of(&reply);
+    assert_valid_observation(&obs);
+    assert_eq!(obs["status"], "ok", "{obs}");
+    let t = &obs["truncated"];
+    assert!(t["artifact"].is_null() && t["follow_up"].is_null(), "{t}");
+    assert!(
+        t["hint"].as_str().unwrap().contains("artifact count cap"),
+        "{t}"
+    );
+    assert!(t["omitted_bytes"].as_u64().unwrap() > 0);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.contains("was not kept"), "{text}");
+    assert!(text.len() <= 16 * 1024);
+    assert!(r["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["type"] != "resource_link"));
+    let structured = &r["structuredContent"];
+    assert_eq!(structured["truncated"]["omitted_bytes"], t["omitted_bytes"]);
+    assert!(structured.get("artifact").is_none(), "{structured}");
+    let list = s.request(30, "tools/list", json!({}));
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "file_view")
+        .unwrap();
+    let schema = jsonschema::validator_for(&tool["outputSchema"]).unwrap();
+    assert!(schema.is_valid(structured), "{structured}");
+    // No third artifact was written.
+    let kept = std::fs::read_dir(setup.state.path().join("artifacts"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".meta"))
+        .count();
+    assert_eq!(kept, 2);
 }

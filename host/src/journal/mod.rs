@@ -139,6 +139,9 @@ fn rfc3339<S: serde::Serializer>(us: &i64, s: S) -> Result<S::Ok, S::Error> {
 pub struct Filter {
     pub tool: Option<String>,
     pub trajectory: Option<String>,
+    /// Only calls made with exactly this token chain (its ids, oldest
+    /// first, separated by one space).
+    pub token_chain: Option<String>,
     /// Only calls started at or after this (unix µs).
     pub since_us: Option<i64>,
     pub status: Option<String>,

@@ -119,6 +119,9 @@ impl JournalBackend for PostgresStore {
         if let Some(t) = &filter.trajectory {
             texts.push(("trajectory".into(), t.clone()));
         }
+        if let Some(t) = &filter.token_chain {
+            texts.push(("token_chain".into(), t.clone()));
+        }
         if let Some(s) = &filter.status {
             texts.push(("status".into(), s.clone()));
         }

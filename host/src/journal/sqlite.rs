@@ -100,6 +100,9 @@ impl JournalBackend for SqliteStore {
         if let Some(t) = &filter.trajectory {
             add("trajectory =", Sql::Text(t.clone()));
         }
+        if let Some(t) = &filter.token_chain {
+            add("token_chain =", Sql::Text(t.clone()));
+        }
         if let Some(s) = filter.since_us {
             add("started_us >=", Sql::Integer(s));
         }

@@ -105,14 +105,14 @@ pub fn spill_schema() -> Value {
     // meaning is documented once (docs/mcp.md) and in `spill_content`.
     serde_json::json!({
         "title": SPILL_TITLE,
-        "description": "Over the output limit: read artifact.uri (resources/read) or call follow_up.",
+        "description": "Over the output limit: read artifact.uri (resources/read) or call follow_up; without them the output was not kept (truncated.hint says why).",
         "type": "object",
         "properties": {
             "truncated": {"type": "object", "required": ["original_bytes", "kept_bytes", "omitted_bytes"]},
             "artifact": {"type": "object", "required": ["id", "uri"]},
             "follow_up": {"type": "object", "required": ["tool", "arguments"]}
         },
-        "required": ["truncated", "artifact", "follow_up"],
+        "required": ["truncated"],
         "additionalProperties": false
     })
 }
@@ -197,22 +197,26 @@ fn rewrite_root_refs(v: &mut Value) {
 /// (its id and its MCP resource URI) and the `artifact_view` call that
 /// reads it from where the text's head ends. `None` for anything else.
 pub fn spill_content(t: &crate::observation::Truncation) -> Option<Value> {
-    let id = t.artifact.as_deref()?;
-    let follow_up = t.follow_up.as_ref()?;
-    Some(serde_json::json!({
-        "truncated": {
-            "original_bytes": t.original_bytes,
-            "kept_bytes": t.kept_bytes,
-            "omitted_bytes": t.omitted_bytes,
-            "hint": t.hint,
-        },
-        "artifact": {
-            "id": id,
-            "uri": crate::artifact::uri(id),
-            "mimeType": "application/json",
-        },
-        "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
-    }))
+    let truncated = serde_json::json!({
+        "original_bytes": t.original_bytes,
+        "kept_bytes": t.kept_bytes,
+        "omitted_bytes": t.omitted_bytes,
+        "hint": t.hint,
+    });
+    match (t.artifact.as_deref(), t.follow_up.as_ref()) {
+        (Some(id), Some(follow_up)) => Some(serde_json::json!({
+            "truncated": truncated,
+            "artifact": {
+                "id": id,
+                "uri": crate::artifact::uri(id),
+                "mimeType": "application/json",
+            },
+            "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
+        })),
+        // Over the limit and not kept (a quota): what was cut, and why.
+        (None, None) => Some(serde_json::json!({"truncated": truncated})),
+        _ => None,
+    }
 }
 
 /// The pieces of a `tools/call` result for `obs` (see the module table):
@@ -426,23 +430,32 @@ mod tests {
             format!("toolhost://artifacts/{}", "a".repeat(32))
         );
         // Neither an output that breaks the own schema (through each kind of
-        // reference) nor a spill missing a part.
+        // reference) nor a spill without what was cut.
         for bad in [
             json!({"matches": [{"line": "1"}]}),
             json!({"matches": [], "again": [{}]}),
             json!({"matches": [], "child": {}}),
-            json!({"truncated": spill["truncated"], "artifact": spill["artifact"]}),
+            json!({"artifact": spill["artifact"], "follow_up": spill["follow_up"]}),
             json!({}),
         ] {
             assert!(!v.is_valid(&bad), "{bad}");
         }
-        // A clipped text is no spill: no structured content of its own.
-        let clipped = crate::observation::Truncation {
+        // An output over the limit that was not kept: what was cut, no
+        // artifact; admitted too.
+        let unkept = crate::observation::Truncation {
             artifact: None,
+            follow_up: None,
+            ..t.clone()
+        };
+        let unkept = spill_content(&unkept).unwrap();
+        assert!(unkept.get("artifact").is_none());
+        assert!(v.is_valid(&unkept), "{unkept}");
+        // An artifact without its follow-up is neither.
+        let half = crate::observation::Truncation {
             follow_up: None,
             ..t
         };
-        assert!(spill_content(&clipped).is_none());
+        assert!(spill_content(&half).is_none());
     }
 
     #[test]

@@ -466,19 +466,63 @@ impl Observation {
     /// head). No-op for any other status.
     #[must_use]
     pub fn spilled(
-        mut self,
+        self,
         content: &str,
         artifact: &str,
         tool: &str,
         max_text_bytes: usize,
     ) -> Observation {
-        if self.status != Status::Ok || self.error.is_some() {
-            return self;
-        }
         let total = content.len();
         let header = format!(
             "[the output is {total} bytes, over this call's output limit: kept as artifact {artifact}; head and tail below, the rest with {tool}]\n"
         );
+        let hint = format!(
+            "the whole output is artifact {artifact}: call {tool} with the follow_up arguments, then each window's own follow_up until none is left"
+        );
+        self.clipped_output(content, header, max_text_bytes, |next| {
+            (
+                hint,
+                Some(artifact.to_owned()),
+                Some(FollowUp {
+                    tool: tool.to_owned(),
+                    arguments: serde_json::json!({"artifact": artifact, "offset": next}),
+                }),
+            )
+        })
+    }
+
+    /// Like [`spilled`](Self::spilled), for an output over the call's
+    /// output limit that the host did not keep (`why`, e.g. a quota): the
+    /// text is the head and tail, `truncated` has no artifact and no
+    /// follow-up and says why, and how to see the rest (a narrower call).
+    #[must_use]
+    pub fn clipped_unkept(self, content: &str, why: &str, max_text_bytes: usize) -> Observation {
+        let total = content.len();
+        let header = format!(
+            "[the output is {total} bytes, over this call's output limit, and was not kept ({why}); head and tail below: narrow the call to see the rest]\n"
+        );
+        let hint = format!(
+            "the output was not kept ({why}); call the tool again asking for less (a smaller range, a filter or a limit)"
+        );
+        self.clipped_output(content, header, max_text_bytes, |_| (hint, None, None))
+    }
+
+    /// The common part of [`spilled`](Self::spilled) and
+    /// [`clipped_unkept`](Self::clipped_unkept): `output` becomes `null`,
+    /// `text` the header and a head and tail of `content`; `truncated`
+    /// gets the hint, artifact and follow-up `after` makes from the first
+    /// byte not in the head.
+    fn clipped_output(
+        mut self,
+        content: &str,
+        header: String,
+        max_text_bytes: usize,
+        after: impl FnOnce(usize) -> (String, Option<String>, Option<FollowUp>),
+    ) -> Observation {
+        if self.status != Status::Ok || self.error.is_some() {
+            return self;
+        }
+        let total = content.len();
         let markers = if self.untrusted {
             UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len() + 2
         } else {
@@ -510,19 +554,14 @@ impl Observation {
         self.output = None;
         self.plugin_text = None;
         self.output_text = None;
-        let next = head_end.min(total);
+        let (hint, artifact, follow_up) = after(head_end.min(total));
         self.truncated = Some(Truncation {
             original_bytes: total as u64,
             kept_bytes: kept as u64,
             omitted_bytes: (total - kept) as u64,
-            hint: format!(
-                "the whole output is artifact {artifact}: call {tool} with the follow_up arguments, then each window's own follow_up until none is left"
-            ),
-            artifact: Some(artifact.to_owned()),
-            follow_up: Some(FollowUp {
-                tool: tool.to_owned(),
-                arguments: serde_json::json!({"artifact": artifact, "offset": next}),
-            }),
+            hint,
+            artifact,
+            follow_up,
         });
         self
     }

@@ -1,5 +1,6 @@
 //! Dry-run and probe: the optional `planner` and `prober` exports of the
-//! `plugin-with-effects` world.
+//! `plugin-with-effects` world (of either supported contract version, see
+//! `compat`).
 //!
 //! A plugin built with the Rust SDK exports both for every tool (a tool
 //! without a dry-run answers `dry_run_unsupported`, one without a probe
@@ -17,10 +18,8 @@
 //! granted), whatever the request says. A dry-run that tries to write
 //! fails like any write to a read-only mount (`not-permitted`).
 
-use super::bindings::with_effects as bindings;
-use super::{within_limit, CallRequest, Mount, Plugin, RunOutcome, ToolError};
-use bindings::exports::toolhost::plugin::{planner, prober};
-use bindings::toolhost::plugin::types as wit;
+use super::compat::{Planner, Prober};
+use super::{context, within_limit, CallRequest, Mount, Plugin, RunOutcome, ToolError};
 
 /// The error code of a dry-run of a tool that cannot plan.
 pub const DRY_RUN_UNSUPPORTED: &str = "dry_run_unsupported";
@@ -38,20 +37,20 @@ pub enum ProbeOutcome {
 }
 
 impl Plugin {
-    /// Whether the component exports both `planner` and `prober` (at this
-    /// package version). One that exports only `tools` still loads and runs;
+    /// Whether the component exports both `planner` and `prober` (at its
+    /// contract's version). One that exports only `tools` still loads and runs;
     /// its dry-runs fail with `dry_run_unsupported` and its probes answer
     /// [`ProbeOutcome::Unknown`].
     pub fn supports_effects(&self) -> bool {
         self.planner().is_some() && self.prober().is_some()
     }
 
-    fn planner(&self) -> Option<planner::GuestIndices> {
-        planner::GuestIndices::new(self.pre.instance_pre()).ok()
+    fn planner(&self) -> Option<Planner> {
+        Planner::new(&self.pre, self.contract)
     }
 
-    fn prober(&self) -> Option<prober::GuestIndices> {
-        prober::GuestIndices::new(self.pre.instance_pre()).ok()
+    fn prober(&self) -> Option<Prober> {
+        Prober::new(&self.pre, self.contract)
     }
 
     /// Plans `req` without performing it: the plugin's `dry-run` in a fresh
@@ -61,7 +60,7 @@ impl Plugin {
     /// not parsed); a tool (or plugin) without dry-run gives the tool error
     /// `dry_run_unsupported`.
     pub fn dry_run(&self, req: &CallRequest<'_>) -> RunOutcome<Result<String, ToolError>> {
-        let Some(indices) = self.planner() else {
+        let Some(planner) = self.planner() else {
             return RunOutcome::without_run(Ok(Err(ToolError {
                 code: DRY_RUN_UNSUPPORTED.into(),
                 message: format!(
@@ -78,12 +77,11 @@ impl Plugin {
         let mounts = read_only(req.mounts);
         let req = &without_effects(req, &mounts);
         self.run_fresh(req, None, |store, fresh| {
-            let planner = indices.load(&mut *store, &fresh.instance)?;
-            planner.call_dry_run(&mut *store, req.tool, req.args_json, &ctx)
+            planner.dry_run(store, &fresh.instance, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
             Ok(plan) => within_limit(plan, req, usage),
-            Err(e) => Ok(Err(tool_error(e))),
+            Err(e) => Ok(Err(e)),
         })
     }
 
@@ -99,23 +97,21 @@ impl Plugin {
         req: &CallRequest<'_>,
         key: &str,
     ) -> RunOutcome<Result<ProbeOutcome, ToolError>> {
-        let Some(indices) = self.prober() else {
+        let Some(prober) = self.prober() else {
             return RunOutcome::without_run(Ok(Ok(ProbeOutcome::Unknown)));
         };
         let ctx = context(req, Some(key));
         let mounts = read_only(req.mounts);
         let req = &without_effects(req, &mounts);
         self.run_fresh(req, None, |store, fresh| {
-            let prober = indices.load(&mut *store, &fresh.instance)?;
-            prober.call_probe(&mut *store, req.tool, req.args_json, key, &ctx)
+            prober.probe(store, &fresh.instance, req.tool, req.args_json, key, &ctx)
         })
         .map(|answer, usage| match answer {
-            Ok(prober::ProbeOutcome::Done(output)) => {
+            Ok(ProbeOutcome::Done(output)) => {
                 Ok(within_limit(output, req, usage)?.map(ProbeOutcome::Done))
             }
-            Ok(prober::ProbeOutcome::NotDone) => Ok(Ok(ProbeOutcome::NotDone)),
-            Ok(prober::ProbeOutcome::Unknown) => Ok(Ok(ProbeOutcome::Unknown)),
-            Err(e) => Ok(Err(tool_error(e))),
+            Ok(outcome) => Ok(Ok(outcome)),
+            Err(e) => Ok(Err(e)),
         })
     }
 }
@@ -140,24 +136,5 @@ fn without_effects<'a>(req: &CallRequest<'a>, mounts: &'a [Mount]) -> CallReques
         // No native program runs for a plan or a probe.
         exec: None,
         ..req.clone()
-    }
-}
-
-/// The call context of this world, for `req` with idempotency key `key`.
-fn context(req: &CallRequest<'_>, key: Option<&str>) -> wit::CallContext {
-    wit::CallContext {
-        call_id: req.call_id.to_string(),
-        workspace_root: req.workspace_root.to_string(),
-        idempotency_key: key.map(str::to_string),
-    }
-}
-
-fn tool_error(e: wit::ToolError) -> ToolError {
-    ToolError {
-        code: e.code,
-        message: e.message,
-        field: e.field,
-        correctable: e.correctable,
-        details: e.details,
     }
 }

@@ -44,11 +44,13 @@
 //! | dry-run, probe      | every mount read-only, no network, whatever    |
 //! |                     | the request says ([`Plugin::dry_run`])         |
 //!
-//! A component must be built against [`CONTRACT`] (`toolhost:plugin@0.2.0`):
-//! one that imports or exports a `toolhost:plugin` interface of another
-//! version is refused at load with [`SandboxError::ContractVersion`], which
-//! tells its author to rebuild. A call's answer is a [`ToolOutput`]: the JSON
-//! and, optionally, the plugin's model-facing text.
+//! A component must be built against [`CONTRACT`] (`toolhost:plugin@0.2.0`)
+//! or the previous contract, [`PREVIOUS_CONTRACT`] (`toolhost:plugin@0.1.0`),
+//! which `compat` adapts to the same call path; one that imports or exports
+//! a `toolhost:plugin` interface of another version is refused at load with
+//! [`SandboxError::ContractVersion`] (or `ContractTooNew`), which names the
+//! supported versions and tells its author what to do. A call's answer is a
+//! [`ToolOutput`]: the JSON and, optionally, the plugin's model-facing text.
 //!
 //! `describe()` at load time runs under the same rules with its own
 //! deadline, [`DESCRIBE_TIMEOUT`].
@@ -60,6 +62,7 @@
 mod bindings;
 mod cache;
 mod capture;
+mod compat;
 mod deadline;
 mod effects;
 mod engine;
@@ -71,6 +74,7 @@ mod limits;
 mod spare;
 
 pub use cache::{CacheError, Checked, CompileCache, Miss};
+pub use compat::{Contract, PREVIOUS_CONTRACT, PREVIOUS_CONTRACT_VERSION, SUPPORTED_CONTRACTS};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
 pub use spare::SpareStats;
@@ -80,7 +84,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreContextMut,
     Trap,
@@ -102,7 +106,7 @@ use bindings::plugin::toolhost::plugin::types as wit;
 pub const CONTRACT: &str = "toolhost:plugin@0.2.0";
 
 /// The package of the contract, without the version.
-const CONTRACT_PACKAGE: &str = "toolhost:plugin";
+pub(crate) const CONTRACT_PACKAGE: &str = "toolhost:plugin";
 
 /// The version part of [`CONTRACT`].
 pub const CONTRACT_VERSION: &str = "0.2.0";
@@ -127,15 +131,33 @@ pub enum SandboxError {
     Engine(String),
     #[error("not a valid component: {0}")]
     Compile(String),
-    #[error("the component does not implement {CONTRACT}: {0}")]
-    Link(String),
-    /// The component was built against another version of the contract.
+    /// The component names a supported contract but does not implement it.
+    #[error("the component does not implement {contract}: {reason}")]
+    Link {
+        contract: &'static str,
+        reason: String,
+    },
+    /// The component was built against a version of the contract older
+    /// than the previous one (or one without a version).
     #[error(
-        "the component was built against toolhost:plugin@{found}, but this host implements \
-         {CONTRACT}: rebuild the plugin against {CONTRACT} (update toolhost-sdk, the Python or \
-         JavaScript kit, or the WIT file it was built from)"
+        "the component was built against toolhost:plugin@{found}, which this host does not \
+         support: it supports {SUPPORTED_CONTRACTS}; rebuild the plugin against {CONTRACT} \
+         (update toolhost-sdk, the Python or JavaScript kit, or the WIT file it was built from)"
     )]
     ContractVersion { found: String },
+    /// The component was built against a later contract than this host's.
+    #[error(
+        "the component was built against toolhost:plugin@{found}, a newer contract than this \
+         host's: it supports {SUPPORTED_CONTRACTS}; update toolhost, or rebuild the plugin \
+         against {CONTRACT}"
+    )]
+    ContractTooNew { found: String },
+    /// The component's interfaces name more than one contract version.
+    #[error(
+        "the component names several versions of toolhost:plugin ({versions}): build it \
+         against one of {SUPPORTED_CONTRACTS}"
+    )]
+    MixedContracts { versions: String },
     #[error("describe() failed: {0}")]
     Describe(String),
     #[error("describe() did not answer within {} s", .0.as_secs())]
@@ -562,20 +584,21 @@ impl Sandbox {
 
     /// Checks the contract version of a compiled component and pre-links it.
     fn link(&self, component: Component, digest: blake3::Hash) -> Result<Plugin, SandboxError> {
-        self.check_contract_version(&component)?;
+        let contract = self.check_contract_version(&component)?;
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
-        let indices = bindings::plugin::PluginIndices::new(&pre)
-            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
-        let pre = bindings::plugin::PluginPre::new(pre)
-            .map_err(|e| SandboxError::Link(format!("{e:#}")))?;
+            .map_err(|e| SandboxError::Link {
+                contract: contract.name(),
+                reason: format!("{e:#}"),
+            })?;
+        let exports = compat::Exports::new(&pre, contract)?;
         Ok(Plugin {
             engine: self.engine.clone(),
             files: self.files.clone(),
             pre,
-            indices,
+            exports,
+            contract,
             digest: digest.to_hex().to_string(),
             slot: Arc::default(),
             spares: self.spares.clone(),
@@ -624,30 +647,17 @@ impl Sandbox {
         Ok(component)
     }
 
-    /// Refuses a component that imports or exports any `toolhost:plugin`
-    /// interface at another version than [`CONTRACT_VERSION`], naming it, so
-    /// the author is told to rebuild rather than shown a missing export.
-    fn check_contract_version(&self, component: &Component) -> Result<(), SandboxError> {
+    /// The contract the component's `toolhost:plugin` imports and exports
+    /// name. Any version but the current and the previous one is refused,
+    /// naming it and the supported ones, so the author is told what to do
+    /// rather than shown a missing export (see `compat`).
+    fn check_contract_version(&self, component: &Component) -> Result<Contract, SandboxError> {
         let ty = component.component_type();
         let names = ty
             .imports(&self.engine)
             .map(|(name, _)| name)
             .chain(ty.exports(&self.engine).map(|(name, _)| name));
-        for name in names {
-            if let Some(found) = contract_version_of(name) {
-                if found != CONTRACT_VERSION {
-                    let found = if found.is_empty() {
-                        "(no version)"
-                    } else {
-                        found
-                    };
-                    return Err(SandboxError::ContractVersion {
-                        found: found.to_string(),
-                    });
-                }
-            }
-        }
-        Ok(())
+        compat::contract_of(names)
     }
 
     /// The compile cache, if enabled.
@@ -695,9 +705,11 @@ impl Sandbox {
 pub struct Plugin {
     engine: Engine,
     files: Arc<IndexCache>,
-    pre: bindings::plugin::PluginPre<State>,
-    /// The `plugin` world's exports, looked up in an instance.
-    indices: bindings::plugin::PluginIndices,
+    pre: InstancePre<State>,
+    /// The `plugin` world's exports, of the component's contract version.
+    exports: compat::Exports,
+    /// The contract the component was built against.
+    contract: Contract,
     digest: String,
     /// The next call's instance, when one was made ahead (`spare`).
     slot: Arc<spare::Slot>,
@@ -731,6 +743,12 @@ impl Plugin {
         !self.slot.is_empty()
     }
 
+    /// The contract the component was built against: the current one, or
+    /// the previous one run through the adapter (see `compat`).
+    pub fn contract(&self) -> Contract {
+        self.contract
+    }
+
     /// BLAKE3 of the component bytes (hex), the component's identity in
     /// the compile cache.
     pub fn digest(&self) -> &str {
@@ -761,10 +779,17 @@ impl Plugin {
             .pre
             .instantiate(&mut store)
             .map_err(|e| failed(e, &store))?;
-        let list = instance
-            .toolhost_plugin_tools()
-            .call_describe(&mut store)
-            .map_err(|e| failed(e, &store))?;
+        // Looking the exports up checks their types (the names alone were
+        // checked at link): a component whose functions do not have its
+        // contract's types does not implement it, whatever it names.
+        let plugin = self
+            .exports
+            .load(&mut store, &instance)
+            .map_err(|e| SandboxError::Link {
+                contract: self.contract.name(),
+                reason: format!("{e:#}"),
+            })?;
+        let list = plugin.describe(&mut store).map_err(|e| failed(e, &store))?;
         let bytes: usize = list
             .iter()
             .map(|d| {
@@ -784,7 +809,7 @@ impl Plugin {
                 limit: MAX_DESCRIPTOR_BYTES,
             });
         }
-        Ok(list.into_iter().map(ToolDescriptorText::from).collect())
+        Ok(list)
     }
 
     /// The state of a store for a run with these grants and limits.
@@ -893,33 +918,20 @@ impl Plugin {
         req: &CallRequest<'_>,
         cancel: Option<&CancelToken>,
     ) -> CallOutcome {
-        let ctx = wit::CallContext {
-            call_id: req.call_id.to_string(),
-            workspace_root: req.workspace_root.to_string(),
-            idempotency_key: req.idempotency_key.map(str::to_string),
-        };
+        let ctx = context(req, req.idempotency_key);
         self.run_fresh(req, cancel, |store, fresh| {
-            fresh
-                .plugin
-                .toolhost_plugin_tools()
-                .call_call(store, req.tool, req.args_json, &ctx)
+            fresh.plugin.call(store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
             Ok(out) => output_within_limit(out, req, usage),
-            Err(e) => Ok(Err(ToolError {
-                code: e.code,
-                message: e.message,
-                field: e.field,
-                correctable: e.correctable,
-                details: e.details,
-            })),
+            Err(e) => Ok(Err(e)),
         })
     }
 
     /// A fresh instance of this plugin in `store`.
     fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<spare::Fresh> {
-        let instance = self.pre.instance_pre().instantiate(&mut *store)?;
-        let plugin = self.indices.load(&mut *store, &instance)?;
+        let instance = self.pre.instantiate(&mut *store)?;
+        let plugin = self.exports.load(&mut *store, &instance)?;
         Ok(spare::Fresh { instance, plugin })
     }
 
@@ -1013,11 +1025,14 @@ impl Plugin {
     }
 }
 
-/// The version of a `toolhost:plugin/<interface>@<version>` import or
-/// export name (`None` for any other name, or one without a version).
-fn contract_version_of(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix(CONTRACT_PACKAGE)?.strip_prefix('/')?;
-    Some(rest.split_once('@').map_or("", |(_, v)| v))
+/// The call context of `req` with idempotency key `key`, for either
+/// contract version.
+fn context(req: &CallRequest<'_>, key: Option<&str>) -> compat::Context {
+    compat::Context {
+        call_id: req.call_id.to_string(),
+        workspace_root: req.workspace_root.to_string(),
+        idempotency_key: key.map(str::to_string),
+    }
 }
 
 /// Sets `limits`' fuel on `store`, and its epoch deadline to the next
@@ -1050,7 +1065,7 @@ fn on_epoch(store: StoreContextMut<'_, State>) -> wasmtime::Result<wasmtime::Upd
 /// The text is not limited here: the host clips it to the call's text
 /// budget when it renders the observation.
 fn output_within_limit(
-    out: wit::ToolOutput,
+    out: ToolOutput,
     req: &CallRequest<'_>,
     usage: &mut Usage,
 ) -> Result<Result<ToolOutput, ToolError>, Failure> {
@@ -1242,46 +1257,17 @@ impl Plugin {
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();
         store.set_epoch_deadline(u64::MAX / 2);
-        let ctx = wit::CallContext {
+        let ctx = compat::Context {
             call_id: String::new(),
             workspace_root: String::new(),
             idempotency_key: None,
         };
-        let instance = self.pre.instantiate(&mut store).unwrap();
-        instance
-            .toolhost_plugin_tools()
-            .call_call(&mut store, tool, args_json, &ctx)
+        let fresh = self.instantiate(&mut store).unwrap();
+        fresh
+            .plugin
+            .call(&mut store, tool, args_json, &ctx)
             .unwrap()
             .unwrap()
             .json
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contract_versions_are_read_from_interface_names() {
-        assert_eq!(
-            contract_version_of("toolhost:plugin/tools@0.2.0"),
-            Some("0.2.0")
-        );
-        assert_eq!(
-            contract_version_of("toolhost:plugin/exec@0.1.0"),
-            Some("0.1.0")
-        );
-        assert_eq!(contract_version_of("toolhost:plugin/tools"), Some(""));
-        assert_eq!(contract_version_of("wasi:cli/environment@0.2.6"), None);
-        assert_eq!(contract_version_of("toolhost:pluginx/tools@0.2.0"), None);
-        let e = SandboxError::ContractVersion {
-            found: "0.1.0".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "the component was built against toolhost:plugin@0.1.0, but this host implements \
-             toolhost:plugin@0.2.0: rebuild the plugin against toolhost:plugin@0.2.0 (update \
-             toolhost-sdk, the Python or JavaScript kit, or the WIT file it was built from)"
-        );
     }
 }

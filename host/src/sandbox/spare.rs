@@ -62,7 +62,7 @@ use std::sync::{Arc, Mutex};
 use wasmtime::component::Instance;
 use wasmtime::Store;
 
-use super::{bindings, Plugin, State};
+use super::{compat, Plugin, State};
 
 thread_local! {
     /// The queue (its [`Shared::id`]) whose idle work this thread runs
@@ -87,10 +87,10 @@ pub(super) struct Spare {
 }
 
 /// An instance no call has used yet, with the `plugin` world's exports
-/// looked up.
+/// (of the component's contract version) looked up.
 pub(super) struct Fresh {
     pub instance: Instance,
-    pub plugin: bindings::plugin::Plugin,
+    pub plugin: compat::Loaded,
 }
 
 /// One plugin's spare, shared by the plugin's clones.
