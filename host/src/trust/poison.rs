@@ -13,28 +13,52 @@
 //! | `instruction_override` | "ignore previous instructions", "new instructions:", "you are now", "system prompt" |
 //! | `concealment` | "do not tell the user", "without informing the user", "keep this secret", "silently send" |
 //! | `directive_tag` | `<IMPORTANT>`, `<system>`, `[INST]`, `<\|im_start\|>`-style tags |
+//! | `hidden_comment` | markup a rendered view hides: `<!-- … -->`, `[//]: # (…)`, `style="display:none"`, `hidden` elements |
 //! | `cross_tool` | instructions about other tools: "before using any other tool", "all other tools must", "send all emails to" |
+//! | `tool_order` | orders to call a tool by name or to act destructively: "then call file_delete", "call \`wipe\`", "use send_payment", "run rm -rf ~", "after answering, run …" |
 //! | `model_address` | text aimed at the model: "note to the AI", "as an AI", "you must first call …" |
 //! | `secret_request` | asks for secrets: "include the API key", "send the password", "read the credentials" |
 //! | `sensitive_path` | `~/.ssh`, `id_rsa`, `.env`, `/etc/passwd`, `.aws/credentials`, `.netrc`, `mcp.json`, … |
 //! | `hidden_unicode` | zero-width characters, bidi controls, Unicode tag characters (U+E0000–E007F), variation-selector runs, control characters |
+//! | `encoded_text` | base64 or hex that decodes to text a rule flags, or, in prose, to words |
 //! | `url` | URLs and e-mail addresses (a description has no reason to send the model anywhere) |
 //! | `excessive_length` | a description out of proportion to the tool: longer than 1500 characters plus 700 per input property, a schema text over 1000 characters, a title over 200 |
 //!
-//! The texts scanned are the title, the description, and in both schemas
-//! every string under `description`, `title`, `$comment`, `examples`,
-//! `default`, `enum` and `const` at any depth — what a model reads — but
-//! not structural strings such as `pattern`, `format`, `$schema` or `$ref`.
+//! Each text is matched in all its [`readings`](super::readings): as it is,
+//! normalized (NFKD compatibility forms such as fullwidth letters,
+//! look-alike letters, case, invisible characters dropped, tag characters
+//! read as the ASCII they spell), with spaced-out letters joined, with
+//! leetspeak undone, as ROT13, and decoded from base64 and hex runs. The
+//! instruction, concealment and "you must call" phrases are also written in
+//! Spanish, French, German, Portuguese, Italian, Russian, Chinese and
+//! Japanese. A finding says in which reading it was seen.
+//!
+//! The texts scanned are the title, the description, and in both schemas,
+//! walked keyword by keyword: every string under `description`, `title`,
+//! `$comment` and other prose keywords; every string, and every object key,
+//! under `enum`, `const`, `default` and `examples`; the names of properties
+//! and definitions; and the strings under keywords the JSON Schema
+//! vocabulary does not know (`x-…`), which reach the model just the same.
+//! Structural strings such as `pattern`, `format`, `$schema`, `$ref` and
+//! `required` are not scanned.
 //!
 //! The rules aim at few false positives: ordinary guidance that names
 //! another tool ("to search, use grep_search instead", "before editing,
-//! view the file") is not flagged; only instructions about *using* other
-//! tools, secrets, files outside the tool's purpose, or the user's
-//! knowledge are. The reference tools and the test plugins are clean (a
-//! test checks it). A finding is a warning by default; a strict policy
-//! refuses the tool.
+//! view the file") is not flagged, nor is a destructive tool describing
+//! itself ("Deletes a file", a title "Delete file"), nor an order that
+//! names the tool itself; orders to *call* another tool by name, to act
+//! destructively, instructions about secrets, files outside the tool's
+//! purpose, or the user's knowledge are. The reference tools and the test
+//! plugins are clean (a test checks it). A finding is a warning by
+//! default; a strict policy refuses the tool.
 //!
-//! The rules take about 15 ms to compile, on the start path of a server's
+//! This is a filter, not a guarantee: text can always be phrased or encoded
+//! in a way no rule reads, and a clean lint says only that none of these
+//! forms was found. What defends against a plugin's words is reading them
+//! once and pinning them: the lock file records each tool's definition,
+//! and a changed word is refused until it is locked again.
+//!
+//! The rules take a few tens of milliseconds to compile, on the start path of a server's
 //! first third-party plugin. [`CleanMemo`] remembers, in the compile-cache
 //! directory, each descriptor these very rules found clean (an empty file
 //! named for the SHA-256 of the rules' source and the descriptor's JSON), so
