@@ -272,9 +272,9 @@ fn applies(rule: PoisonRule, reading: Reading) -> bool {
     }
 }
 
-/// A tool name as an order gives it: `snake_case` or dotted, or any word in
-/// backticks or quotes.
-const TOOL_ID: &str = r#"(?:[`'\x22][a-z][a-z0-9_.\-]*[`'\x22]|[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+)"#;
+/// A tool name as an order gives it: `snake_case` or dotted (not "e.g."),
+/// or any word in backticks or quotes.
+const TOOL_ID: &str = r#"(?:[`'\x22][a-z][a-z0-9_.\-]*[`'\x22]|[a-z][a-z0-9]+(?:[_.][a-z0-9]+)+)"#;
 
 /// Where an imperative starts: the start of a clause, or after a word that
 /// introduces an order.
@@ -438,17 +438,17 @@ static RULES: LazyLock<Vec<PatternRule>> = LazyLock::new(|| {
                 r"\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier)\s+(?:\w+\s+){0,3}?(?:instructions|consignes|règles)\s+(?:précédentes|antérieures)\b",
                 r"\b(?:ignoriere|ignorier|ignorieren|vergiss|vergessen)\s+(?:\w+\s+){0,3}?(?:vorherigen|vorigen|bisherigen|obigen|früheren)\s+(?:anweisungen|instruktionen|regeln|befehle)\b",
                 r"(?:игнорируй|игнорируйте|игнорировать|проигнорируй|забудь|забудьте)\s+(?:\w+\s+){0,3}?(?:предыдущие|предыдущих|прежние|прошлые)\s+(?:инструкции|инструкций|указания|правила)",
-                r"(?:忽略|无视|無視|忘记|忘記|不要理会|不要理會).{0,8}?(?:指令|指示|提示|规则|規則|说明|說明)",
-                r"(?:以前|前|これまで|上記|今まで)の.{0,6}?(?:指示|命令|指令|ルール)を?(?:無視|忘れ)",
+                r"(?:忽略|无视|無視|忘记|忘記|不要理会|不要理會)掉?(?:之前|以前|先前|上面|上述|前面|所有|全部|系统|系統)[^。.\n]{0,6}?(?:指令|指示|提示|规则|規則|说明|說明)",
+                r"(?:以前|前|これまで|上記|今まで)の[^。\n]{0,6}?(?:指示|命令|指令|ルール)を?(?:無視|忘れ)",
                 r"系统提示|系統提示|システムプロンプト|системн\w*\s+(?:промпт|подсказк\w*|инструкци\w*)|\bprompt\s+(?:del|de|di)\s+(?:sistema|système)\b|\b(?:invite|prompt)\s+(?:du\s+)?système\b|\bsystemprompt\b|\bsystemanweisung",
             ],
         ),
         foreign(
             PoisonRule::Concealment,
             &[
-                r"\bno\s+(?:le\s+|les\s+)?(?:digas|diga|digan|cuentes|cuente|menciones|mencione|informes|informe|avises|avise|reveles|revele)\b[^.\n]{0,30}?\busuarios?\b",
+                r"\bno\s+(?:le\s+|les\s+)?(?:digas|diga|digan|cuentes|menciones|informes|avises|reveles)\b[^.\n]{0,30}?\busuarios?\b",
                 r"\bsin\s+(?:decirle|decir|informar|avisar|notificar)(?:le)?\s+(?:nada\s+)?(?:al|a\s+los)\s+usuarios?\b",
-                r"\b(?:ne|n')\s*(?:le\s+|lui\s+|en\s+|rien\s+)?(?:dis|dites|parle|parlez|mentionne|mentionnez|révèle|révélez|signale|signalez|informe|informez|préviens|prévenez)\b[^.\n]{0,30}?utilisateur",
+                r"\b(?:ne|n')\s*(?:le\s+|lui\s+|en\s+|rien\s+)?(?:dis|dites|parlez|mentionnez|révélez|signalez|informez|préviens|prévenez)\b[^.\n]{0,30}?utilisateur",
                 r"\bsans\s+(?:le\s+dire|en\s+parler|informer|prévenir|avertir)\s+(?:à\s+)?l'?\s*utilisateur",
                 r"\b(?:sag|sage|sagen|erzähl|erzähle|verrat|verrate|teile)\b[^.\n]{0,30}?\b(?:benutzer|nutzer|anwender)\w*\b[^.\n]{0,20}?\bnichts?\b",
                 r"\b(?:nicht|niemals)\s+(?:dem|den)\s+(?:benutzer|nutzer|anwender)\w*\s+(?:sagen|mitteilen|erzählen|verraten|zeigen)\b",
@@ -464,14 +464,14 @@ static RULES: LazyLock<Vec<PatternRule>> = LazyLock::new(|| {
         foreign(
             PoisonRule::ModelAddress,
             &[
-                r"\b(?:debes|tienes\s+que|deberás)\s+(?:primero\s+|siempre\s+|también\s+)*(?:llamar|usar|invocar|ejecutar|leer|enviar)\b",
-                r"\b(?:tu\s+dois|vous\s+devez)\s+(?:d'abord\s+|toujours\s+|aussi\s+)*(?:appeler|utiliser|invoquer|exécuter|lancer|lire|envoyer)\b",
-                r"\b(?:du\s+musst|sie\s+müssen)\b[^.\n]{0,60}?\b(?:aufrufen|verwenden|benutzen|ausführen|lesen|senden|schicken)\b",
-                r"\bvocê\s+(?:deve|precisa)\s+(?:primeiro\s+|sempre\s+)*(?:chamar|usar|invocar|executar|ler|enviar)\b",
-                r"\b(?:devi|dovete)\s+(?:prima\s+|sempre\s+)*(?:chiamare|usare|invocare|eseguire|leggere|inviare)\b",
-                r"(?:ты|вы)\s+(?:должен|должна|должны|обязан|обязаны)\s+(?:сначала\s+|всегда\s+)*(?:вызвать|использовать|запустить|выполнить|прочитать|отправить)",
-                r"(?:你|您)(?:必须|必須|一定要)(?:先|首先|总是|總是)?(?:调用|調用|呼叫|使用|运行|運行|执行|執行|读取|讀取|发送|發送)",
-                r"必ず.{0,20}?(?:呼び出|実行し|使用し|読み取|送信し)|(?:呼び出|実行|使用)しなければ(?:なりません|ならない)",
+                r"\b(?:debes|tienes\s+que|deberás)\s+(?:primero\s+|siempre\s+|también\s+)*(?:llamar|invocar|ejecutar)\b",
+                r"\b(?:tu\s+dois|vous\s+devez)\s+(?:d'abord\s+|toujours\s+|aussi\s+)*(?:appeler|invoquer|exécuter|lancer)\b",
+                r"\b(?:du\s+musst|sie\s+müssen)\b[^.\n]{0,60}?\b(?:aufrufen|ausführen)\b",
+                r"\bvocê\s+(?:deve|precisa)\s+(?:primeiro\s+|sempre\s+)*(?:chamar|invocar|executar)\b",
+                r"\b(?:devi|dovete)\s+(?:prima\s+|sempre\s+)*(?:chiamare|invocare|eseguire)\b",
+                r"(?:ты|вы)\s+(?:должен|должна|должны|обязан|обязаны)\s+(?:сначала\s+|всегда\s+)*(?:вызвать|запустить|выполнить)",
+                r"(?:你|您)(?:必须|必須|一定要)(?:先|首先|总是|總是)?(?:调用|調用|呼叫|运行|運行|执行|執行)",
+                r"必ず[^。\n]{0,20}?(?:呼び出|実行し)|(?:呼び出|実行)しなければ(?:なりません|ならない)",
             ],
         ),
     ]
@@ -1578,6 +1578,9 @@ mod tests {
         // Numbers, versions and identifiers.
         "Returns 1 to 5 items; limit is 1-100 (default 10), ipv4 or ipv6, utf8 only.",
         "Compresses with zstd level 3 or gzip level 9; sha256 and md5 digests.",
+        "Returns HTTP 404 or 500 for s3, ec2, k8s, i18n, l10n, x86_64, h264, mp3, oauth2 and web3 names; port 1337, r2d2, c3po, 0xdeadbeef, $HOME, user@host.",
+        "Call counts per tool; run time in ms; the dry_run flag; a run_id such as run_42.",
+        "Lists repositories. Use list_repos to page, and delete_repo's dry-run to preview.",
         "Rotates by 13 places: the ROT13 cipher of a text.",
         "Spells a word out: c a t.",
         // Other languages, benign.
@@ -1588,6 +1591,12 @@ mod tests {
         "将两个数字相加并返回结果。",
         "二つの数を足して結果を返します。",
         "Ανάγνωση αρχείου κειμένου.",
+        "Debes usar una ruta relativa; no informa al usuario de los archivos omitidos.",
+        "Vous devez utiliser un chemin relatif. Ne signale pas d'erreur à l'utilisateur si le fichier manque.",
+        "Du musst einen relativen Pfad verwenden.",
+        "忽略 .gitignore 规则中的文件。必须使用相对路径。",
+        "パスは必ず相対パスを使用してください。",
+        "(run e.g. `make test`, i.e. a build)",
         // Markup that hides nothing.
         "Returns <b>bold</b> text; a <details> block is fine too.",
     ];

@@ -602,8 +602,8 @@ mod tests {
             "ignore all previous"
         ));
         assert!(has("vtaber cerivbhf", Reading::Rot13, "ignore previous"));
-        // Short lists of letters stay as they are.
-        assert!(has("a, b or c", Reading::Words, "a, b or c") || texts("a, b or c").len() > 1);
+        // Three letters standing alone are a list, not a word.
+        assert!(!texts("x, a b c").iter().any(|(_, t)| t.contains("abc")));
         assert!(!texts("Returns 1 to 5 items")
             .iter()
             .any(|(r, _)| *r == Reading::Leet));
