@@ -16,6 +16,9 @@
 //! | rot13 | the normalized reading rotated by 13 |
 //! | base64, hex | runs of base64 (16 characters or more) or hex (12 bytes or more, also `\x..` and `%..` escapes) that decode to printable UTF-8, normalized; one level of nesting is decoded too |
 //!
+//! The derived readings of a long text are made one window of 64 KiB at a
+//! time, windows overlapping by 2 KiB, so that memory stays bounded.
+//!
 //! A look-alike letter is folded only in a word whose other letters are ASCII
 //! or look-alikes, so text really written in Cyrillic or Greek keeps its
 //! letters, and the rules' phrases in those languages still match.
@@ -107,16 +110,62 @@ fn variant(reading: Reading, units: &[Unit]) -> Variant {
     }
 }
 
+/// Bytes of a text read at once in the derived readings: a longer text is
+/// read in windows this long, each overlapping the one before by
+/// [`OVERLAP`] bytes, so that memory stays bounded and a phrase across a
+/// window's edge is still seen whole in one of them.
+const WINDOW: usize = 64 * 1024;
+/// Bytes shared by consecutive windows.
+const OVERLAP: usize = 2 * 1024;
+
 /// Every reading of `raw` (see the module docs), the plain one first.
 /// Readings identical to one before them are left out.
 pub fn readings(raw: &str) -> Vec<Variant> {
-    let mut out = vec![Variant {
+    let mut out = Vec::new();
+    each_reading(raw, |v| out.push(v.clone()));
+    out
+}
+
+/// Calls `f` with every reading of `raw`: the plain one, then the derived
+/// readings one window at a time (see [`WINDOW`]).
+pub fn each_reading(raw: &str, mut f: impl FnMut(&Variant)) {
+    f(&Variant {
         reading: Reading::Plain,
         text: raw.to_string(),
         spans: Vec::new(),
-    }];
-    derived(raw, &|s, e| (s, e), Reading::Normalized, 0, &mut out);
-    out
+    });
+    let floor = |mut i: usize| {
+        while !raw.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let mut start = 0;
+    loop {
+        let end = floor((start + WINDOW).min(raw.len()));
+        let window = &raw[start..end];
+        // The window as it is, so that a reading identical to it is left out.
+        let mut out = vec![Variant {
+            reading: Reading::Plain,
+            text: window.to_string(),
+            spans: Vec::new(),
+        }];
+        derived(
+            window,
+            &|s, e| (s + start, e + start),
+            Reading::Normalized,
+            0,
+            &mut out,
+        );
+        for v in &out[1..] {
+            f(v);
+        }
+        if end >= raw.len() {
+            break;
+        }
+        // A window is far longer than the overlap, so this moves on.
+        start = floor(end - OVERLAP);
+    }
 }
 
 /// Adds the normalized, words, leet and ROT13 readings of `raw` (read as
@@ -632,6 +681,28 @@ mod tests {
         let digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
         assert!(encoded_runs(digest).is_empty());
         assert!(encoded_runs("x-toolhost-resource internationalization").is_empty());
+    }
+
+    #[test]
+    fn long_texts_are_read_in_overlapping_windows() {
+        // A phrase across the first window's edge, and one at the end.
+        let mut raw = "a".repeat(WINDOW - 10);
+        raw.push_str(" ＩＧＮＯＲＥ it ");
+        raw.push_str(&"b ".repeat(WINDOW));
+        raw.push_str("ｅｎｄ");
+        let mut seen = Vec::new();
+        each_reading(&raw, |v| {
+            if v.reading == Reading::Normalized {
+                for want in ["ignore it", "end"] {
+                    if let Some(at) = v.text.find(want) {
+                        let (s, e) = v.original_range(at, at + want.len());
+                        seen.push(raw[s..e].to_string());
+                    }
+                }
+            }
+        });
+        assert!(seen.contains(&"ＩＧＮＯＲＥ it".to_string()), "{seen:?}");
+        assert!(seen.contains(&"ｅｎｄ".to_string()), "{seen:?}");
     }
 
     #[test]
