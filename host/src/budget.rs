@@ -71,6 +71,14 @@ pub enum BudgetError {
     /// The ledger could not be reached (a store-backed ledger).
     #[error("the call budget store cannot be reached: {0}")]
     Unavailable(String),
+    /// The token is bound to a record store (a `store` caveat) and this
+    /// host's store is another one (or it keeps none): its counts and
+    /// revocations are not here.
+    #[error(
+        "the token is bound to the record store {token}, and this host's store is {}: its budgets and revocations are kept there, so it is refused here",
+        .host.as_deref().unwrap_or("none")
+    )]
+    OtherStore { token: String, host: Option<String> },
 }
 
 fn exhausted_message(b: &CallBudget, used: u64) -> String {
@@ -192,6 +200,12 @@ pub trait BudgetLedger: Send + Sync {
     /// store-backed ledger may answer from a cache up to
     /// [`crate::ledger::REVOCATION_STALENESS`] old.
     fn revoked(&self, chain: &[TokenId], now: u64) -> Result<Option<TokenId>, BudgetError>;
+
+    /// The id the record store was given when it was created (`None`: this
+    /// ledger keeps no store, so a token bound to one is refused).
+    fn store_id(&self) -> Result<Option<crate::capability::StoreId>, BudgetError> {
+        Ok(None)
+    }
 
     /// Revokes `id` (and so every token derived from it) until
     /// `expires_at` (unix seconds; `None`: for good). Returns whether it

@@ -3,7 +3,7 @@
 //! are `toolhost::capability`).
 //!
 //! ```text
-//! toolhost cap mint [--tool T] [--read P] [--write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--delegate]
+//! toolhost cap mint [--tool T] [--read P] [--write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--audience DIR] [--delegate]
 //! toolhost cap attenuate TOKEN [same caveat flags: each can only narrow]
 //! toolhost cap inspect TOKEN
 //! toolhost cap revoke TOKEN|ID
@@ -15,6 +15,7 @@
 //! with their calls, and `revoke` takes effect in every process sharing
 //! that store within a second.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -32,7 +33,8 @@ pub(crate) struct CaveatArgs {
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
     /// Rights: read, write, net, exec, delegate, secrets (implied by
-    /// --read/--write/--net/--exec/--secrets when minting).
+    /// --read/--write/--net/--exec/--secrets when minting), metrics (read
+    /// the HTTP server's /metrics).
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
     /// Mint with the `secrets` right: outputs are not redacted and a network
@@ -66,6 +68,10 @@ pub(crate) struct CaveatArgs {
     /// Expiry: a duration from now (30s, 10m, 2h) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     expires: Option<String>,
+    /// A workspace the token is for (repeatable): a host serving another
+    /// workspace refuses it, even with the same root key.
+    #[arg(long = "audience", value_name = "DIR")]
+    audience: Vec<PathBuf>,
 }
 
 impl CaveatArgs {
@@ -141,6 +147,25 @@ impl CaveatArgs {
         if let Some(e) = &self.expires {
             texts.push(format!("expires={e}"));
         }
+        if !self.audience.is_empty() {
+            let dirs = self
+                .audience
+                .iter()
+                .map(|d| {
+                    let canon = d
+                        .canonicalize()
+                        .with_context(|| format!("--audience {}", d.display()))?;
+                    if !canon.is_dir() {
+                        bail!("--audience {}: not a directory", d.display());
+                    }
+                    canon
+                        .to_str()
+                        .map(str::to_owned)
+                        .with_context(|| format!("--audience {}: not UTF-8", d.display()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            texts.push(format!("aud={}", dirs.join(",")));
+        }
         texts
             .iter()
             .map(|t| Caveat::parse_at(t, now).with_context(|| format!("caveat `{t}`")))
@@ -191,9 +216,22 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             if *delegate {
                 add_delegate_right(&mut flags_rights);
             }
-            let caveats = flags_rights;
+            let mut caveats = flags_rights;
             if caveats.is_empty() {
                 bail!("a token with no caveats grants nothing; give at least --tool");
+            }
+            // Budgets are counted, and revocations kept, in a record store:
+            // the token is bound to it, so another (or a recreated) store
+            // cannot forget them.
+            let budgeted = caveats
+                .iter()
+                .any(|c| matches!(c, Caveat::MaxCalls(_) | Caveat::BudgetFuel(_)));
+            if budgeted || store_named(p) {
+                let id = ledger(p)
+                    .and_then(|l| Ok(l.store_id()?))
+                    .context("binding the token to its record store")?
+                    .context("the record store keeps no id")?;
+                caveats.push(Caveat::Store(id));
             }
             let token = Token::mint(&root_key(p)?, &caveats)?;
             record_issued(p, &token, toolhost::budget::Issue::Mint);
@@ -293,16 +331,24 @@ fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetL
         .context("the record store keeps no capability ledger")
 }
 
+/// Whether this command names the host's store: `--store` (or
+/// `TOOLHOST_STORE`), or the default store (beside `--key-file`, else in
+/// the state directory) when it exists.
+fn store_named(p: &PluginArgs) -> bool {
+    let default = match p.key_file.as_deref().and_then(|k| k.parent()) {
+        Some(dir) if !dir.as_os_str().is_empty() => Ok(dir.to_path_buf()),
+        _ => default_state_dir(),
+    };
+    p.store.is_some() || default.is_ok_and(|d| d.join("records.sqlite").exists())
+}
+
 /// Notes a minted or attenuated token in the store's ledger for `cap list`
 /// when this command names the host's store: `--store` (or
 /// `TOOLHOST_STORE`), or the default store when it exists and no other key
 /// file is named. A store that cannot be opened is a warning, not a
 /// failure.
 fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
-    let default_store = || {
-        p.key_file.is_none() && default_state_dir().is_ok_and(|d| d.join("records.sqlite").exists())
-    };
-    if p.store.is_none() && !default_store() {
+    if !store_named(p) {
         return;
     }
     let issued = toolhost::budget::Issued {

@@ -7,7 +7,8 @@
 //! tools, read and write prefixes, network origins, programs, the `delegate` right
 //! itself — and what it may spend: `max_calls`, `budget_fuel` (both shared
 //! with the parent: every call of the child also spends the parent's
-//! budgets), a per-call `fuel` ceiling and `expires_in_s`. The result is an
+//! budgets), a per-call `fuel` ceiling and `expires_in_s` (default one
+//! hour, never after the parent's expiry). The result is an
 //! [`Observation`] whose output carries
 //!
 //! - `token`: the child, made from the session's own token with
@@ -43,6 +44,10 @@ pub const TOOL_NAME: &str = "delegate";
 
 /// Longest `expires_in_s`: 30 days.
 pub const MAX_EXPIRES_IN_S: u64 = 30 * 86_400;
+
+/// The child's expiry when `expires_in_s` is not given: one hour (and
+/// never after the parent's, as every expiry of a chain).
+pub const DEFAULT_EXPIRES_IN_S: u64 = 3_600;
 
 /// What the result's `client_config` can say about how to reach a host.
 #[derive(Debug, Clone, Default)]
@@ -189,7 +194,7 @@ pub fn tool_definition() -> Value {
                 "max_calls": {"type": "integer", "minimum": 0, "description": "Calls the child (and its own children) may make."},
                 "budget_fuel": {"type": "integer", "minimum": 0, "description": "Fuel the child's calls may consume together."},
                 "fuel": {"type": "integer", "minimum": 1, "description": "Fuel ceiling of each call."},
-                "expires_in_s": {"type": "integer", "minimum": 1, "maximum": MAX_EXPIRES_IN_S, "description": "Seconds until the child token expires (never after this session's token)."}
+                "expires_in_s": {"type": "integer", "minimum": 1, "maximum": MAX_EXPIRES_IN_S, "description": "Seconds until the child token expires (default 3600; never after this session's token)."}
             },
             "required": ["tools"],
             "additionalProperties": false
@@ -289,7 +294,8 @@ pub fn caveats_for(args: &DelegateArgs, now: SystemTime) -> Result<Vec<Caveat>, 
     if let Some(n) = args.budget_fuel {
         out.push(Caveat::BudgetFuel(n));
     }
-    if let Some(secs) = args.expires_in_s {
+    {
+        let secs = args.expires_in_s.unwrap_or(DEFAULT_EXPIRES_IN_S);
         if secs == 0 || secs > MAX_EXPIRES_IN_S {
             return Err(bad_argument(
                 "expires_in_s",
@@ -469,7 +475,11 @@ mod tests {
         let now = std::time::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
         let c = caveats_for(&args(json!({"tools": ["file_view"]})), now).unwrap();
         let texts: Vec<String> = c.iter().map(ToString::to_string).collect();
-        assert_eq!(texts, ["tool=file_view", "right=none"]);
+        // Not asked for, the expiry is an hour away.
+        assert_eq!(
+            texts,
+            ["tool=file_view", "right=none", "expires=1767229200"]
+        );
         let c = caveats_for(
             &args(
                 json!({"tools": ["file_*"], "write": ["src/gen"], "net": ["https://a.example"],
@@ -558,7 +568,8 @@ mod tests {
         )
         .unwrap();
         let texts: Vec<String> = c.iter().map(ToString::to_string).collect();
-        assert_eq!(texts, ["tool=run_command", "right=exec", "exec=cargo"]);
+        assert_eq!(texts[..3], ["tool=run_command", "right=exec", "exec=cargo"]);
+        assert!(texts[3].starts_with("expires="), "{texts:?}");
         assert!(widenings(&parent, &c).is_empty());
         let g = key.verify(&parent.delegate(&c).unwrap(), now).unwrap();
         let names: Vec<&str> = g.exec_programs().iter().map(|p| p.as_str()).collect();

@@ -893,7 +893,11 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
         other => {
             let path = match other {
                 Some(path) => PathBuf::from(path.strip_prefix("sqlite:").unwrap_or(path)),
-                None => default_state_dir()?.join("records.sqlite"),
+                // Beside the root key: a key file names the host's state.
+                None => match p.key_file.as_deref().and_then(|k| k.parent()) {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir.join("records.sqlite"),
+                    _ => default_state_dir()?.join("records.sqlite"),
+                },
             };
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)

@@ -57,6 +57,12 @@ pub enum SessionError {
     Token(CapError),
     #[error("the workspace or a granted prefix is not usable: {0}")]
     Path(crate::paths::PathError),
+    /// The token's `aud` caveats name other workspaces.
+    #[error(
+        "the token is for the workspace {audience}, not this host's {workspace}; \
+         mint or attenuate one with --audience {workspace}"
+    )]
+    Audience { audience: String, workspace: String },
 }
 
 impl From<CapError> for SessionError {
@@ -251,6 +257,19 @@ impl Session {
         workspace: Workspace,
     ) -> Result<Session, SessionError> {
         use crate::capability::Right;
+        if !grant.allows_workspace(workspace.root()) {
+            let audience = grant
+                .audience()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(SessionError::Audience {
+                audience,
+                workspace: workspace.root().display().to_string(),
+            });
+        }
         let rights = grant.rights();
         let mounted = |prefixes: &[crate::capability::RelPath], right: Right| -> Vec<String> {
             if !rights.contains(right) {
@@ -413,20 +432,48 @@ impl Session {
     /// The gates every use of the token passes, a host tool's too: it has
     /// not expired and no id of its chain is revoked.
     pub(crate) fn check_live(&self, ledger: &dyn BudgetLedger) -> Result<(), Box<ErrorInfo>> {
+        self.liveness(ledger).map_err(NotLive::into_info)
+    }
+
+    /// [`check_live`](Self::check_live), telling a token that is no good
+    /// (expired, revoked) from a ledger that cannot say (the HTTP layer
+    /// answers the first 401 and the second 503).
+    pub(crate) fn liveness(&self, ledger: &dyn BudgetLedger) -> Result<(), NotLive> {
         let now = SystemTime::now();
         self.grant
             .check_time(now)
-            .map_err(|d| Box::new(denial_error(&d)))?;
+            .map_err(|d| NotLive::Dead(Box::new(denial_error(&d))))?;
         let secs = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        if let Some(bound) = self.grant.stores().first() {
+            let host = match ledger.store_id() {
+                Ok(id) => id,
+                Err(e) => return Err(NotLive::Unknown(Box::new(budget_denial(&e)))),
+            };
+            let other = self
+                .grant
+                .stores()
+                .iter()
+                .find(|s| Some(*s) != host.as_ref());
+            if let Some(token) = other.or(host.is_none().then_some(bound)) {
+                return Err(NotLive::Dead(Box::new(budget_denial(
+                    &BudgetError::OtherStore {
+                        token: token.to_string(),
+                        host: host.map(|h| h.to_string()),
+                    },
+                ))));
+            }
+        }
         match ledger.revoked(&self.chain, secs) {
             Ok(None) => Ok(()),
-            Ok(Some(id)) => Err(Box::new(budget_denial(&BudgetError::Revoked {
-                id,
-                chain: self.chain.clone(),
-            }))),
-            Err(e) => Err(Box::new(budget_denial(&e))),
+            Ok(Some(id)) => Err(NotLive::Dead(Box::new(budget_denial(
+                &BudgetError::Revoked {
+                    id,
+                    chain: self.chain.clone(),
+                },
+            )))),
+            Err(e) => Err(NotLive::Unknown(Box::new(budget_denial(&e)))),
         }
     }
 
@@ -456,6 +503,24 @@ impl Session {
     }
 }
 
+/// Why a session's token may not be used now ([`Session::liveness`]).
+#[derive(Debug)]
+pub(crate) enum NotLive {
+    /// The token expired, or an id of its chain is revoked.
+    Dead(Box<ErrorInfo>),
+    /// The ledger cannot say whether it is revoked (fails closed).
+    Unknown(Box<ErrorInfo>),
+}
+
+impl NotLive {
+    /// The observation's error.
+    pub(crate) fn into_info(self) -> Box<ErrorInfo> {
+        match self {
+            NotLive::Dead(info) | NotLive::Unknown(info) => info,
+        }
+    }
+}
+
 /// A `max_calls` refusal as the observation's error: it names the caveat
 /// (its value and place in the chain) and what is left.
 fn budget_denial(e: &BudgetError) -> ErrorInfo {
@@ -480,11 +545,18 @@ fn budget_denial(e: &BudgetError) -> ErrorInfo {
         BudgetError::Full { .. } | BudgetError::Unavailable(_) => serde_json::json!({
             "caveat": CaveatKind::MaxCalls.as_str(),
         }),
+        BudgetError::OtherStore { token, host } => serde_json::json!({
+            "caveat": CaveatKind::Store.as_str(),
+            "token_store": token,
+            "host_store": host,
+        }),
     };
     let mut message = e.to_string();
     if matches!(
         e,
-        BudgetError::Exhausted { .. } | BudgetError::Revoked { .. }
+        BudgetError::Exhausted { .. }
+            | BudgetError::Revoked { .. }
+            | BudgetError::OtherStore { .. }
     ) {
         message.push_str("; ask for a new token");
     }

@@ -18,6 +18,8 @@ pub enum CaveatKind {
     BudgetFuel,
     Expires,
     Id,
+    Audience,
+    Store,
     Unknown,
 }
 
@@ -37,6 +39,8 @@ impl CaveatKind {
             CaveatKind::BudgetFuel => "budget_fuel",
             CaveatKind::Expires => "expires",
             CaveatKind::Id => "id",
+            CaveatKind::Audience => "aud",
+            CaveatKind::Store => "store",
             CaveatKind::Unknown => "unknown",
         }
     }
@@ -78,6 +82,12 @@ pub enum Caveat {
     /// attenuation ([`Token::delegate`]), the key of its revocation and of
     /// its line in `cap list`. Grants and limits nothing.
     Id(TokenId),
+    /// `aud=/home/u/proj`: the workspaces whose hosts honour the token
+    /// ([`Audience`]).
+    Audience(Vec<Audience>),
+    /// `store=<32 hex digits>`: the record store that counts the token's
+    /// budgets and holds its revocations ([`StoreId`]).
+    Store(StoreId),
     /// A caveat type this host does not know, kept as found in a decoded
     /// token so it can be shown; verification rejects it.
     Unknown { kind: String, value: String },
@@ -174,6 +184,13 @@ impl Caveat {
                     .parse()
                     .map_err(|e: CapError| malformed(format!("`{s}`: {e}")))?,
             ),
+            "aud" => Caveat::Audience(
+                items()?
+                    .into_iter()
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?,
+            ),
+            "store" => Caveat::Store(value.parse()?),
             "expires" => Caveat::Expires(match now {
                 Some(now) => parse_expiry(value, now)?,
                 None => parse_absolute_expiry(value)?,
@@ -199,6 +216,8 @@ impl Caveat {
             Caveat::BudgetFuel(_) => CaveatKind::BudgetFuel,
             Caveat::Expires(_) => CaveatKind::Expires,
             Caveat::Id(_) => CaveatKind::Id,
+            Caveat::Audience(_) => CaveatKind::Audience,
+            Caveat::Store(_) => CaveatKind::Store,
             Caveat::Unknown { .. } => CaveatKind::Unknown,
         }
     }
@@ -272,6 +291,11 @@ impl fmt::Display for Caveat {
             Caveat::BudgetFuel(n) => write!(f, "budget_fuel={n}"),
             Caveat::Expires(t) => write!(f, "expires={t}"),
             Caveat::Id(id) => write!(f, "id={id}"),
+            Caveat::Audience(v) => {
+                f.write_str("aud=")?;
+                write_list(f, v)
+            }
+            Caveat::Store(id) => write!(f, "store={id}"),
             Caveat::Unknown { kind, value } => write!(f, "{kind}={value}"),
         }
     }

@@ -26,6 +26,12 @@ impl Covers for Origin {
     }
 }
 
+impl Covers for Audience {
+    fn covers(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
 impl Covers for Program {
     fn covers(&self, other: &Self) -> bool {
         self == other
@@ -93,6 +99,11 @@ pub(super) struct Fold {
     pub(super) max_calls: Option<u64>,
     pub(super) budget_fuel: Option<u64>,
     pub(super) expires: Option<u64>,
+    /// `None`: any workspace. Narrowed by every `aud` caveat, appended or
+    /// minted.
+    pub(super) audience: Option<Vec<Audience>>,
+    /// Every `store` caveat's id (a host's store must be each of them).
+    pub(super) stores: Vec<StoreId>,
 }
 
 impl Fold {
@@ -113,6 +124,15 @@ impl Fold {
             Caveat::BudgetFuel(n) => min_opt(&mut self.budget_fuel, *n),
             Caveat::Expires(t) => min_opt(&mut self.expires, *t),
             Caveat::Id(_) => {}
+            Caveat::Audience(v) => {
+                // Binding an unbound token narrows it too.
+                narrow(&mut self.audience, v, true);
+            }
+            Caveat::Store(id) => {
+                if !self.stores.contains(id) {
+                    self.stores.push(id.clone());
+                }
+            }
             Caveat::Unknown { kind, .. } => return Err(CapError::UnknownCaveat(kind.clone())),
         }
         Ok(())
@@ -190,7 +210,20 @@ impl Fold {
                     );
                 }
             }
-            Caveat::Id(_) => {}
+            Caveat::Id(_) | Caveat::Store(_) => {}
+            Caveat::Audience(v) => {
+                if let Some(parent) = &self.audience {
+                    if let Some(a) = v.iter().find(|a| !parent.contains(a)) {
+                        return widens(
+                            CaveatKind::Audience,
+                            format!(
+                                "audience `{a}` is not among the parent token's ({})",
+                                list(parent)
+                            ),
+                        );
+                    }
+                }
+            }
             Caveat::Fuel(n) | Caveat::MaxCalls(n) | Caveat::BudgetFuel(n) | Caveat::Expires(n) => {
                 let (kind, parent, what) = match caveat {
                     Caveat::Fuel(_) => (CaveatKind::Fuel, self.fuel, "higher than"),
@@ -249,6 +282,8 @@ impl Fold {
             max_calls: self.max_calls,
             budget_fuel: self.budget_fuel,
             expires_at: self.expires,
+            audience: self.audience,
+            stores: self.stores,
             budgets: Vec::new(),
         }
     }

@@ -33,6 +33,10 @@ pub struct Grant {
     /// The smallest `budget_fuel` of the chain.
     pub(super) budget_fuel: Option<u64>,
     pub(super) expires_at: Option<u64>,
+    /// The workspaces the token is for (`None`: any).
+    pub(super) audience: Option<Vec<Audience>>,
+    /// The record stores the token is bound to (empty: none).
+    pub(super) stores: Vec<StoreId>,
     /// One per `max_calls` and `budget_fuel` caveat; known only after
     /// verification.
     #[serde(skip)]
@@ -54,6 +58,8 @@ impl PartialEq for Grant {
             && self.max_calls == other.max_calls
             && self.budget_fuel == other.budget_fuel
             && self.expires_at == other.expires_at
+            && self.audience == other.audience
+            && self.stores == other.stores
             && self.budgets == other.budgets
     }
 }
@@ -307,6 +313,23 @@ impl Grant {
     pub fn expires_at(&self) -> Option<u64> {
         self.expires_at
     }
+
+    /// The workspaces whose hosts honour the token; `None`: any.
+    pub fn audience(&self) -> Option<&[Audience]> {
+        self.audience.as_deref()
+    }
+
+    /// Whether a host whose workspace root is `root` honours the token.
+    pub fn allows_workspace(&self, root: &std::path::Path) -> bool {
+        self.audience
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|a| a.names(root)))
+    }
+
+    /// The record stores the token is bound to (`store` caveats).
+    pub fn stores(&self) -> &[StoreId] {
+        &self.stores
+    }
 }
 
 impl fmt::Display for Grant {
@@ -323,6 +346,12 @@ impl fmt::Display for Grant {
         writeln!(f, "exec:     {}", list(self.exec_programs()))?;
         writeln!(f, "fuel:     {}", opt(self.fuel_ceiling))?;
         writeln!(f, "calls:    {}", opt(self.max_calls))?;
+        if let Some(aud) = &self.audience {
+            writeln!(f, "audience: {}", list(aud))?;
+        }
+        if !self.stores.is_empty() {
+            writeln!(f, "store:    {}", list(&self.stores))?;
+        }
         match self.expires_at {
             Some(t) => write!(f, "expires:  {} ({t})", format_rfc3339(t)),
             None => write!(f, "expires:  never"),

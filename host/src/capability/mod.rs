@@ -159,6 +159,7 @@ const HEADER_LEN: usize = 1 + 4 + NONCE_LEN + 1;
 const SIG_LEN: usize = 32;
 const KEY_ID_DOMAIN: &[u8] = b"toolhost/capability/key-id/v1\0";
 
+mod binding;
 mod caveat;
 mod error;
 mod expiry;
@@ -174,6 +175,7 @@ mod tests;
 mod token;
 mod tools;
 
+pub use binding::*;
 pub use caveat::*;
 pub use error::*;
 pub use expiry::*;

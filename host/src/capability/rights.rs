@@ -1,5 +1,5 @@
 //! The rights a token can grant (`read`, `write`, `net`, `secrets`,
-//! `delegate`, `exec`) and sets of them.
+//! `delegate`, `exec`, `metrics`) and sets of them.
 
 use super::*;
 
@@ -18,21 +18,25 @@ pub enum Right {
     /// Run native programs (the `exec` caveat's) through the plugin
     /// contract's `exec` import, in an OS sandbox.
     Exec,
+    /// Read the HTTP server's `/metrics` (the whole host's figures, every
+    /// token's calls together); granted only when minting asks for it.
+    Metrics,
 }
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 6] = [
+    pub const ALL: [Right; 7] = [
         Right::Read,
         Right::Write,
         Right::Net,
         Right::Delegate,
         Right::Secrets,
         Right::Exec,
+        Right::Metrics,
     ];
 
-    /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets` or
-    /// `exec`.
+    /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets`,
+    /// `exec` or `metrics`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
@@ -41,6 +45,7 @@ impl Right {
             Right::Delegate => "delegate",
             Right::Secrets => "secrets",
             Right::Exec => "exec",
+            Right::Metrics => "metrics",
         }
     }
 
@@ -52,6 +57,7 @@ impl Right {
             Right::Delegate => 8,
             Right::Secrets => 16,
             Right::Exec => 32,
+            Right::Metrics => 64,
         }
     }
 }
@@ -66,8 +72,9 @@ impl FromStr for Right {
             "delegate" => Ok(Right::Delegate),
             "secrets" => Ok(Right::Secrets),
             "exec" => Ok(Right::Exec),
+            "metrics" => Ok(Right::Metrics),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net, delegate, secrets or exec)"
+                "`{s}` is not a right (use read, write, net, delegate, secrets, exec or metrics)"
             ))),
         }
     }
@@ -80,8 +87,8 @@ pub struct Rights(pub(super) u8);
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net`, `delegate`, `secrets` and `exec`.
-    pub const ALL: Rights = Rights(63);
+    /// `read`, `write`, `net`, `delegate`, `secrets`, `exec` and `metrics`.
+    pub const ALL: Rights = Rights(127);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -104,7 +111,7 @@ impl Rights {
         self.0 == 0
     }
     /// The rights in canonical order (read, write, net, delegate, secrets,
-    /// exec).
+    /// exec, metrics).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }

@@ -1552,6 +1552,52 @@ fn exec_caveat_values_are_one_program_each() {
     assert!("exec".parse::<Right>().is_ok());
     assert_eq!(
         Rights::ALL.to_string(),
-        "read,write,net,delegate,secrets,exec"
+        "read,write,net,delegate,secrets,exec,metrics"
     );
+}
+
+#[test]
+fn audiences_narrow_and_bind_and_never_widen() {
+    let k = key(7);
+    let bound = mint(&k, &["tool=*", "aud=/w/a,/w/b"]);
+    let g = k.verify(&bound, at(T0)).unwrap();
+    assert!(g.allows_workspace(std::path::Path::new("/w/a")));
+    assert!(!g.allows_workspace(std::path::Path::new("/w/c")));
+    // Narrowing to one of them is allowed; naming another is a widening.
+    let narrow = bound.delegate(&cavs(&["aud=/w/b"])).unwrap();
+    let g = k.verify(&narrow, at(T0)).unwrap();
+    assert!(!g.allows_workspace(std::path::Path::new("/w/a")));
+    assert!(g.allows_workspace(std::path::Path::new("/w/b")));
+    let err = bound.attenuate(&cavs(&["aud=/w/c"])).unwrap_err();
+    assert!(err.to_string().contains("audience"), "{err}");
+    // Appended by hand anyway, the audience becomes empty: no host.
+    let forged = raw_append(&bound, &["aud=/w/c"]);
+    let g = k.verify(&forged, at(T0)).unwrap();
+    assert!(!g.allows_workspace(std::path::Path::new("/w/a")));
+    assert!(!g.allows_workspace(std::path::Path::new("/w/c")));
+    // A token minted without one is for any workspace until one is added.
+    let open = mint(&k, &["tool=*"]);
+    assert!(k
+        .verify(&open, at(T0))
+        .unwrap()
+        .allows_workspace(std::path::Path::new("/x")));
+    let g = k
+        .verify(&open.delegate(&cavs(&["aud=/w/a"])).unwrap(), at(T0))
+        .unwrap();
+    assert!(!g.allows_workspace(std::path::Path::new("/x")));
+}
+
+#[test]
+fn store_caveats_accumulate() {
+    let k = key(7);
+    let a = "a".repeat(32);
+    let b = "b".repeat(32);
+    let t = mint(&k, &["tool=*", &format!("store={a}")]);
+    let g = k.verify(&t, at(T0)).unwrap();
+    assert_eq!(g.stores().len(), 1);
+    let t = t.delegate(&cavs(&[&format!("store={b}")])).unwrap();
+    let g = k.verify(&t, at(T0)).unwrap();
+    let ids: Vec<&str> = g.stores().iter().map(|s| s.as_str()).collect();
+    assert_eq!(ids, [a.as_str(), b.as_str()]);
+    assert_malformed(&["store=xyz", "aud=relative", "aud=/a/../b"]);
 }

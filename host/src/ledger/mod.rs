@@ -84,6 +84,9 @@ pub trait LedgerBackend: Send + Sync {
     fn record_issued(&self, issued: &Issued) -> Result<(), StoreError>;
     /// Every issued token with its use count, oldest first.
     fn issued(&self) -> Result<Vec<(Issued, u64)>, StoreError>;
+    /// The store's id: `candidate` when the store has none yet (it was just
+    /// created), else the one it was given then.
+    fn store_id(&self, candidate: &str) -> Result<String, StoreError>;
 }
 
 /// The charges of one admission: what each distinct budget is charged, and
@@ -152,6 +155,7 @@ pub struct StoreLedger {
     staleness: Duration,
     init: std::sync::OnceLock<()>,
     cache: Mutex<Cache>,
+    store_id: std::sync::OnceLock<crate::capability::StoreId>,
 }
 
 #[derive(Default)]
@@ -183,6 +187,7 @@ impl StoreLedger {
             staleness: REVOCATION_STALENESS,
             init: std::sync::OnceLock::new(),
             cache: Mutex::new(Cache::default()),
+            store_id: std::sync::OnceLock::new(),
         }
     }
 
@@ -245,6 +250,22 @@ impl Drop for StoreLedger {
 }
 
 impl BudgetLedger for StoreLedger {
+    fn store_id(&self) -> Result<Option<crate::capability::StoreId>, BudgetError> {
+        if let Some(id) = self.store_id.get() {
+            return Ok(Some(id.clone()));
+        }
+        let candidate = crate::capability::StoreId::random()
+            .map_err(|e| BudgetError::Unavailable(e.to_string()))?;
+        let id: crate::capability::StoreId = self
+            .backend()?
+            .store_id(candidate.as_str())
+            .map_err(unavailable)?
+            .parse()
+            .map_err(|e: crate::capability::CapError| BudgetError::Unavailable(e.to_string()))?;
+        let _ = self.store_id.set(id.clone());
+        Ok(Some(id))
+    }
+
     fn admit(&self, budgets: &[CallBudget], fuel: u64, now: u64) -> Result<Admission, BudgetError> {
         if budgets.is_empty() {
             return Ok(Admission { fuel });

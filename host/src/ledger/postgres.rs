@@ -43,6 +43,10 @@ CREATE TABLE IF NOT EXISTS toolhost_capability_issued (
     calls     BIGINT NOT NULL DEFAULT 0,
     seq       BIGSERIAL
 );
+CREATE TABLE IF NOT EXISTS toolhost_capability_store (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    id  TEXT    NOT NULL
+);
 ";
 
 fn backend(e: postgres::Error) -> StoreError {
@@ -152,6 +156,21 @@ impl LedgerBackend for PostgresStore {
                 &[&id.to_string()],
             )?;
             Ok(row.map_or(0, |r| to_u64(r.get(0))))
+        })
+    }
+
+    fn store_id(&self, candidate: &str) -> Result<String, StoreError> {
+        self.run(|client| {
+            client.execute(
+                "INSERT INTO toolhost_capability_store (one, id) VALUES (1, $1)
+                 ON CONFLICT (one) DO NOTHING",
+                &[&candidate],
+            )?;
+            let row = client.query_one(
+                "SELECT id FROM toolhost_capability_store WHERE one = 1",
+                &[],
+            )?;
+            Ok(row.get::<_, String>(0))
         })
     }
 

@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS capability_issued (
     expires_s INTEGER,
     calls     INTEGER NOT NULL DEFAULT 0
 ) STRICT;
+CREATE TABLE IF NOT EXISTS capability_store (
+    one INTEGER PRIMARY KEY NOT NULL CHECK (one = 1),
+    id  TEXT    NOT NULL
+) STRICT;
 ";
 
 fn kind_str(kind: BudgetKind) -> &'static str {
@@ -42,6 +46,20 @@ fn kind_str(kind: BudgetKind) -> &'static str {
 }
 
 impl LedgerBackend for SqliteStore {
+    fn store_id(&self, candidate: &str) -> Result<String, StoreError> {
+        self.write(|tx, _| {
+            tx.execute(
+                "INSERT INTO capability_store (one, id) VALUES (1, ?1) ON CONFLICT (one) DO NOTHING",
+                [candidate],
+            )
+            .map_err(map_err)?;
+            tx.query_row("SELECT id FROM capability_store WHERE one = 1", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .map_err(map_err)
+        })
+    }
+
     fn init(&self) -> Result<(), StoreError> {
         self.write(|tx, _| tx.execute_batch(SCHEMA).map_err(map_err))
     }

@@ -274,3 +274,27 @@ fn counts_and_revocations_are_purged_when_their_tokens_expire() {
     assert_eq!(ledger.used(&l[0].id), 1, "no expiry: kept");
     assert_eq!(store.revoked_ids(NOW + 10).unwrap(), vec![long.token_id()]);
 }
+
+/// A store gets its id once, when it is created: every ledger on the file
+/// sees the same one; a new file gets another.
+#[test]
+fn sqlite_store_ids_are_made_once_per_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sqlite");
+    let a = sqlite(&path).store_id().unwrap().unwrap();
+    assert_eq!(sqlite(&path).store_id().unwrap().unwrap(), a);
+    let other = sqlite(&dir.path().join("s.sqlite"))
+        .store_id()
+        .unwrap()
+        .unwrap();
+    assert_ne!(other, a);
+    std::fs::remove_file(&path).unwrap();
+    assert_ne!(sqlite(&path).store_id().unwrap().unwrap(), a);
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+fn postgres_store_ids_are_made_once_per_store() {
+    let a = postgres().store_id().unwrap().unwrap();
+    assert_eq!(postgres().store_id().unwrap().unwrap(), a);
+}

@@ -1,14 +1,23 @@
 //! Streamable HTTP on `/mcp`: hyper in front of rmcp's tower service.
 //!
 //! Before rmcp sees a request this layer routes by path (anything but
-//! `/mcp` is 404), asks the [`SessionPolicy`] for the request's scope from
-//! its bearer token (401 when refused), reads a POST body up to the limit
-//! (413 beyond it, whether declared or streamed) and answers a body that is
-//! not JSON with a JSON-RPC parse error (-32700, HTTP 400); a `tools/call`
-//! whose arguments fail the strict parse travels on with their text (see
-//! [`super::raw_args`]). rmcp then
-//! checks `Host` (loopback names only) and `Origin` (absent, or
-//! `http(s)://localhost|127.0.0.1|[::1]` with any port; otherwise 403).
+//! `/mcp` and `/metrics` is 404), checks `Host` (loopback names only,
+//! unless `--allow-remote` serves a non-loopback address) and `Origin`
+//! (absent, or `http(s)://localhost|127.0.0.1|[::1]` with any port;
+//! otherwise 403), asks the [`SessionPolicy`] for the request's scope from
+//! its bearer token (401 when refused), and checks that the token has not
+//! expired and that no id of its chain is revoked (401; 503 when the store
+//! cannot say). It then reads a POST body up to the limit (413 beyond it,
+//! whether declared or streamed) and answers a body that is not JSON with
+//! a JSON-RPC parse error (-32700, HTTP 400); a `tools/call` whose
+//! arguments fail the strict parse travels on with their text (see
+//! [`super::raw_args`]). rmcp checks `Host` and `Origin` again.
+//!
+//! `/metrics` shows the whole host's figures, every token's calls
+//! together, so it is served only to a token with the `metrics` right, or
+//! to clients without a token on a server that listens on loopback and
+//! gives such clients the command-line grants (no `--require-token`);
+//! anyone else gets 403.
 //!
 //! Bounded in time and memory: a client must send a request's headers
 //! within the request timeout (`--request-timeout-ms`, also the longest an
@@ -29,8 +38,10 @@ use hyper_util::rt::TokioTimer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::server::McpServer;
-use super::sessions::{Refusal, SessionLimits, Sessions, ANONYMOUS, OWNER};
+use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
+use crate::capability::Right;
+use crate::session::NotLive;
 
 type Body = BoxBody<Bytes, Infallible>;
 type Service = StreamableHttpService<McpServer, Sessions>;
@@ -44,6 +55,12 @@ struct Front {
     limits: HttpLimits,
     /// For `/metrics`.
     state: Arc<State>,
+    /// `Host` must name a loopback interface (off only for
+    /// `--allow-remote` on a non-loopback address).
+    check_host: bool,
+    /// Clients without a token may read `/metrics` (the server listens on
+    /// loopback only).
+    anonymous_metrics: bool,
 }
 
 /// Limits of the HTTP transport.
@@ -97,21 +114,94 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
         .expect("a valid response")
 }
 
-/// Who owns the sessions a request opens: its minted token (shared by the
-/// token's attenuations), or one owner for every client without a token.
-fn owner_of(scope: &SessionScope) -> Arc<str> {
+/// Who owns the sessions a request opens: its token (see [`Owner`]), or
+/// one owner for every client without a token.
+fn owner_of(scope: &SessionScope) -> Owner {
     if scope.anonymous {
-        Arc::from(ANONYMOUS)
+        Owner::anonymous()
     } else {
-        Arc::from(scope.session.token().id_hex())
+        Owner::of_chain(scope.session.chain_ids())
+    }
+}
+
+/// Whether `host` (the name of a `Host` header or an origin; any case,
+/// brackets around an IPv6 address allowed) names the loopback interface.
+fn loopback_name(host: &str) -> bool {
+    let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
+    matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1")
+}
+
+/// Whether `value` is an `Origin` a page may call from: a loopback name
+/// over http or https, any port.
+fn allowed_origin(value: &str) -> bool {
+    let Ok(uri) = value.trim().parse::<http::Uri>() else {
+        return false;
+    };
+    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
+    let plain = uri.path_and_query().is_none_or(|p| p.as_str() == "/");
+    scheme_ok && plain && uri.authority().is_some_and(|a| loopback_name(a.host()))
+}
+
+/// The DNS-rebinding checks (see the module docs), for every path: `None`
+/// when the request passes, else its 403 (400 for a malformed `Host`).
+fn refused_headers<B>(req: &Request<B>, check_host: bool) -> Option<Response<Body>> {
+    let headers = req.headers();
+    if check_host {
+        let host = match headers.get(header::HOST) {
+            Some(v) => v.to_str().ok().map(str::to_string),
+            None => req.uri().authority().map(|a| a.to_string()),
+        };
+        let Some(authority) = host.and_then(|h| h.parse::<http::uri::Authority>().ok()) else {
+            return Some(plain(
+                StatusCode::BAD_REQUEST,
+                "missing or invalid Host header",
+            ));
+        };
+        if !loopback_name(authority.host()) {
+            log!("toolhost: refused a request for Host {authority} (possible DNS rebinding)");
+            return Some(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            ));
+        }
+    }
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let Some(origin) = origins.next() {
+        let ok = origins.next().is_none() && origin.to_str().is_ok_and(allowed_origin);
+        if !ok {
+            return Some(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Origin header is not allowed",
+            ));
+        }
+    }
+    None
+}
+
+/// 401 with the bearer challenge.
+fn unauthorized(message: &str) -> Response<Body> {
+    let mut resp = plain(StatusCode::UNAUTHORIZED, message);
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    resp
+}
+
+/// Whether `scope` may read `/metrics`.
+fn may_read_metrics(scope: &SessionScope, anonymous_metrics: bool) -> bool {
+    if scope.anonymous {
+        anonymous_metrics
+    } else {
+        scope.session.grant().rights().contains(Right::Metrics)
     }
 }
 
 /// The answer to an `initialize` that would open one session too many.
 fn refused(refusal: &Refusal, id: serde_json::Value, idle: std::time::Duration) -> Response<Body> {
     let status = match refusal {
-        Refusal::OwnerFull(_) => StatusCode::TOO_MANY_REQUESTS,
-        Refusal::ServerFull(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::Token(_) | Refusal::Delegated(_) => StatusCode::TOO_MANY_REQUESTS,
+        Refusal::Server(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     let error = serde_json::json!({
         "jsonrpc": "2.0",
@@ -151,6 +241,9 @@ async fn route(
             "not found; the MCP endpoint is /mcp (metrics: /metrics)",
         ));
     }
+    if let Some(resp) = refused_headers(&req, front.check_host) {
+        return Ok(resp);
+    }
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -171,24 +264,32 @@ async fn route(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    let owner = match front.policy.scope_for(bearer) {
-        Ok(scope) => {
-            let owner = owner_of(&scope);
-            req.extensions_mut().insert(scope);
-            owner
-        }
-        Err(refused) => {
-            let mut resp = plain(StatusCode::UNAUTHORIZED, &refused.0);
-            resp.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer"),
-            );
-            return Ok(resp);
-        }
+    let scope = match front.policy.scope_for(bearer) {
+        Ok(scope) => scope,
+        Err(refused) => return Ok(unauthorized(&refused.0)),
     };
+    // A verified token is cached; whether it is still good is asked on
+    // every request (the revocation list is re-read at most once a second).
+    if !scope.anonymous {
+        match scope.session.liveness(front.state.current().host.budgets()) {
+            Ok(()) => {}
+            Err(NotLive::Dead(info)) => return Ok(unauthorized(&info.message)),
+            Err(NotLive::Unknown(info)) => {
+                return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &info.message))
+            }
+        }
+    }
     if req.uri().path() == "/metrics" {
+        if !may_read_metrics(&scope, front.anonymous_metrics) {
+            return Ok(plain(
+                StatusCode::FORBIDDEN,
+                "/metrics needs a token with the `metrics` right (toolhost cap mint --right metrics)",
+            ));
+        }
         return Ok(metrics(&front.state).await);
     }
+    let owner = owner_of(&scope);
+    req.extensions_mut().insert(scope);
     if req.method() != http::Method::POST {
         return Ok(service.handle(req).await);
     }
@@ -295,8 +396,10 @@ pub(super) async fn serve(
         .with_allowed_origins(ALLOWED_ORIGINS)
         .with_max_request_body_bytes(max_message_bytes)
         .with_json_response(true);
-    if allow_remote && !local.ip().is_loopback() {
-        // Clients reach us by a name we cannot list; Origin is still checked.
+    // Clients of a remote server reach it by a name we cannot list; Origin
+    // is still checked.
+    let check_host = !allow_remote || local.ip().is_loopback();
+    if !check_host {
         config = config.disable_allowed_hosts();
     }
     if !local.ip().is_unspecified() {
@@ -314,6 +417,8 @@ pub(super) async fn serve(
         sessions,
         limits,
         state,
+        check_host,
+        anonymous_metrics: local.ip().is_loopback(),
     });
     log!("toolhost: serving MCP on http://{local}/mcp");
     loop {
@@ -340,5 +445,89 @@ pub(super) async fn serve(
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(headers: &[(&str, &str)]) -> Request<()> {
+        let mut req = Request::builder().uri("/metrics");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(()).unwrap()
+    }
+
+    fn status(headers: &[(&str, &str)], check_host: bool) -> Option<StatusCode> {
+        refused_headers(&get(headers), check_host).map(|r| r.status())
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins_pass_others_are_refused() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:9",
+        ] {
+            assert_eq!(status(&[("host", host)], true), None, "{host}");
+        }
+        for host in [
+            "evil.example",
+            "127.0.0.1.nip.io",
+            "localhost.evil:80",
+            "0.0.0.0",
+        ] {
+            assert_eq!(
+                status(&[("host", host)], true),
+                Some(StatusCode::FORBIDDEN),
+                "{host}"
+            );
+            // Not checked for a remote server (`--allow-remote`).
+            assert_eq!(status(&[("host", host)], false), None, "{host}");
+        }
+        assert_eq!(status(&[], true), Some(StatusCode::BAD_REQUEST));
+        assert_eq!(
+            status(&[("host", "a b")], true),
+            Some(StatusCode::BAD_REQUEST)
+        );
+        let local = ("host", "127.0.0.1");
+        for origin in [
+            "http://localhost:3000",
+            "https://127.0.0.1",
+            "http://[::1]:1",
+        ] {
+            assert_eq!(status(&[local, ("origin", origin)], true), None, "{origin}");
+        }
+        for origin in [
+            "http://evil.example",
+            "null",
+            "file://localhost",
+            "http://localhost.evil",
+            "http://localhost/path",
+            "",
+        ] {
+            // Refused even where the host is not checked.
+            assert_eq!(
+                status(&[local, ("origin", origin)], false),
+                Some(StatusCode::FORBIDDEN),
+                "{origin}"
+            );
+        }
+        // Two origins: refused rather than guessing which one counts.
+        assert_eq!(
+            status(
+                &[
+                    local,
+                    ("origin", "http://localhost"),
+                    ("origin", "http://evil")
+                ],
+                true
+            ),
+            Some(StatusCode::FORBIDDEN)
+        );
     }
 }

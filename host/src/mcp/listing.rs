@@ -113,7 +113,6 @@ pub fn spill_schema() -> Value {
             "follow_up": {"type": "object", "required": ["tool", "arguments"]}
         },
         "required": ["truncated"],
-        "dependentRequired": {"artifact": ["follow_up"], "follow_up": ["artifact"]},
         "additionalProperties": false
     })
 }
@@ -431,12 +430,12 @@ mod tests {
             format!("toolhost://artifacts/{}", "a".repeat(32))
         );
         // Neither an output that breaks the own schema (through each kind of
-        // reference) nor a spill missing a part.
+        // reference) nor a spill without what was cut.
         for bad in [
             json!({"matches": [{"line": "1"}]}),
             json!({"matches": [], "again": [{}]}),
             json!({"matches": [], "child": {}}),
-            json!({"truncated": spill["truncated"], "artifact": spill["artifact"]}),
+            json!({"artifact": spill["artifact"], "follow_up": spill["follow_up"]}),
             json!({}),
         ] {
             assert!(!v.is_valid(&bad), "{bad}");

@@ -48,7 +48,9 @@
 //!
 //! Security: HTTP binds to loopback unless `--allow-remote`; `Origin` must be
 //! absent or `http(s)://localhost|127.0.0.1|[::1]` (any port), else 403; the
-//! `Host` header must be a loopback name; a message over `--max-message-bytes`
+//! `Host` header must be a loopback name (both on `/mcp` and `/metrics`; the
+//! latter also needs the `metrics` right, see `http`); a request whose token
+//! is revoked or expired is 401; a message over `--max-message-bytes`
 //! (default 4 MiB) is refused (HTTP 413; on stdio the line is dropped
 //! unanswered, since its id cannot be read, and the session goes on). Logs
 //! go to stderr. Who may do what is decided per request by a
@@ -191,8 +193,10 @@ pub struct ServeArgs {
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
-    /// HTTP: most sessions open at once per token (its attenuations
-    /// included; clients without a token share one allowance).
+    /// HTTP: most sessions open at once per token (a token made from
+    /// another with an id of its own has its own allowance, and all the
+    /// tokens made from one minted token share one more; clients without a
+    /// token share one allowance).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_TOKEN)]
     pub max_sessions_per_token: usize,
     /// HTTP: a session with nothing running for this long is closed.

@@ -6,11 +6,17 @@
 //! Clients that never do — or a flood of `initialize` requests — would hold
 //! memory for good. [`Sessions`] wraps rmcp's in-memory session manager and
 //!
-//! - caps the sessions open at once, in total and per owner: the minted
-//!   token a client presented ([`Token::id`](crate::capability::Token::id),
-//!   shared by its attenuations), or one shared owner for clients without a
-//!   token. A refused `initialize` gets HTTP 429 (the owner's share is
-//!   used up) or 503 (the server is full), with `Retry-After`;
+//! - caps the sessions open at once, in total and per owner ([`Owner`]). A
+//!   token's sessions count against its own allowance: the token's chain of
+//!   ids ([`Token::chain_ids`](crate::capability::Token::chain_ids)), so a
+//!   plain attenuation shares it and a delegated child (an id of its own)
+//!   has its own. A delegated token's sessions also count against one
+//!   allowance shared by every token delegated from the same minted token:
+//!   a child cannot take its root's sessions, and appending ids of its own
+//!   gets it no more than that shared allowance. Clients without a token
+//!   share one allowance. A refused `initialize` gets HTTP 429 (an
+//!   allowance is used up) or 503 (the server is full), with
+//!   `Retry-After`;
 //! - closes a session idle for longer than the idle timeout (no request
 //!   running, no stream open, nothing received), which ends its worker and
 //!   handler and frees their state; a later request naming it gets 404, as
@@ -35,13 +41,66 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 
-/// The owner of clients that present no token.
-pub(super) const ANONYMOUS: &str = "anonymous";
+use crate::capability::TokenId;
+
+/// One allowance of sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Pool {
+    /// Every client without a token.
+    Anonymous,
+    /// One token (a digest of its chain of ids) and its plain attenuations.
+    Token([u8; 32]),
+    /// Every token delegated from one minted token (its mint id), together.
+    Delegated(TokenId),
+}
+
+/// Whom a session is counted against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Owner {
+    own: Pool,
+    /// For a delegated token: the allowance it shares with every token
+    /// delegated from the same minted token.
+    delegated: Option<Pool>,
+}
+
+impl Owner {
+    /// The clients without a token.
+    pub(super) fn anonymous() -> Owner {
+        Owner {
+            own: Pool::Anonymous,
+            delegated: None,
+        }
+    }
+
+    /// A token with these ids ([`Token::chain_ids`](crate::capability::Token::chain_ids),
+    /// oldest first). Its own allowance is keyed by the whole chain, not the
+    /// last id alone: a holder can append any id, its root's included, but
+    /// can never shorten the chain, so no descendant lands in an ancestor's
+    /// allowance.
+    pub(super) fn of_chain(chain: &[TokenId]) -> Owner {
+        let mut digest = blake3::Hasher::new();
+        digest.update(b"toolhost session owner");
+        for id in chain {
+            digest.update(&id.0);
+        }
+        Owner {
+            own: Pool::Token(*digest.finalize().as_bytes()),
+            delegated: match chain {
+                [root, _, ..] => Some(Pool::Delegated(*root)),
+                _ => None,
+            },
+        }
+    }
+
+    fn pools(&self) -> impl Iterator<Item = &Pool> {
+        std::iter::once(&self.own).chain(self.delegated.as_ref())
+    }
+}
 
 tokio::task_local! {
     /// Who is asking for a new session: set around each request by the
     /// HTTP layer, read by [`Sessions::create_session`].
-    pub(super) static OWNER: Arc<str>;
+    pub(super) static OWNER: Owner;
 }
 
 /// Bounds of the HTTP sessions.
@@ -49,7 +108,9 @@ tokio::task_local! {
 pub struct SessionLimits {
     /// Sessions open at once, all owners together.
     pub max_total: usize,
-    /// Sessions open at once for one owner.
+    /// Sessions open at once for one token (clients without a token share
+    /// one such allowance, and so do all the tokens delegated from one
+    /// minted token).
     pub max_per_owner: usize,
     /// A session with nothing running for this long is closed.
     pub idle: Duration,
@@ -59,9 +120,11 @@ pub struct SessionLimits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(super) enum Refusal {
     #[error("this client already has {0} sessions open, the limit per token; close one (HTTP DELETE with its Mcp-Session-Id) or wait until an idle one expires")]
-    OwnerFull(usize),
+    Token(usize),
+    #[error("the tokens delegated from this token's root have {0} sessions open together, their shared limit; close one (HTTP DELETE with its Mcp-Session-Id) or wait until an idle one expires")]
+    Delegated(usize),
     #[error("the server has {0} sessions open, its limit; retry later")]
-    ServerFull(usize),
+    Server(usize),
 }
 
 /// The session manager's errors: rmcp's, or a refusal.
@@ -74,7 +137,7 @@ pub(super) enum SessionsError {
 }
 
 struct Tracked {
-    owner: Arc<str>,
+    owner: Owner,
     last_active: Instant,
     /// Requests running and streams open.
     busy: usize,
@@ -83,28 +146,42 @@ struct Tracked {
 #[derive(Default)]
 struct Table {
     open: HashMap<SessionId, Tracked>,
-    /// Sessions open or being opened, per owner.
-    per_owner: HashMap<Arc<str>, usize>,
+    /// Sessions open or being opened, per allowance.
+    per_pool: HashMap<Pool, usize>,
     total: usize,
 }
 
 impl Table {
-    fn check(&self, owner: &str, limits: &SessionLimits) -> Result<(), Refusal> {
-        if self.per_owner.get(owner).copied().unwrap_or(0) >= limits.max_per_owner {
-            return Err(Refusal::OwnerFull(limits.max_per_owner));
+    fn check(&self, owner: &Owner, limits: &SessionLimits) -> Result<(), Refusal> {
+        for pool in owner.pools() {
+            if self.per_pool.get(pool).copied().unwrap_or(0) >= limits.max_per_owner {
+                return Err(match pool {
+                    Pool::Delegated(_) => Refusal::Delegated(limits.max_per_owner),
+                    _ => Refusal::Token(limits.max_per_owner),
+                });
+            }
         }
         if self.total >= limits.max_total {
-            return Err(Refusal::ServerFull(limits.max_total));
+            return Err(Refusal::Server(limits.max_total));
         }
         Ok(())
     }
 
-    fn release(&mut self, owner: &Arc<str>) {
+    fn take(&mut self, owner: &Owner) {
+        self.total += 1;
+        for pool in owner.pools() {
+            *self.per_pool.entry(pool.clone()).or_insert(0) += 1;
+        }
+    }
+
+    fn release(&mut self, owner: &Owner) {
         self.total = self.total.saturating_sub(1);
-        if let Some(n) = self.per_owner.get_mut(owner) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_owner.remove(owner);
+        for pool in owner.pools() {
+            if let Some(n) = self.per_pool.get_mut(pool) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_pool.remove(pool);
+                }
             }
         }
     }
@@ -141,7 +218,7 @@ impl Sessions {
 
     /// Whether `owner` may open a session now (the HTTP layer asks before
     /// it hands an `initialize` to rmcp, to answer a refusal properly).
-    pub(super) fn admits(&self, owner: &str) -> Result<(), Refusal> {
+    pub(super) fn admits(&self, owner: &Owner) -> Result<(), Refusal> {
         self.table().check(owner, &self.limits)
     }
 
@@ -239,14 +316,13 @@ impl SessionManager for Sessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let owner: Arc<str> = OWNER
-            .try_with(Arc::clone)
-            .unwrap_or_else(|_| Arc::from(ANONYMOUS));
+        let owner = OWNER
+            .try_with(Owner::clone)
+            .unwrap_or_else(|_| Owner::anonymous());
         {
             let mut table = self.table();
             table.check(&owner, &self.limits)?;
-            table.total += 1;
-            *table.per_owner.entry(owner.clone()).or_insert(0) += 1;
+            table.take(&owner);
         }
         match self.inner.create_session().await {
             Ok((id, transport)) => {
@@ -346,9 +422,15 @@ mod tests {
         }
     }
 
-    async fn open_as(s: &Sessions, owner: &str) -> Result<SessionId, SessionsError> {
+    /// The owner of a token whose chain has these ids.
+    fn tok(ids: &[u8]) -> Owner {
+        let chain: Vec<TokenId> = ids.iter().map(|&n| TokenId([n; 16])).collect();
+        Owner::of_chain(&chain)
+    }
+
+    async fn open_as(s: &Sessions, owner: &Owner) -> Result<SessionId, SessionsError> {
         OWNER
-            .scope(Arc::from(owner), async { s.create_session().await })
+            .scope(owner.clone(), async { s.create_session().await })
             .await
             .map(|(id, _transport)| id)
     }
@@ -368,21 +450,21 @@ mod tests {
 
     async fn caps_per_owner_and_in_total_async() {
         let s = Sessions::new(limits(3, 2, 60_000));
-        open_as(&s, "a").await.unwrap();
-        open_as(&s, "a").await.unwrap();
+        open_as(&s, &tok(&[1])).await.unwrap();
+        open_as(&s, &tok(&[1])).await.unwrap();
         assert!(matches!(
-            open_as(&s, "a").await,
-            Err(SessionsError::Refused(Refusal::OwnerFull(2)))
+            open_as(&s, &tok(&[1])).await,
+            Err(SessionsError::Refused(Refusal::Token(2)))
         ));
-        assert_eq!(s.admits("a"), Err(Refusal::OwnerFull(2)));
-        let b = open_as(&s, "b").await.unwrap();
+        assert_eq!(s.admits(&tok(&[1])), Err(Refusal::Token(2)));
+        let b = open_as(&s, &tok(&[2])).await.unwrap();
         assert!(matches!(
-            open_as(&s, "c").await,
-            Err(SessionsError::Refused(Refusal::ServerFull(3)))
+            open_as(&s, &tok(&[3])).await,
+            Err(SessionsError::Refused(Refusal::Server(3)))
         ));
         // Closing one makes room.
         s.close_session(&b).await.unwrap();
-        open_as(&s, "c").await.unwrap();
+        open_as(&s, &tok(&[3])).await.unwrap();
         assert_eq!(s.open(), 3);
     }
 
@@ -393,8 +475,8 @@ mod tests {
 
     async fn idle_sessions_close_busy_ones_stay_async() {
         let s = Sessions::new(limits(10, 10, 20));
-        let idle = open_as(&s, "a").await.unwrap();
-        let working = open_as(&s, "a").await.unwrap();
+        let idle = open_as(&s, &tok(&[1])).await.unwrap();
+        let working = open_as(&s, &tok(&[1])).await.unwrap();
         let busy = s.busy(&working);
         tokio::time::sleep(Duration::from_millis(40)).await;
         assert_eq!(s.close_idle().await, 1);
@@ -408,6 +490,36 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(40)).await;
         assert_eq!(s.close_idle().await, 1);
         assert_eq!(s.open(), 0);
-        assert!(s.admits("a").is_ok());
+        assert!(s.admits(&tok(&[1])).is_ok());
+    }
+
+    #[test]
+    fn a_delegated_token_counts_on_its_own_and_never_on_its_root() {
+        run(a_delegated_token_counts_on_its_own_and_never_on_its_root_async());
+    }
+
+    async fn a_delegated_token_counts_on_its_own_and_never_on_its_root_async() {
+        let s = Sessions::new(limits(100, 2, 60_000));
+        let (root, child, grandchild) = (tok(&[1]), tok(&[1, 2]), tok(&[1, 2, 3]));
+        // The child uses up its allowance.
+        open_as(&s, &child).await.unwrap();
+        open_as(&s, &child).await.unwrap();
+        assert_eq!(s.admits(&child), Err(Refusal::Token(2)));
+        // The root still has its own.
+        assert!(s.admits(&root).is_ok());
+        open_as(&s, &root).await.unwrap();
+        open_as(&s, &root).await.unwrap();
+        assert_eq!(s.admits(&root), Err(Refusal::Token(2)));
+        // Ids the child appends get it nothing more: every token delegated
+        // from the root shares one allowance.
+        assert_eq!(s.admits(&grandchild), Err(Refusal::Delegated(2)));
+        assert_eq!(s.admits(&tok(&[1, 9])), Err(Refusal::Delegated(2)));
+        // Nor does appending the root's own id: the chain is longer.
+        assert_eq!(s.admits(&tok(&[1, 2, 1])), Err(Refusal::Delegated(2)));
+        assert_ne!(tok(&[1, 2, 1]), root);
+        // Another minted token is untouched.
+        assert!(s.admits(&tok(&[7])).is_ok());
+        assert!(s.admits(&tok(&[7, 8])).is_ok());
+        assert!(s.admits(&Owner::anonymous()).is_ok());
     }
 }
