@@ -917,6 +917,7 @@ fn lint_sees_through_rephrased_hidden_and_encoded_descriptions() {
         if let Some(reading) = reading {
             let message = found["message"].as_str().unwrap();
             assert!(message.contains(reading), "{text:?}: {message}");
+            assert_ne!(found["reading"], "plain", "{found:#}");
         }
         let strict = toolhost(&["--strict-descriptions", "lint", s(&file)], dir.path());
         assert_eq!(strict.status.code(), Some(1), "{text:?}");

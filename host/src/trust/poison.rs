@@ -217,6 +217,9 @@ pub struct Finding {
     pub excerpt: String,
     /// What the rule saw.
     pub message: String,
+    /// The reading of the text the rule saw it in (see
+    /// [`readings`](super::readings)).
+    pub reading: Reading,
 }
 
 impl Finding {
@@ -934,6 +937,7 @@ fn finding(
         pointer: pointer.to_string(),
         excerpt: excerpt(text, at, EXCERPT_RADIUS),
         message: format!("{}: {what}{times}", m.rule.explanation()),
+        reading: m.reading,
     }
 }
 
@@ -952,6 +956,7 @@ fn length_finding(
         pointer: pointer.to_string(),
         excerpt: excerpt(text, 0, EXCERPT_RADIUS),
         message: format!("{}: {message}", PoisonRule::ExcessiveLength.explanation()),
+        reading: Reading::Plain,
     }
 }
 
@@ -959,7 +964,6 @@ fn length_finding(
 mod tests {
     use super::*;
     use crate::descriptor::{Needs, SideEffect};
-    use crate::trust::readings::Reading;
     use serde_json::json;
 
     fn tool(description: &str) -> ToolDescriptor {
@@ -1150,6 +1154,7 @@ mod tests {
         assert_eq!(json["code"], "suspicious_description");
         assert_eq!(json["rule"], "sensitive_path");
         assert_eq!(json["field"], "input_schema");
+        assert_eq!(json["reading"], "plain");
     }
 
     #[test]
