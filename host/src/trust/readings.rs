@@ -10,11 +10,11 @@
 //! | reading | how |
 //! |---|---|
 //! | plain | the text as it is |
-//! | normalized | invisible characters dropped, Unicode tag characters read as the ASCII they encode, NFKD compatibility forms (fullwidth, mathematical, circled letters), Latin diacritics dropped, look-alike letters folded to ASCII in words made only of ASCII and look-alikes, lowercase |
+//! | normalized | HTML character references decoded (`&lt;`, `&#x69;`), invisible characters dropped, Unicode tag characters read as the ASCII they encode, NFKD compatibility forms (fullwidth, mathematical, circled letters), Latin diacritics dropped, look-alike letters folded to ASCII in words made only of ASCII and look-alikes, lowercase |
 //! | words | the normalized reading with spaced-out letters joined (`i g n o r e` → `ignore`, a wider gap is a word break) and `_` read as a space |
 //! | leet | the normalized reading with digits and signs inside words read as letters (`1gn0r3` → `ignore`) |
 //! | rot13 | the normalized reading rotated by 13 |
-//! | base64, hex | runs of base64 (16 characters or more) or hex (12 bytes or more, also `\x..` and `%..` escapes) that decode to printable UTF-8, normalized; one level of nesting is decoded too |
+//! | base64, hex | runs of base64 (16 characters or more) or hex (12 bytes or more, also `\x..`, `%..` and `\u....` escapes) that decode to printable UTF-8, normalized; one level of nesting is decoded too |
 //!
 //! The derived readings of a long text are made one window of 64 KiB at a
 //! time, windows overlapping by 2 KiB, so that memory stays bounded.
@@ -322,15 +322,14 @@ fn confusable(c: char) -> Option<char> {
 /// The normalized reading (see the module docs) as units.
 fn normalize_units(raw: &str, at: &dyn Fn(usize, usize) -> (usize, usize)) -> Vec<Unit> {
     let mut units: Vec<Unit> = Vec::with_capacity(raw.len());
-    for (i, c) in raw.char_indices() {
-        let span = at(i, i + c.len_utf8());
+    let push = |c: char, span: (usize, usize), units: &mut Vec<Unit>| {
         // A tag character spells the ASCII character 0xE0000 below it.
         if ('\u{E0020}'..='\u{E007E}').contains(&c) {
             units.push((char::from((c as u32 - 0xE0000) as u8), span));
-            continue;
+            return;
         }
         if is_invisible(c) || (c.is_control() && !matches!(c, '\n' | '\t' | '\r')) {
-            continue;
+            return;
         }
         for d in std::iter::once(c).nfkd() {
             if ('\u{300}'..='\u{36F}').contains(&d) || is_invisible(d) {
@@ -338,6 +337,18 @@ fn normalize_units(raw: &str, at: &dyn Fn(usize, usize) -> (usize, usize)) -> Ve
             }
             units.push((d, span));
         }
+    };
+    let mut i = 0;
+    while let Some(c) = raw[i..].chars().next() {
+        if c == '&' {
+            if let Some((decoded, len)) = html_entity(&raw[i..]) {
+                push(decoded, at(i, i + len), &mut units);
+                i += len;
+                continue;
+            }
+        }
+        push(c, at(i, i + c.len_utf8()), &mut units);
+        i += c.len_utf8();
     }
     // Look-alikes: only in a word made of ASCII and look-alike letters.
     let mut i = 0;
@@ -372,6 +383,30 @@ fn normalize_units(raw: &str, at: &dyn Fn(usize, usize) -> (usize, usize)) -> Ve
         out.extend(c.to_lowercase().map(|l| (l, span)));
     }
     out
+}
+
+/// The character an HTML character reference at the start of `text` stands
+/// for (`&lt;`, `&#60;`, `&#x3c;` and a few named ones), and its length.
+fn html_entity(text: &str) -> Option<(char, usize)> {
+    let end = text[..text.len().min(12)].find(';')?;
+    let body = &text[1..end];
+    let c = match body {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "quot" => '"',
+        "apos" => '\'',
+        "nbsp" => ' ',
+        _ => {
+            let code = body.strip_prefix('#')?;
+            let n = match code.strip_prefix(['x', 'X']) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => code.parse().ok()?,
+            };
+            char::from_u32(n)?
+        }
+    };
+    Some((c, end + 1))
 }
 
 /// Characters that may stand between spaced-out letters.
@@ -497,7 +532,7 @@ fn rot13(c: char) -> char {
 }
 
 /// Runs that look encoded.
-static ENCODED: LazyLock<[(Reading, Regex); 5]> = LazyLock::new(|| {
+static ENCODED: LazyLock<[(Reading, Regex); 6]> = LazyLock::new(|| {
     let rx = |p: &str| Regex::new(p).expect("encoded-run pattern compiles");
     [
         (Reading::Base64, rx(r"[A-Za-z0-9+/]{16,}={0,2}")),
@@ -508,6 +543,8 @@ static ENCODED: LazyLock<[(Reading, Regex); 5]> = LazyLock::new(|| {
             rx(r"(?:[0-9A-Fa-f]{2}[ :]){11,}[0-9A-Fa-f]{2}"),
         ),
         (Reading::Hex, rx(r"(?:(?:\\x|%|0x)[0-9A-Fa-f]{2}[ ,]?){8,}")),
+        // `\u0069\u0067…`: UTF-16 code units.
+        (Reading::Hex, rx(r"(?:\\u[0-9A-Fa-f]{4}){6,}")),
     ]
 });
 
@@ -541,6 +578,17 @@ pub fn encoded_runs(raw: &str) -> Vec<(usize, usize, Reading, String)> {
                     }
                     match BASE64.decode(body).or_else(|_| BASE64_URL.decode(body)) {
                         Ok(b) => b,
+                        Err(_) => continue,
+                    }
+                }
+                _ if run.starts_with("\\u") => {
+                    let units: Vec<u16> = run
+                        .split("\\u")
+                        .filter(|u| !u.is_empty())
+                        .filter_map(|u| u16::from_str_radix(u, 16).ok())
+                        .collect();
+                    match String::from_utf16(&units) {
+                        Ok(text) => text.into_bytes(),
                         Err(_) => continue,
                     }
                 }
@@ -626,6 +674,17 @@ mod tests {
         assert!(has("ig\u{200B}nore", Reading::Normalized, "ignore"));
         assert!(has("ɪɢɴᴏʀᴇ", Reading::Normalized, "ignore"));
         assert!(has("ïgnörê", Reading::Normalized, "ignore"));
+        // HTML character references.
+        assert!(has(
+            "&lt;system&#62; &#x69;gnore",
+            Reading::Normalized,
+            "<system> ignore"
+        ));
+        assert!(has(
+            "a &amp b; &#xZZ;",
+            Reading::Normalized,
+            "a &amp b; &#xzz;"
+        ));
         // Tag characters spell ASCII.
         assert!(has("x\u{E0068}\u{E0069}", Reading::Normalized, "xhi"));
         // A Cyrillic word keeps its letters.
@@ -671,6 +730,11 @@ mod tests {
         assert!(has(&hex, Reading::Hex, "ignore all previous"));
         assert!(has(
             "\\x69\\x67\\x6e\\x6f\\x72\\x65\\x20\\x69\\x74",
+            Reading::Hex,
+            "ignore it"
+        ));
+        assert!(has(
+            "\\u0069\\u0067\\u006e\\u006f\\u0072\\u0065\\u0020\\u0069\\u0074",
             Reading::Hex,
             "ignore it"
         ));
