@@ -25,9 +25,9 @@
 //! | `excessive_length` | a description out of proportion to the tool: longer than 1500 characters plus 700 per input property, a schema text over 1000 characters, a title over 200 |
 //!
 //! Each text is matched in all its [`readings`](super::readings): as it is,
-//! normalized (NFKD compatibility forms such as fullwidth letters,
-//! look-alike letters, case, invisible characters dropped, tag characters
-//! read as the ASCII they spell), with spaced-out letters joined, with
+//! normalized (HTML character references, NFKD compatibility forms such as
+//! fullwidth letters, look-alike letters, case, invisible characters
+//! dropped, tag characters read as the ASCII they spell), with spaced-out letters joined, with
 //! leetspeak undone, as ROT13, and decoded from base64 and hex runs. The
 //! instruction, concealment and "you must call" phrases are also written in
 //! Spanish, French, German, Portuguese, Italian, Russian, Chinese and
@@ -58,15 +58,15 @@
 //! once and pinning them: the lock file records each tool's definition,
 //! and a changed word is refused until it is locked again.
 //!
-//! The rules take a few tens of milliseconds to compile, on the start path of a server's
-//! first third-party plugin. [`CleanMemo`] remembers, in the compile-cache
-//! directory, each descriptor these very rules found clean (an empty file
-//! named for the SHA-256 of the rules' source and the descriptor's JSON), so
-//! a server that starts again with the same plugins scans nothing; a
-//! descriptor with findings is scanned every time, and any change to the
-//! rules or to the descriptor changes the name. The directory is trusted as
-//! the compiled code beside it is: whoever can write there can already
-//! change what the host runs.
+//! The rules take a few tens of milliseconds to compile, on the start path
+//! of a server's first third-party plugin. [`CleanMemo`] remembers, in the
+//! compile-cache directory, each descriptor these very rules found clean
+//! (an empty file named for the SHA-256 of the rules' source and the
+//! descriptor's JSON), so a server that starts again with the same plugins
+//! scans nothing; a descriptor with findings is scanned every time, and any
+//! change to the rules or to the descriptor changes the name. The directory
+//! is trusted as the compiled code beside it is: whoever can write there
+//! can already change what the host runs.
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
