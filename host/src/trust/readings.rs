@@ -11,7 +11,7 @@
 //! |---|---|
 //! | plain | the text as it is |
 //! | normalized | HTML character references decoded (`&lt;`, `&#x69;`), invisible characters dropped, Unicode tag characters read as the ASCII they encode, NFKD compatibility forms (fullwidth, mathematical, circled letters), Latin diacritics dropped, look-alike letters folded to ASCII in words made only of ASCII and look-alikes, lowercase |
-//! | words | the normalized reading with spaced-out letters joined (`i g n o r e` → `ignore`, a wider gap is a word break) and `_` read as a space |
+//! | words | the normalized reading with spaced-out letters joined (`i g n o r e` → `ignore`, a wider gap is a word break), `_` and `-` read as spaces |
 //! | leet | the normalized reading with digits and signs inside words read as letters (`1gn0r3` → `ignore`) |
 //! | rot13 | the normalized reading rotated by 13 |
 //! | base64, hex | runs of base64 (16 characters or more) or hex (12 bytes or more, also `\x..`, `%..` and `\u....` escapes) that decode to printable UTF-8, normalized; one level of nesting is decoded too |
@@ -425,15 +425,15 @@ fn single(units: &[Unit], i: usize) -> bool {
 }
 
 /// Joins runs of four or more letters standing alone (`i g n o r e`); in a
-/// run, a gap wider than the narrowest one is a word break. `_` reads as a
-/// space.
+/// run, a gap wider than the narrowest one is a word break. `_` and `-`
+/// read as spaces.
 fn join_spaced(units: &[Unit]) -> Vec<Unit> {
     let mut out = Vec::with_capacity(units.len());
     let mut i = 0;
     while i < units.len() {
         if !single(units, i) {
             let (c, span) = units[i];
-            out.push((if c == '_' { ' ' } else { c }, span));
+            out.push((if matches!(c, '_' | '-') { ' ' } else { c }, span));
             i += 1;
             continue;
         }
