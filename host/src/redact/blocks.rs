@@ -237,7 +237,7 @@ pub struct KeyLines {
 
 impl KeyLines {
     /// The body lines of every block in `text` (BEGIN to END, or to the
-    /// end of the text), trimmed, at least [`MIN_KNOWN_LINE`] characters;
+    /// end of the text), trimmed, at least `MIN_KNOWN_LINE` characters;
     /// `None` when it holds no block.
     pub fn of(text: &str) -> Option<KeyLines> {
         let mut lines: Vec<String> = Vec::new();

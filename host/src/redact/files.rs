@@ -4,7 +4,7 @@
 //!
 //! A page of a file read from the middle of a key's body is a run of
 //! base64 lines; nothing in it says it is a key. The host knows which files
-//! a call may read (its path arguments, [`crate::provenance::Inputs`]), so
+//! a call may read (its path arguments, `provenance::Inputs`), so
 //! it reads each of them itself (beneath the workspace root, following no
 //! link, at most [`MAX_SCANNED_BYTES`]) and collects the body lines of the
 //! key blocks they hold ([`KeyLines`]); any output string, and the

@@ -20,7 +20,7 @@
 //! the value. Arrays inherit their member's name.
 //!
 //! A private key is hidden whole however a file's lines reach an output
-//! ([`blocks`]): in one string, over the items of an array, in a text that
+//! (`blocks`): in one string, over the items of an array, in a text that
 //! starts below its BEGIN line, and (with [`files`], which reads the files
 //! a call named) in a window of its body alone. [`Redactor::redact_lines`]
 //! redacts a file's text line by line for the `files` import's

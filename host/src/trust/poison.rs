@@ -24,7 +24,7 @@
 //! | `url` | URLs and e-mail addresses (a description has no reason to send the model anywhere) |
 //! | `excessive_length` | a description out of proportion to the tool: longer than 1500 characters plus 700 per input property, a schema text over 1000 characters, a title over 200 |
 //!
-//! Each text is matched in all its [`readings`](super::readings): as it is,
+//! Each text is matched in all its readings (`trust::readings`): as it is,
 //! normalized (HTML character references, NFKD compatibility forms such as
 //! fullwidth letters, look-alike letters, case, invisible characters
 //! dropped, tag characters read as the ASCII they spell), with spaced-out letters joined, with
@@ -218,7 +218,7 @@ pub struct Finding {
     /// What the rule saw.
     pub message: String,
     /// The reading of the text the rule saw it in (see
-    /// [`readings`](super::readings)).
+    /// readings (`trust::readings`)).
     pub reading: Reading,
 }
 

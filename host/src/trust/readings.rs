@@ -127,7 +127,7 @@ pub fn readings(raw: &str) -> Vec<Variant> {
 }
 
 /// Calls `f` with every reading of `raw`: the plain one, then the derived
-/// readings one window at a time (see [`WINDOW`]).
+/// readings one window at a time (see `WINDOW`).
 pub fn each_reading(raw: &str, mut f: impl FnMut(&Variant)) {
     f(&Variant {
         reading: Reading::Plain,
