@@ -763,7 +763,10 @@ fn show_progress(plugin: &str, event: LoadEvent) {
         // A person waits on these: plain lines on stderr, not log records.
         LoadEvent::Compiling { .. } => eprintln!("{}", toolhost::messages::compiling(plugin)),
         LoadEvent::Compiled { elapsed } => {
-            eprintln!("toolhost: compiled {plugin} in {:.1} s", elapsed.as_secs_f64())
+            eprintln!(
+                "toolhost: compiled {plugin} in {:.1} s",
+                elapsed.as_secs_f64()
+            )
         }
         LoadEvent::CacheCorrupt => {
             tracing::warn!("discarded a damaged cache entry for {plugin}; recompiling")
@@ -1187,7 +1190,14 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
             ..CallOptions::default()
         },
     };
-    let result = host.batch(&session, &items, &opts);
+    let mut result = host.batch(&session, &items, &opts);
+    // As for `call`: a refusal names the flag that grants it.
+    let workspace = a.workspace.clone();
+    let is_dir = |p: &str| workspace.join(p).is_dir();
+    result.items = std::mem::take(&mut result.items)
+        .into_iter()
+        .map(|obs| obs.for_person(&is_dir))
+        .collect();
     let text = if a.pretty || std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(&result)?
     } else {

@@ -173,7 +173,12 @@ pub fn is_refusal(status: Status, e: &ErrorInfo) -> bool {
 }
 
 /// What the reader should do next, by status, retry advice and code.
-pub fn advice(status: Status, level: SideEffect, e: &ErrorInfo, reader: Reader<'_>) -> Cow<'static, str> {
+pub fn advice(
+    status: Status,
+    level: SideEffect,
+    e: &ErrorInfo,
+    reader: Reader<'_>,
+) -> Cow<'static, str> {
     if let Reader::Person { is_dir } = reader {
         if is_refusal(status, e) {
             let mut out = String::from(
@@ -296,16 +301,28 @@ mod tests {
     #[test]
     fn what_a_denial_needs_is_read_from_its_details() {
         let right = |r: &str| json!({"caveat": "right", "allowed": "none", "requested": r, "path": "src/a.rs"});
-        assert_eq!(Needed::of(&denial(right("read"))), Needed::Read(Some("src/a.rs".into())));
-        assert_eq!(Needed::of(&denial(right("write"))), Needed::Write(Some("src/a.rs".into())));
+        assert_eq!(
+            Needed::of(&denial(right("read"))),
+            Needed::Read(Some("src/a.rs".into()))
+        );
+        assert_eq!(
+            Needed::of(&denial(right("write"))),
+            Needed::Write(Some("src/a.rs".into()))
+        );
         assert_eq!(Needed::of(&denial(right("exec"))), Needed::Exec(None));
         let caveat = |c: &str, r: &str| json!({"caveat": c, "allowed": "x", "requested": r});
-        assert_eq!(Needed::of(&denial(caveat("read", "docs/x"))), Needed::Read(Some("docs/x".into())));
+        assert_eq!(
+            Needed::of(&denial(caveat("read", "docs/x"))),
+            Needed::Read(Some("docs/x".into()))
+        );
         assert_eq!(
             Needed::of(&denial(caveat("net", "https://a.example"))),
             Needed::Net(Some("https://a.example".into()))
         );
-        assert_eq!(Needed::of(&denial(caveat("tool", "file_edit"))), Needed::Tool("file_edit".into()));
+        assert_eq!(
+            Needed::of(&denial(caveat("tool", "file_edit"))),
+            Needed::Tool("file_edit".into())
+        );
         assert_eq!(Needed::of(&denial(caveat("expires", "1"))), Needed::Other);
         // A program refused by the host, as the guest reports it.
         let exec = ErrorCode::Denied.info(
@@ -313,9 +330,13 @@ mod tests {
         );
         assert_eq!(Needed::of(&exec), Needed::Exec(Some("cargo".into())));
         // A tool's report that the host refused an origin.
-        let origin = ErrorInfo::new("denied_origin", "refused")
-            .with_details(json!({"origin": "http://127.0.0.1:9", "wasi_error": "HttpRequestDenied"}));
-        assert_eq!(Needed::of(&origin), Needed::Net(Some("http://127.0.0.1:9".into())));
+        let origin = ErrorInfo::new("denied_origin", "refused").with_details(
+            json!({"origin": "http://127.0.0.1:9", "wasi_error": "HttpRequestDenied"}),
+        );
+        assert_eq!(
+            Needed::of(&origin),
+            Needed::Net(Some("http://127.0.0.1:9".into()))
+        );
         // Hostile details (not strings, missing) say nothing.
         assert_eq!(Needed::of(&denial(json!({"caveat": 3}))), Needed::Other);
         assert_eq!(Needed::of(&denial(json!([1, 2]))), Needed::Other);
@@ -323,34 +344,54 @@ mod tests {
 
     #[test]
     fn a_model_is_told_to_ask_the_user_for_what_is_missing() {
-        let obs = denied(denial(json!({"caveat": "right", "requested": "read", "path": "src/a.rs"})));
+        let obs = denied(denial(
+            json!({"caveat": "right", "requested": "read", "path": "src/a.rs"}),
+        ));
         assert!(
-            obs.text.ends_with("ask the user to grant read access to `src/a.rs` if you need it."),
+            obs.text
+                .ends_with("ask the user to grant read access to `src/a.rs` if you need it."),
             "{}",
             obs.text
         );
         assert!(!obs.text.contains("--allow"), "{}", obs.text);
         // Nothing known: the general words.
         let obs = denied(ErrorCode::Denied.info("the token expired"));
-        assert!(obs.text.contains("ask the user to grant the access if you need it"), "{}", obs.text);
+        assert!(
+            obs.text
+                .contains("ask the user to grant the access if you need it"),
+            "{}",
+            obs.text
+        );
     }
 
     #[test]
     fn a_person_is_told_the_flag_and_the_token_caveat() {
         let is_dir = |p: &str| p == "src" || p == "docs";
         let person = |e: ErrorInfo| denied(e).for_person(&is_dir).text;
-        let text = person(denial(json!({"caveat": "right", "requested": "read", "path": "src/a.rs"})));
+        let text = person(denial(
+            json!({"caveat": "right", "requested": "read", "path": "src/a.rs"}),
+        ));
         // A grant names a directory: the file's own.
         assert!(text.contains("`--allow-read src`"), "{text}");
         assert!(text.contains("`toolhost cap mint --read src`"), "{text}");
         assert!(!text.contains("ask the user"), "{text}");
         let text = person(denial(json!({"caveat": "write", "requested": "docs"})));
         assert!(text.contains("`--allow-write docs`"), "{text}");
-        let text = person(denial(json!({"caveat": "right", "requested": "read", "path": "top.txt"})));
+        let text = person(denial(
+            json!({"caveat": "right", "requested": "read", "path": "top.txt"}),
+        ));
         assert!(text.contains("`--allow-read .`"), "{text}");
-        let text = person(denial(json!({"caveat": "net", "requested": "https://a.example:443"})));
-        assert!(text.contains("`--allow-net https://a.example:443`"), "{text}");
-        assert!(text.contains("`toolhost cap mint --net https://a.example:443`"), "{text}");
+        let text = person(denial(
+            json!({"caveat": "net", "requested": "https://a.example:443"}),
+        ));
+        assert!(
+            text.contains("`--allow-net https://a.example:443`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`toolhost cap mint --net https://a.example:443`"),
+            "{text}"
+        );
         let text = person(denial(json!({"caveat": "tool", "requested": "file_edit"})));
         assert!(text.contains("cap mint --tool file_edit"), "{text}");
         // An ok result, or a plain error, is unchanged.
@@ -362,7 +403,9 @@ mod tests {
 
     #[test]
     fn approval_required_says_how_to_get_approval() {
-        let obs = denied(ErrorCode::ApprovalRequired.info("this tool is irreversible: plan the call first"));
+        let obs = denied(
+            ErrorCode::ApprovalRequired.info("this tool is irreversible: plan the call first"),
+        );
         assert!(!obs.text.contains("Fix the arguments"), "{}", obs.text);
         assert!(obs.text.contains("confirmed its plan"), "{}", obs.text);
     }
@@ -375,6 +418,9 @@ mod tests {
 
     #[test]
     fn the_compiling_line_is_for_a_person() {
-        assert_eq!(compiling("a.wasm"), "toolhost: compiling a.wasm (first load; cached after)");
+        assert_eq!(
+            compiling("a.wasm"),
+            "toolhost: compiling a.wasm (first load; cached after)"
+        );
     }
 }

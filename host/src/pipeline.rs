@@ -903,7 +903,9 @@ impl Host {
         // quote (`not_found`), so it is no source and does not fence it.
         if obs.output.is_none() && obs.error.as_ref().is_some_and(|e| e.host_code().is_none()) {
             if let Some(root) = &p.inputs.root {
-                sources.retain(|s| s.kind != SourceKind::File || !crate::provenance::absent(root, &s.reference));
+                sources.retain(|s| {
+                    s.kind != SourceKind::File || !crate::provenance::absent(root, &s.reference)
+                });
             }
         }
         let mut hidden = Vec::new();

@@ -103,10 +103,16 @@ fn a_cli_refusal_of_a_program_or_an_origin_names_its_flag() {
     assert_eq!(obs["status"], "denied", "{obs}");
     assert!(text(&obs).contains("`--allow-exec cargo`"), "{obs}");
     assert!(!text(&obs).contains("ask the user"), "{obs}");
-    let out = toolhost(&["call", "http_get", r#"{"url":"http://127.0.0.1:9/x"}"#], dir);
+    let out = toolhost(
+        &["call", "http_get", r#"{"url":"http://127.0.0.1:9/x"}"#],
+        dir,
+    );
     let obs = observation(&out);
     assert_eq!(obs["error"]["code"], "denied_origin", "{obs}");
-    assert!(text(&obs).contains("`--allow-net http://127.0.0.1:9`"), "{obs}");
+    assert!(
+        text(&obs).contains("`--allow-net http://127.0.0.1:9`"),
+        "{obs}"
+    );
 }
 
 #[test]
@@ -135,7 +141,10 @@ fn the_server_instructions_have_no_doubled_phrase() {
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
     );
     let instructions = init["result"]["instructions"].as_str().unwrap();
-    assert!(!instructions.contains("result's result's"), "{instructions}");
+    assert!(
+        !instructions.contains("result's result's"),
+        "{instructions}"
+    );
     assert!(
         instructions.contains("The last text block of every tools/call result is what to read"),
         "{instructions}"
@@ -164,17 +173,32 @@ fn not_found_on_a_missing_path_is_not_fenced_but_content_still_is() {
     let (ws, _state) = workspace();
     let dir = ws.dir.path();
     let obs = observation(&toolhost(
-        &["call", "file_view", r#"{"path":"nope.txt"}"#, "--allow-read", "."],
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"nope.txt"}"#,
+            "--allow-read",
+            ".",
+        ],
         dir,
     ));
     assert_eq!(obs["error"]["code"], "not_found", "{obs}");
     assert!(!text(&obs).contains("[untrusted data"), "{obs}");
     assert_eq!(obs["untrusted"], false, "{obs}");
     assert_eq!(obs["provenance"], json!([]), "{obs}");
-    assert!(text(&obs).starts_with("not_found at /path: nope.txt"), "{obs}");
+    assert!(
+        text(&obs).starts_with("not_found at /path: nope.txt"),
+        "{obs}"
+    );
     // A tool's error on a path that exists may quote it: still fenced.
     let obs = observation(&toolhost(
-        &["call", "file_view", r#"{"path":"src"}"#, "--allow-read", "."],
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"src"}"#,
+            "--allow-read",
+            ".",
+        ],
         dir,
     ));
     assert_eq!(obs["status"], "error", "{obs}");
@@ -182,7 +206,13 @@ fn not_found_on_a_missing_path_is_not_fenced_but_content_still_is() {
     assert_eq!(obs["untrusted"], true, "{obs}");
     // And a file read is fenced, as ever.
     let obs = observation(&toolhost(
-        &["call", "file_view", r#"{"path":"top.txt"}"#, "--allow-read", "."],
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"top.txt"}"#,
+            "--allow-read",
+            ".",
+        ],
         dir,
     ));
     assert!(text(&obs).starts_with("[untrusted data"), "{obs}");
@@ -209,8 +239,14 @@ fn approval_required_says_how_to_get_approval() {
     assert_eq!(obs["error"]["code"], "approval_required", "{obs}");
     let t = text(&obs);
     assert!(!t.contains("Fix the argument"), "{t}");
-    assert!(t.contains("the call runs only once the user has confirmed its plan"), "{t}");
-    assert!(t.contains("`toolhost plan`") && t.contains("--plan-token"), "{t}");
+    assert!(
+        t.contains("the call runs only once the user has confirmed its plan"),
+        "{t}"
+    );
+    assert!(
+        t.contains("`toolhost plan`") && t.contains("--plan-token"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -249,7 +285,12 @@ fn call_help_shows_its_own_options_then_the_global_ones_then_examples() {
     assert!(at("--pretty") < at("Global options:"), "{help}");
     let own = &help[at("--json")..at("--pretty")];
     assert!(!own.contains("--trusted-signers"), "{help}");
-    for global in ["--plugin", "--trusted-signers", "--cache-dir", "--no-journal"] {
+    for global in [
+        "--plugin",
+        "--trusted-signers",
+        "--cache-dir",
+        "--no-journal",
+    ] {
         assert!(at(global) > at("Global options:"), "{global}: {help}");
     }
     assert!(at("Examples:") > at("--trusted-signers"), "{help}");
@@ -261,10 +302,26 @@ fn the_help_examples_of_call_run() {
     let (ws, _state) = workspace();
     ws.write("src/main.rs", "fn main() {} // TODO\n");
     let dir = ws.dir.path();
-    let out = toolhost(&["call", "file_view", r#"{"path":"src/main.rs"}"#, "--allow-read", "src"], dir);
+    let out = toolhost(
+        &[
+            "call",
+            "file_view",
+            r#"{"path":"src/main.rs"}"#,
+            "--allow-read",
+            "src",
+        ],
+        dir,
+    );
     assert_eq!(observation(&out)["status"], "ok", "{out:?}");
     let out = toolhost(
-        &["call", "grep_search", r#"{"pattern":"TODO","path":"."}"#, "--allow-read", ".", "--json"],
+        &[
+            "call",
+            "grep_search",
+            r#"{"pattern":"TODO","path":"."}"#,
+            "--allow-read",
+            ".",
+            "--json",
+        ],
         dir,
     );
     assert_eq!(observation(&out)["status"], "ok", "{out:?}");
@@ -296,4 +353,31 @@ fn a_first_load_prints_a_plain_compiling_line_once() {
     let second = run();
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(!stderr.contains("compiling"), "{stderr}");
+}
+
+#[test]
+fn a_batch_on_the_cli_names_the_flag_too() {
+    use std::io::Write;
+    let (ws, _state) = workspace();
+    let mut child = toolhost_command(&["batch", "-"], ws.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let items = json!([{"call_id": "a", "tool": "file_view", "arguments": {"path": "src/a.rs"}}]);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(items.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let result: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let item = &result["items"][0];
+    assert_valid_observation(item);
+    assert_eq!(item["status"], "denied", "{result}");
+    assert!(text(item).contains("`--allow-read src`"), "{result}");
+    assert!(!text(item).contains("ask the user"), "{result}");
 }

@@ -542,11 +542,8 @@ fn load(
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
         crate::metrics::note_load(&event);
-        if let LoadEvent::Compiling { bytes } = event {
-            log!(
-                "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
-                bytes as f64 / 1e6
-            );
+        if let LoadEvent::Compiling { .. } = event {
+            log!("{}", crate::messages::compiling(plugin));
         }
     });
     for problem in catalog.warnings() {

@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use super::{ErrorInfo, Status, Truncation};
-use crate::messages::{advice, Reader};
 use crate::descriptor::SideEffect;
+use crate::messages::{advice, Reader};
 
 /// How the text of a partial observation starts.
 pub(super) const PARTIAL_PREFIX: &str = "partial result: ";
@@ -80,7 +80,10 @@ pub(super) fn render_error_paragraph_for(
     let message = without_field(e);
     // What the message says already is not said a second time.
     let already = matches!((&e.expected, &e.actual), (Some(exp), Some(act)) if says_expected_and_got(message, exp, act));
-    let expected = e.expected.as_ref().filter(|exp| !already && !says_expected(message, exp));
+    let expected = e
+        .expected
+        .as_ref()
+        .filter(|exp| !already && !says_expected(message, exp));
     let actual = e
         .actual
         .as_ref()

@@ -1015,7 +1015,12 @@ fn a_missing_or_unknown_field_says_each_thing_once() {
             .with_expected("no such field; allowed: argv, cwd")
             .with_actual("[]"),
     );
-    assert_eq!(obs.text.matches("allowed: argv, cwd").count(), 1, "{}", obs.text);
+    assert_eq!(
+        obs.text.matches("allowed: argv, cwd").count(),
+        1,
+        "{}",
+        obs.text
+    );
     assert!(obs.text.contains("(got [])"), "{}", obs.text);
     // Something the message does not say is still said.
     let obs = failed(
@@ -1028,7 +1033,8 @@ fn a_missing_or_unknown_field_says_each_thing_once() {
             .with_actual("12 characters"),
     );
     assert!(
-        obs.text.contains("too long (expected at most 8 characters, got 12 characters)"),
+        obs.text
+            .contains("too long (expected at most 8 characters, got 12 characters)"),
         "{}",
         obs.text
     );
