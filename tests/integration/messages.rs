@@ -70,7 +70,7 @@ fn a_cli_denial_names_the_flag_and_the_token_caveat_that_grant_it() {
         ),
     ];
     for (args, flag, caveat) in cases {
-        let out = toolhost(&args, dir);
+        let out = toolhost(args, dir);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {out:?}");
         let obs = observation(&out);
         let t = text(&obs);

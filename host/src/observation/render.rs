@@ -87,7 +87,7 @@ pub(super) fn render_error_paragraph_for(
     let actual = e
         .actual
         .as_ref()
-        .filter(|act| !already && !(act.as_str() == "missing" && message.contains("missing")));
+        .filter(|act| !already && !says_missing(message, act));
     match (expected, actual) {
         _ if already => {
             push_sentence_body(out, message);
@@ -182,6 +182,11 @@ pub(super) fn says_expected(message: &str, exp: &str) -> bool {
     let tail = exp.split_once("; ").map(|(_, t)| t.trim());
     (!core.is_empty() && message.contains(core))
         || tail.is_some_and(|t| !t.is_empty() && message.contains(t))
+}
+
+/// Whether `act` is `missing` and `message` says so already.
+fn says_missing(message: &str, act: &str) -> bool {
+    act == "missing" && message.contains("missing")
 }
 
 /// Pushes `s` without a final period (the caller ends the sentence).
