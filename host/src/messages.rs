@@ -102,6 +102,9 @@ impl Needed {
             (Some("exec"), r) => Needed::Exec(r.map(str::to_owned)),
             (Some("tool"), Some(t)) => Needed::Tool(t.to_owned()),
             (Some(_), _) => Needed::Other,
+            // A workspace grant refusing a path (crate::paths).
+            (None, _) if get("needed") == Some("read") => Needed::Read(owned("path")),
+            (None, _) if get("needed") == Some("write") => Needed::Write(owned("path")),
             (None, _) if e.code == "denied_origin" => Needed::Net(owned("origin")),
             (None, _) if e.code == "denied" && e.message.contains("`exec`") => {
                 // "… `PROGRAM` was not started", as the host words it.
@@ -337,6 +340,11 @@ mod tests {
             Needed::of(&origin),
             Needed::Net(Some("http://127.0.0.1:9".into()))
         );
+        // A workspace grant's refusal (crate::paths).
+        let grant = ErrorCode::Denied
+            .info("`b/x` is outside the granted paths (read: a; write: none): it needs read access")
+            .with_details(json!({"path": "b/x", "needed": "read", "granted": null}));
+        assert_eq!(Needed::of(&grant), Needed::Read(Some("b/x".into())));
         // Hostile details (not strings, missing) say nothing.
         assert_eq!(Needed::of(&denial(json!({"caveat": 3}))), Needed::Other);
         assert_eq!(Needed::of(&denial(json!([1, 2]))), Needed::Other);

@@ -244,7 +244,7 @@ fn denied_says_it_is_a_permission_matter() {
         "read_file",
         SideEffect::ReadOnly,
         ErrorCode::Denied
-            .info("`secrets/key` is outside the granted paths (read: src); ask the user for access")
+            .info("`secrets/key` is outside the granted paths (read: src)")
             .with_field("/path"),
     );
     assert_eq!(obs.status, Status::Denied);
