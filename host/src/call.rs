@@ -152,6 +152,12 @@ pub(crate) struct Prepared<'t> {
 
 impl Prepared<'_> {
     /// The request the sandbox runs for a prepared call.
+    /// The call's arguments as a value (`Null` if their canonical text
+    /// does not parse, which it always does).
+    pub(crate) fn args_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.args).unwrap_or(serde_json::Value::Null)
+    }
+
     pub(crate) fn request<'p>(&'p self, key: Option<&'p str>) -> CallRequest<'p> {
         let p = self;
         CallRequest {
@@ -166,6 +172,7 @@ impl Prepared<'_> {
             net_origins: &p.net,
             exec: p.exec.clone(),
             limits: p.limits,
+            reveal_secrets: p.secrets,
         }
     }
 }

@@ -14,6 +14,7 @@
 //! 6 sandbox   fresh instance; mounts = grants ∩ needs     timeout, fuel_exhausted, …
 //! 7 normalize output JSON, output schema, clipped text    invalid_output, output_too_large
 //!   redact    secrets in output and logs → [REDACTED:rule], listed in `redactions`
+//!             (and the key body lines of the files the call read)
 //!   provenance files read, URLs requested → `provenance`, `untrusted`,
 //!             the content marked as data in `text`
 //! ```
@@ -488,8 +489,14 @@ impl Host {
                     let found = crate::redact::redact_json(d);
                     hidden.extend(found.into_iter().map(|r| note(r, "error/details")));
                 }
+                let field = crate::observation::tool_field(
+                    e.field,
+                    &p.args_value(),
+                    &p.tool.descriptor.input_schema,
+                    tool,
+                );
                 let info = if declared {
-                    ErrorInfo::from_tool(e.code, message, e.field, e.correctable, details)
+                    ErrorInfo::from_tool(e.code, message, field, e.correctable, details)
                 } else {
                     ErrorCode::InvalidOutput.info(format!(
                         "the tool returned an undeclared error code `{}`: {}",
@@ -600,17 +607,36 @@ impl Host {
         // Unredacted, the value is the parse of `out`: a journal hashes
         // the text (see `Observation::with_output_text`). No journal, no
         // copy.
+        // Key body lines of the files the call read, which a window into
+        // a key (neither its BEGIN nor its END line) shows without a sign
+        // of what they are ([`crate::redact::files`]).
+        let known = match &p.inputs.root {
+            Some(root) if !p.secrets && has_string(&value) => {
+                crate::redact::files::key_lines(root, &p.inputs.files)
+            }
+            _ => Vec::new(),
+        };
+        let mut redactions = redactions;
+        redactions.extend(crate::redact::files::hide_in_json(&known, &mut value));
         let journaled = self.recorder.journal.is_some();
         let output_text = (journaled && redactions.is_empty()).then(|| out.to_owned());
         let mut notes: Vec<_> = redactions.into_iter().map(|r| note(r, "output")).collect();
         let name = &t.descriptor.name;
         let mut obs = match text {
             Some(text) => {
-                let (text, found) = if p.secrets {
+                let (mut text, mut found) = if p.secrets {
                     (std::borrow::Cow::Borrowed(text), Vec::new())
                 } else {
                     crate::redact::redact_text(text, "")
                 };
+                if let Some((clean, count)) = crate::redact::files::hide_in_text(&known, &text) {
+                    text = std::borrow::Cow::Owned(clean);
+                    found.push(crate::redact::Redaction {
+                        rule: crate::redact::SecretRule::PrivateKey,
+                        field: String::new(),
+                        count,
+                    });
+                }
                 notes.extend(found.into_iter().map(|r| note(r, "text")));
                 Observation::ok_with_text(call_id, name, level, value, &text, text_bytes)
             }
@@ -673,10 +699,16 @@ impl Host {
             Ok(Err(e)) => {
                 let details =
                     crate::observation::tool_details(e.details, p.limits.max_output_bytes);
+                let field = crate::observation::tool_field(
+                    e.field,
+                    &p.args_value(),
+                    &p.tool.descriptor.input_schema,
+                    tool,
+                );
                 let info = crate::observation::ErrorInfo::from_tool(
                     e.code,
                     e.message,
-                    e.field,
+                    field,
                     e.correctable,
                     details,
                 );

@@ -69,6 +69,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         net_origins: &[],
         exec: None,
         limits: Limits::default(),
+        reveal_secrets: false,
     }
 }
 

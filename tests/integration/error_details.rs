@@ -36,7 +36,8 @@ fn assert_clipped(obs: &Value) {
     let message = err["message"].as_str().unwrap();
     assert!(message.len() <= 2048, "{}", message.len());
     assert!(message.contains(" bytes omitted …]"), "{message:.200}");
-    assert!(err["field"].as_str().unwrap().len() <= 512);
+    // `/fff…` resolves into nothing in the arguments: dropped.
+    assert!(err["field"].is_null(), "{:.300}", err["field"]);
     let total = obs.to_string().len();
     assert!(total < BOUND, "the observation is {total} bytes");
 }

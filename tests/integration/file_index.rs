@@ -414,6 +414,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
         net_origins: &[],
         exec: None,
         limits: Limits::default(),
+        reveal_secrets: false,
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     indexed_and_read_inside(&out);
@@ -440,6 +441,7 @@ fn attempt_in_sub(
         net_origins: &[],
         exec: None,
         limits,
+        reveal_secrets: false,
     });
     serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
 }
@@ -523,6 +525,7 @@ fn a_call_without_mounts_is_denied_every_path() {
             net_origins: &[],
             exec: None,
             limits: Limits::default(),
+            reveal_secrets: false,
         });
         let out = outcome.result.unwrap().unwrap();
         let out: Value = serde_json::from_str(&out.json).unwrap();
@@ -551,6 +554,7 @@ fn components_without_the_files_import_still_load_and_run() {
         net_origins: &[],
         exec: None,
         limits: Limits::default(),
+        reveal_secrets: false,
     });
     let out = outcome.result.unwrap().unwrap();
     assert_eq!(out.json, r#"{"value":7}"#);

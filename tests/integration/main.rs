@@ -39,6 +39,7 @@ mod paging;
 mod plans;
 mod provenance;
 mod python_sdk;
+mod redaction;
 mod reference_tools;
 mod resources;
 mod run_command;

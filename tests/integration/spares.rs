@@ -67,6 +67,7 @@ fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limi
         net_origins: &[],
         exec: None,
         limits,
+        reveal_secrets: false,
     })
 }
 

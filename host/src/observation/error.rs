@@ -485,17 +485,44 @@ pub fn tool_details(details: Option<String>, max_bytes: usize) -> Option<Value> 
 /// controls, bidi embeddings, overrides, isolates and marks, zero-width
 /// characters and the byte order mark.
 pub(super) fn is_hidden_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{FEFF}'
-        )
+    c.is_control() || super::hygiene::is_invisible(c)
+}
+
+/// A tool error's `field` as the host passes it on: only a JSON Pointer
+/// (RFC 6901) that resolves into the call's arguments `args`, or that
+/// names a top-level property the tool's input schema (`schema`) declares
+/// and the call left out (`/cursor` for an optional argument not given).
+/// Anything else (a bare name, a path into nothing, text with hidden
+/// characters) is dropped, with a warning in the log: the model would be
+/// pointed at an argument that is not there, by text the tool chose.
+pub fn tool_field(
+    field: Option<String>,
+    args: &Value,
+    schema: &Value,
+    tool: &str,
+) -> Option<String> {
+    let field = field?;
+    let declared = |name: &str| {
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.contains_key(name))
+    };
+    let resolves = is_json_pointer(&field)
+        && !field.chars().any(is_hidden_char)
+        && (args.pointer(&field).is_some()
+            || field.strip_prefix('/').is_some_and(|name| {
+                !name.contains('/') && declared(&name.replace("~1", "/").replace("~0", "~"))
+            }));
+    if resolves {
+        return Some(field);
+    }
+    tracing::warn!(
+        tool,
+        field = %clip_short(&field, MAX_DETAIL_BYTES).escape_default(),
+        "dropping a tool error's field: it is not a JSON Pointer into the call's arguments"
+    );
+    None
 }
 
 /// Turns a field name a tool reported into a JSON Pointer: valid pointers are

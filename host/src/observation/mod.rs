@@ -63,8 +63,12 @@ mod error;
 mod hygiene;
 mod render;
 
-pub use error::{is_json_pointer, is_valid_code, tool_details, ErrorCode, ErrorInfo, Retry};
-pub use hygiene::{guest_text, strip_control};
+pub use error::{
+    is_json_pointer, is_valid_code, tool_details, tool_field, ErrorCode, ErrorInfo, Retry,
+};
+pub use hygiene::{
+    escape_invisible, escape_invisible_json, guest_text, is_invisible, strip_control,
+};
 pub(crate) use render::clip_bounds;
 pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 use render::{
@@ -403,7 +407,8 @@ impl Observation {
 
     /// Replaces the `text` of an `ok` observation with the plugin's own
     /// rendering of its output: control characters (ANSI escapes, `\r`
-    /// rewrites, backspaces, …) stripped by [`strip_control`], then clipped
+    /// rewrites, backspaces, …) stripped by [`strip_control`], invisible and
+    /// bidi characters made visible by [`escape_invisible`], then clipped
     /// head and tail to `max_text_bytes` with the explicit marker. The
     /// structured `output` keeps the exact data. No-op for any other status.
     #[must_use]
@@ -412,6 +417,10 @@ impl Observation {
             return self;
         }
         let clean = strip_control(text);
+        let clean = match escape_invisible(&clean) {
+            std::borrow::Cow::Borrowed(_) => clean,
+            std::borrow::Cow::Owned(escaped) => escaped,
+        };
         let (rendered, truncated) = render_plugin_text(&clean, max_text_bytes);
         self.text = rendered;
         self.truncated = truncated;
@@ -536,7 +545,7 @@ impl Observation {
             None => (content.to_owned(), total, total),
         };
         let mut text = header;
-        text.push_str(&body);
+        text.push_str(&escape_invisible_json(&body));
         self.text = if self.untrusted {
             wrap_untrusted("", &text)
         } else {

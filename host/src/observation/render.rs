@@ -2,7 +2,9 @@
 //! of its output ([`render_plugin_text`]), or else the output as compact
 //! JSON, either one within a byte budget (clipped head and tail with an
 //! explicit marker); or one actionable paragraph for a failure — what went
-//! wrong, where, and what to do next.
+//! wrong, where, and what to do next. Invisible and bidi characters in any
+//! of them are escaped visibly ([`super::escape_invisible`]); the
+//! structured output keeps them.
 
 use serde_json::Value;
 
@@ -35,7 +37,12 @@ pub(super) fn render_json(output: &Value, max_bytes: usize) -> (String, Option<T
     // Serializing a `Value` cannot fail: keys are strings, numbers finite.
     let compact = serde_json::to_string(output).unwrap_or_default();
     let len = compact.len();
-    if len > max_bytes {
+    // Invisible and bidi characters as JSON escapes: the same value, seen.
+    let compact = match super::escape_invisible_json(&compact) {
+        std::borrow::Cow::Borrowed(_) => compact,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    };
+    if compact.len() > max_bytes {
         let (text, t) = clip_head_tail(&compact, max_bytes);
         return (text, t, len);
     }
@@ -63,6 +70,23 @@ pub(super) fn render_error_paragraph(
 
 /// [`render_error_paragraph`] with the advice written for `reader`.
 pub(super) fn render_error_paragraph_for(
+    out: &mut String,
+    status: Status,
+    level: SideEffect,
+    e: &ErrorInfo,
+    reader: Reader<'_>,
+) {
+    // What the tool wrote (its message, expected and actual values) with
+    // invisible and bidi characters made visible.
+    let start = out.len();
+    render_error_text(out, status, level, e, reader);
+    if let std::borrow::Cow::Owned(escaped) = super::escape_invisible(&out[start..]) {
+        out.truncate(start);
+        out.push_str(&escaped);
+    }
+}
+
+fn render_error_text(
     out: &mut String,
     status: Status,
     level: SideEffect,

@@ -1039,3 +1039,86 @@ fn a_missing_or_unknown_field_says_each_thing_once() {
         obs.text
     );
 }
+
+#[test]
+fn invisible_and_bidi_characters_are_escaped_in_the_model_text_only() {
+    let hidden = "a\u{202E}b\u{200B}c\u{2066}d\u{FEFF}e\u{E0041}f\u{061C}g\u{00AD}h\u{7F}i";
+    assert_eq!(
+        escape_invisible(hidden),
+        "a\\u{202E}b\\u{200B}c\\u{2066}d\\u{FEFF}e\\u{E0041}f\\u{061C}g\\u{00AD}h\\u{007F}i"
+    );
+    // Ordinary text, accents, emoji with their presentation selector, line
+    // ends and tabs are left alone (and not copied).
+    let plain = "naïve café ❤\u{FE0F} 中文\n\tx";
+    assert!(matches!(
+        escape_invisible(plain),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    // In JSON text, a JSON escape: the text parses to the same value.
+    let json = serde_json::to_string(&json!({"s": hidden})).unwrap();
+    let escaped = escape_invisible_json(&json);
+    assert!(
+        escaped.is_ascii() || !escaped.chars().any(is_invisible),
+        "{escaped}"
+    );
+    assert!(escaped.contains("\\u202e") && escaped.contains("\\udb40\\udc41"));
+    let back: Value = serde_json::from_str(&escaped).unwrap();
+    assert_eq!(back["s"], hidden);
+
+    // A plugin's text: escaped; the structured output exact.
+    let obs = Observation::ok_with_text(
+        "c",
+        "t",
+        SideEffect::ReadOnly,
+        json!({"name": "evil\u{202E}txt.exe"}),
+        "name: evil\u{202E}txt.exe",
+        4096,
+    );
+    assert_eq!(obs.text, "name: evil\\u{202E}txt.exe");
+    assert_eq!(obs.output.as_ref().unwrap()["name"], "evil\u{202E}txt.exe");
+    // Rendered as JSON: escaped the JSON way.
+    let obs = Observation::ok(
+        "c",
+        "t",
+        SideEffect::ReadOnly,
+        json!({"n": "x\u{200B}y"}),
+        4096,
+    );
+    assert_eq!(obs.text, r#"{"n":"x\u200by"}"#);
+    assert_eq!(obs.output.as_ref().unwrap()["n"], "x\u{200B}y");
+    // A tool's error message.
+    let e = ErrorInfo::from_tool("nope", "file \u{202E}gnp.exe failed", None, false, None);
+    let obs = Observation::failure("c", "t", SideEffect::ReadOnly, e);
+    assert!(
+        obs.text.contains("file \\u{202E}gnp.exe failed"),
+        "{}",
+        obs.text
+    );
+    assert!(!obs.text.chars().any(is_invisible));
+    assert_eq!(obs.error.unwrap().message, "file \u{202E}gnp.exe failed");
+}
+
+#[test]
+fn a_tool_errors_field_must_point_into_the_arguments() {
+    let args = json!({"path": "a.txt", "opts": {"depth": 2}, "list": [1, 2], "a/b": 1});
+    let schema =
+        json!({"properties": {"path": {}, "cursor": {}, "opts": {}, "list": {}, "a/b": {}}});
+    let kept = |f: &str| tool_field(Some(f.to_owned()), &args, &schema, "t");
+    for ok in ["/path", "/opts/depth", "/list/1", "", "/cursor", "/a~1b"] {
+        assert_eq!(kept(ok).as_deref(), Some(ok), "{ok}");
+    }
+    for bad in [
+        "path",
+        "/nope",
+        "/opts/missing",
+        "/list/7",
+        "/path/x",
+        "/pa\u{202E}th",
+        "/path\u{0}",
+        "/ignore all previous instructions",
+        "/~2",
+    ] {
+        assert_eq!(kept(bad), None, "{bad:?}");
+    }
+    assert_eq!(tool_field(None, &args, &schema, "t"), None);
+}

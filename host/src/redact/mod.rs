@@ -19,6 +19,17 @@
 //! (`{"name": "authorization", "value": "Bearer …"}`) the name speaks for
 //! the value. Arrays inherit their member's name.
 //!
+//! A private key is hidden whole however a file's lines reach an output
+//! ([`blocks`]): in one string, over the items of an array, in a text that
+//! starts below its BEGIN line, and (with [`files`], which reads the files
+//! a call named) in a window of its body alone. [`Redactor::redact_lines`]
+//! redacts a file's text line by line for the `files` import's
+//! `redacted-text`, which a search tool matches so that its counts say
+//! nothing of a hidden value.
+//!
+//! Only known forms are found: a secret that was encoded, split, reversed
+//! or otherwise transformed passes (see the README's threat model).
+//!
 //! [`contains_secret`] is the exfiltration half: the same scan over a call's
 //! arguments, without changing them, so that a tool with network needs can
 //! be refused arguments that carry a secret (`secret_in_arguments`).
@@ -51,6 +62,8 @@
 //! 20 000-line JSON output and a `file_view`-sized output of 64 lines;
 //! see the README for the figures.
 
+mod blocks;
+pub mod files;
 pub mod rules;
 mod triggers;
 
@@ -63,6 +76,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::json::push_pointer_token;
+pub use blocks::KeyLines;
 pub use rules::SecretRule;
 use rules::{
     aws_secret_ok, connection_password_ok, jwt_ok, looks_like_secret_value, Check,
@@ -240,6 +254,14 @@ impl Redactor {
                     ));
                 }
             }
+            // A block whose BEGIN line is above the text: its END line
+            // and the body lines over it.
+            if def.rule == SecretRule::PrivateKey {
+                found.extend(blocks::headless(text).into_iter().map(|(start, end)| {
+                    let rule = SecretRule::PrivateKey;
+                    (SecretMatch { rule, start, end }, index)
+                }));
+            }
         }
         // A lone 40-character secret key shortly after an access key id.
         let ids: Vec<usize> = found
@@ -298,6 +320,38 @@ impl Redactor {
         (Cow::Owned(apply(text, &matches)), report)
     }
 
+    /// Replaces the secrets in a file's text line by line: a secret over
+    /// several lines (a private key) leaves its marker on each of them, so
+    /// the text keeps the file's line count and every line its number.
+    /// Returns how many secrets were hidden.
+    pub fn redact_lines<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
+        let matches = self.find(text);
+        if matches.is_empty() {
+            return (Cow::Borrowed(text), 0);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for m in &matches {
+            out.push_str(&text[at..m.start]);
+            for (i, piece) in text[m.start..m.end].split('\n').enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let (piece, cr) = match piece.strip_suffix('\r') {
+                    Some(p) => (p, "\r"),
+                    None => (piece, ""),
+                };
+                if !piece.is_empty() {
+                    out.push_str(&marker(m.rule));
+                }
+                out.push_str(cr);
+            }
+            at = m.end;
+        }
+        out.push_str(&text[at..]);
+        (Cow::Owned(out), matches.len())
+    }
+
     /// Replaces the secrets in every string of `value`, in place; returns
     /// what was hidden where.
     pub fn redact_json(&self, value: &mut Value) -> Vec<Redaction> {
@@ -350,6 +404,7 @@ impl Redactor {
                 }
             }
             Value::Array(items) => {
+                self.blocks_across_items(items, pointer, report, rewrite);
                 for (i, item) in items.iter_mut().enumerate() {
                     let len = pointer.len();
                     pointer.push('/');
@@ -376,6 +431,82 @@ impl Redactor {
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+impl Redactor {
+    /// Key blocks spread over the items of an array ([`blocks::across_items`]):
+    /// over the string items themselves, and over each member the object
+    /// items share (`[{"line": …}, …]`). The body and END items are
+    /// replaced by the marker here; a BEGIN item is left to the rule,
+    /// which matches it to its end.
+    fn blocks_across_items(
+        &self,
+        items: &mut [Value],
+        pointer: &str,
+        report: &mut Vec<Redaction>,
+        rewrite: bool,
+    ) {
+        if items.len() < 2 {
+            return;
+        }
+        let mut columns: Vec<Option<String>> = Vec::new();
+        if items.iter().any(Value::is_string) {
+            columns.push(None);
+        }
+        for item in items.iter() {
+            if let Value::Object(members) = item {
+                for (k, v) in members {
+                    if v.is_string() && !columns.iter().any(|c| c.as_deref() == Some(k)) {
+                        columns.push(Some(k.clone()));
+                    }
+                }
+            }
+        }
+        for column in columns {
+            let view: Vec<Option<&str>> = items
+                .iter()
+                .map(|item| match &column {
+                    None => item.as_str(),
+                    Some(k) => item.get(k).and_then(Value::as_str),
+                })
+                .collect();
+            // Cheap test first: no marker line in the column, no block.
+            if !view
+                .iter()
+                .flatten()
+                .any(|s| s.contains("-----BEGIN") || s.contains("-----END"))
+            {
+                continue;
+            }
+            let found = blocks::across_items(&view);
+            for (i, end) in found {
+                let mut field = format!("{pointer}/{i}");
+                if let Some(k) = &column {
+                    push_pointer_token(&mut field, k);
+                }
+                let rule = SecretRule::PrivateKey;
+                record(
+                    report,
+                    &[SecretMatch {
+                        rule,
+                        start: 0,
+                        end,
+                    }],
+                    &field,
+                );
+                if !rewrite {
+                    continue;
+                }
+                let target = match &column {
+                    None => Some(&mut items[i]),
+                    Some(k) => items[i].get_mut(k),
+                };
+                if let Some(Value::String(s)) = target {
+                    *s = format!("{}{}", marker(rule), &s[end..]);
+                }
+            }
         }
     }
 }

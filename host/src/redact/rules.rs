@@ -7,7 +7,7 @@
 //!
 //! | rule | form |
 //! |---|---|
-//! | `private_key` | a PEM or OpenSSH `-----BEGIN … PRIVATE KEY-----` block (to its END line, or to the end of a cut-off text); PGP private key blocks too |
+//! | `private_key` | a PEM or OpenSSH `-----BEGIN … PRIVATE KEY-----` block (to its END line, or to the end of a cut-off text); PGP private key blocks too; the body lines above an END line whose BEGIN line the text does not hold, and a block spread over the items of an array (see [`super::blocks`]) |
 //! | `aws_access_key_id` | `AKIA`/`ASIA`/`ABIA`/`ACCA` + 16 base-32 characters |
 //! | `aws_secret_key` | 40 base-64 characters assigned to an AWS secret key name (`aws_secret_access_key=`, `"SecretAccessKey":`), or standing alone within 160 characters after an access key id; mixed case required |
 //! | `github_token` | `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_` + 36 or more alphanumerics; `github_pat_` fine-grained tokens |
@@ -150,7 +150,7 @@ pub(crate) struct RuleDef {
 pub fn triggers(rule: SecretRule) -> &'static [&'static str] {
     use SecretRule::*;
     match rule {
-        PrivateKey => &["-----BEGIN"],
+        PrivateKey => &["-----BEGIN", "-----END"],
         AwsAccessKeyId => &["AKIA", "ASIA", "ABIA", "ACCA"],
         AwsSecretKey => &["secret"],
         GithubToken => &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],

@@ -585,3 +585,83 @@ fn netrc_passwords_are_redacted_on_one_line_and_over_several() {
     assert_eq!(rules_of("Enter the password twice to confirm it."), []);
     assert_eq!(rules_of("password:"), []);
 }
+
+#[test]
+fn a_key_block_split_over_array_items_is_redacted_whole() {
+    let mut g = Chars::new(40);
+    let block = pem_block(&mut g, "RSA");
+    let lines: Vec<&str> = block.lines().collect();
+    let body: Vec<String> = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    // file_view's shape: the lines as strings.
+    let mut page = json!({"path": "k.pem", "lines": lines.clone()});
+    let report = redact_json(&mut page);
+    let text = page.to_string();
+    for b in &body {
+        assert!(!text.contains(b.as_str()), "{text}");
+    }
+    assert!(report.iter().all(|r| r.rule == SecretRule::PrivateKey));
+    assert_eq!(report.len(), lines.len(), "one per item: {report:?}");
+    // A window that starts below the BEGIN line and holds the END line.
+    let mut window = json!({"lines": lines[3..].to_vec()});
+    redact_json(&mut window);
+    for b in &body[2..] {
+        assert!(!window.to_string().contains(b.as_str()), "{window}");
+    }
+    // grep_search's shape: one member of each object.
+    let matches: Vec<Value> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| json!({"path": "k.pem", "line_number": i + 1, "line": l}))
+        .collect();
+    let mut out = json!({"matches": matches, "total": lines.len()});
+    redact_json(&mut out);
+    for b in &body {
+        assert!(!out.to_string().contains(b.as_str()), "{out}");
+    }
+    assert_eq!(out["matches"][0]["path"], "k.pem");
+    // The same window as one numbered text (a file_view text).
+    let numbered: String = (4..)
+        .zip(&lines[3..])
+        .map(|(n, l)| format!("{n:>3}\t{l}\n"))
+        .collect();
+    let (clean, found) = redact_owned(&numbered, "text");
+    assert_eq!(clean, "  4\t[REDACTED:private_key]\n", "{found:?}");
+    // Lines around a block are kept.
+    let mut mixed = json!([
+        "fn main() {}",
+        lines[0],
+        lines[1],
+        lines[lines.len() - 1],
+        "done"
+    ]);
+    redact_json(&mut mixed);
+    assert_eq!(mixed[0], "fn main() {}");
+    assert_eq!(mixed[4], "done");
+}
+
+#[test]
+fn a_files_text_is_redacted_line_by_line() {
+    let mut g = Chars::new(41);
+    let block = pem_block(&mut g, "EC");
+    let id = aws_key_id(&mut g);
+    let text = format!("a\r\nkey_id = {id}\r\n{block}\nz\n");
+    let (out, n) = redactor().redact_lines(&text);
+    assert_eq!(n, 2);
+    assert_eq!(out.lines().count(), text.lines().count(), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "a");
+    assert_eq!(lines[1], "key_id = [REDACTED:aws_access_key_id]");
+    assert!(lines[2..lines.len() - 1]
+        .iter()
+        .all(|l| *l == "[REDACTED:private_key]"));
+    assert_eq!(lines[lines.len() - 1], "z");
+    assert!(out.contains("\r\n"), "line ends are kept");
+    // Nothing to hide: the text itself.
+    assert!(matches!(
+        redactor().redact_lines("plain\n").0,
+        Cow::Borrowed("plain\n")
+    ));
+}

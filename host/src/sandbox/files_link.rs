@@ -28,8 +28,15 @@
 //! the size and mtime of the descriptor read through: a plugin
 //! that pages through an indexed file reads its page in one host call
 //! instead of the guest's own open, seek, read and stat.
+//!
+//! `redacted-text(path, max-bytes)` opens the file the same way and
+//! answers its text with every secret replaced by its marker, line by line
+//! ([`crate::redact::Redactor::redact_lines`]), or as it is for a caller
+//! with the `secrets` right; `none` for a file that is not text. A search
+//! tool that matches this text cannot be made to say, by its matches or
+//! its counts, anything of what a marker hides.
 
-use std::io;
+use std::io::{self, Read as _};
 
 use rustix::io::Errno;
 use wasmtime::component::{HasSelf, Linker};
@@ -38,6 +45,9 @@ use super::bindings::plugin::toolhost::plugin::files as wit;
 use super::{SandboxError, State};
 use crate::file_index::{self, IndexError, HOST_MAX_BYTES};
 use crate::opendir::{self, Kind, OpenDir};
+
+/// Leading bytes `redacted-text` checks for NUL before it reads a file whole.
+const SNIFF_BYTES: u64 = 8 * 1024;
 
 /// The answer to every `index` of a call without mounts.
 pub(super) const NO_MOUNTS: &str =
@@ -101,6 +111,56 @@ impl wit::Host for State {
             Err(IndexError::TooLarge(limit)) => Err(wit::FileError::TooLarge(limit)),
             Err(IndexError::Io(e)) => Err(io_error(&e, &path)),
         }
+    }
+
+    fn redacted_text(
+        &mut self,
+        path: String,
+        max_bytes: u64,
+    ) -> Result<Option<String>, wit::FileError> {
+        self.text_of(&path, max_bytes)
+    }
+}
+
+impl State {
+    /// `redacted-text`: the file as the call's output may show it (see
+    /// the module overview).
+    fn text_of(&mut self, path: &str, max_bytes: u64) -> Result<Option<String>, wit::FileError> {
+        let (dir, rel) = resolve(&self.mounts, path)?;
+        let file = open(dir, &rel, path)?;
+        // No more than the guest could hold.
+        let limit = max_bytes
+            .min(HOST_MAX_BYTES)
+            .min(self.memory.limit_bytes() as u64);
+        // A NUL in the first 8 KiB marks a binary file: not read on.
+        let mut bytes = Vec::new();
+        let mut file = file.take(limit + 1);
+        (&mut file)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error(&e, path))?;
+        if memchr::memchr(0, &bytes).is_some() {
+            return Ok(None);
+        }
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io_error(&e, path))?;
+        if bytes.len() as u64 > limit {
+            return Err(wit::FileError::TooLarge(limit));
+        }
+        if memchr::memchr(0, &bytes).is_some() {
+            return Ok(None);
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            return Ok(None);
+        };
+        if self.reveal_secrets {
+            return Ok(Some(text));
+        }
+        let (clean, _) = crate::redact::redactor().redact_lines(&text);
+        Ok(Some(match clean {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(clean) => clean,
+        }))
     }
 }
 

@@ -268,6 +268,9 @@ pub struct CallRequest<'a> {
     /// where ([`crate::exec_call`]). `None`: every `run` is `denied`.
     pub exec: Option<Arc<crate::exec_call::CallExec>>,
     pub limits: Limits,
+    /// The caller holds the `secrets` right: the `files` import's
+    /// `redacted-text` answers files as they are.
+    pub reveal_secrets: bool,
 }
 
 /// A failure the plugin reported itself.
@@ -401,6 +404,8 @@ struct State {
     opened: Option<(String, std::fs::File)>,
     /// Being instantiated as a spare: a call into the host fails it.
     making_spare: bool,
+    /// The caller may see secrets (`files_link`'s `redacted-text`).
+    reveal_secrets: bool,
 }
 
 impl WasiHttpView for State {
@@ -857,6 +862,7 @@ impl Plugin {
             files: self.files.clone(),
             opened: None,
             making_spare: false,
+            reveal_secrets: false,
         };
         Ok(state)
     }
@@ -960,6 +966,7 @@ impl Plugin {
             Ok(s) => s,
             Err(e) => return unavailable(e),
         };
+        state.reveal_secrets = req.reveal_secrets;
         let (mut store, ready) = match self.slot.take() {
             // A spare that already holds more memory than this call may
             // have is no use to it: instantiating under the call's own
@@ -1245,6 +1252,7 @@ impl Plugin {
             files: self.files.clone(),
             opened: None,
             making_spare: false,
+            reveal_secrets: false,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

@@ -19,7 +19,9 @@
 //!   signature carried in a manifest annotation.
 //! - [`poison`]: descriptions and schema texts that address the model
 //!   instead of describing the tool (hidden instructions, sensitive paths,
-//!   invisible Unicode, URLs, out-of-proportion length).
+//!   invisible Unicode, URLs, out-of-proportion length), matched against
+//!   every [`readings`] of a text: normalized, de-spaced, de-leeted, ROT13
+//!   and decoded.
 //!
 //! - [`policy`]: the three applied together when a catalog loads a
 //!   third-party plugin, with the refusal codes the catalog reports.
@@ -32,6 +34,7 @@ pub mod lock;
 pub mod oci;
 pub mod poison;
 pub mod policy;
+pub mod readings;
 pub mod signature;
 
 use sha2::{Digest, Sha256};

@@ -8,6 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolhost_sdk::files::{self, FileError};
 use toolhost_sdk::{Context, SideEffect, Tool, ToolError};
 
 use crate::text::{
@@ -283,10 +284,29 @@ fn build_glob(glob: &str) -> Result<GlobMatcher, ToolError> {
 }
 
 /// Reads a file for searching: its text, or `None` when it is skipped,
-/// and the number of bytes read. Files over the cap are skipped unread;
-/// a NUL in the first 8 KiB marks a binary file, skipped without reading
-/// the rest.
+/// and the number of bytes read. In a component the host reads it, with
+/// every secret it redacts replaced by its marker line by line
+/// ([`files::redacted_text`]): the search then matches what an output may
+/// show, and neither its matches nor its counts can tell a right guess at
+/// a redacted value from a wrong one. A file the host does not answer for
+/// is skipped, never read raw. Outside a component (native tests) the file
+/// is read as it is ([`read_raw`]).
 fn read_text(path: &Path) -> (Option<String>, u64) {
+    match files::redacted_text(&path.to_string_lossy(), MAX_FILE_BYTES) {
+        Ok(Some(text)) => {
+            let read = text.len() as u64;
+            (Some(text), read)
+        }
+        Ok(None) => (None, fs::metadata(path).map_or(0, |m| m.len())),
+        Err(FileError::Unavailable(_)) if cfg!(not(target_family = "wasm")) => read_raw(path),
+        Err(_) => (None, 0),
+    }
+}
+
+/// Reads a file for searching as it is. Files over the cap are skipped
+/// unread; a NUL in the first 8 KiB marks a binary file, skipped without
+/// reading the rest.
+fn read_raw(path: &Path) -> (Option<String>, u64) {
     let Ok(mut file) = File::open(path) else {
         return (None, 0);
     };

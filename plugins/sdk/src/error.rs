@@ -47,6 +47,9 @@ impl ToolError {
     }
 
     /// Names the argument at fault by JSON Pointer (`/path`, `/edits/0`).
+    /// The host passes it on only when it resolves into the call's
+    /// arguments, or names a top-level argument the input schema declares
+    /// and the call left out; it drops any other (a bare `path` too).
     #[must_use]
     pub fn field(mut self, pointer: impl Into<String>) -> Self {
         self.field = Some(pointer.into());

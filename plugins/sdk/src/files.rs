@@ -23,9 +23,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`redacted_text`] reads a file whole with its secrets redacted by the
+//! host: what a search tool matches.
+//!
 //! Outside a component (a tool's native unit tests) there is no host:
-//! [`index`] and [`read`] answer [`FileError::Unavailable`], and a tool
-//! falls back to reading the file itself.
+//! [`index`], [`read`] and [`redacted_text`] answer
+//! [`FileError::Unavailable`], and a tool falls back to reading the file
+//! itself.
 
 pub use crate::bindings::toolhost::plugin::files::{FileBytes, FileError, FileIndex};
 
@@ -58,6 +62,25 @@ pub fn read(path: &str, offset: u64, len: u64) -> Result<FileBytes, FileError> {
 #[cfg(not(target_family = "wasm"))]
 pub fn read(path: &str, offset: u64, len: u64) -> Result<FileBytes, FileError> {
     let _ = (path, offset, len);
+    Err(unavailable())
+}
+
+/// The text of the file at guest path `path` with every secret the host
+/// redacts replaced by its marker, line by line (the file's lines stay
+/// where they are); as it is for a caller with the `secrets` right.
+/// `Ok(None)`: the file is not text (not UTF-8, or it holds a NUL byte).
+/// A tool that searches files matches this text, so that its matches and
+/// counts say nothing of a redacted value. Refused as [`index`] is
+/// refused; a file over `max_bytes` is [`FileError::TooLarge`].
+#[cfg(target_family = "wasm")]
+pub fn redacted_text(path: &str, max_bytes: u64) -> Result<Option<String>, FileError> {
+    crate::bindings::toolhost::plugin::files::redacted_text(path, max_bytes)
+}
+
+/// Off-wasm there is no host to ask: always [`FileError::Unavailable`].
+#[cfg(not(target_family = "wasm"))]
+pub fn redacted_text(path: &str, max_bytes: u64) -> Result<Option<String>, FileError> {
+    let _ = (path, max_bytes);
     Err(unavailable())
 }
 
