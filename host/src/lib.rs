@@ -85,6 +85,7 @@ pub mod json;
 pub mod ledger;
 pub mod lint;
 pub mod mcp;
+pub mod messages;
 pub mod metrics;
 pub mod observation;
 pub mod opendir;

@@ -28,6 +28,7 @@ use toolhost::record::Recorder;
 
 /// Global options of the journal and the circuit breaker.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Global options")]
 pub struct JournalArgs {
     /// Do not journal calls (`toolhost log` and `stats` then see none).
     #[arg(long, env = "TOOLHOST_NO_JOURNAL", global = true,

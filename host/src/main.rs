@@ -70,7 +70,10 @@ struct Cli {
     command: Command,
 }
 
+/// Options every command takes, shown under their own heading after a
+/// command's own.
 #[derive(Args)]
+#[command(next_help_heading = "Global options")]
 struct PluginArgs {
     /// Settings file (default: ~/.config/toolhost/config.toml, when it
     /// exists; a workspace's toolhost.toml is read only when named here):
@@ -144,6 +147,7 @@ struct PluginArgs {
 
 /// The trust policy for third-party plugins.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Global options")]
 struct TrustArgs {
     /// The lock file in effect (default: toolhost.lock in the plugins
     /// directory, when it exists). A plugin not in it, or changed since it
@@ -244,11 +248,11 @@ enum Command {
     },
     /// Print one tool's descriptor as JSON.
     Describe { tool: String },
-    /// What the catalog costs a model: with --cost, the tokens of each
-    /// tool's definition (name, description, input schema; o200k_base),
-    /// per turn and over --turns turns (T = N·K·S).
+    /// What the catalog costs a model: the tokens of each tool's
+    /// definition (name, description, input schema; o200k_base), per turn
+    /// and over --turns turns (T = N·K·S).
     Catalog {
-        /// Count tokens (the only report for now).
+        /// Count tokens: the default, and the only report for now.
         #[arg(long)]
         cost: bool,
         /// N, the number of turns the catalog is sent for.
@@ -263,6 +267,7 @@ enum Command {
     },
     /// Call a tool and print the observation: its status and model-facing
     /// text on a terminal, JSON when piped or with --json.
+    #[command(after_help = toolhost::messages::CALL_EXAMPLES)]
     Call(CallArgs),
     /// Run a batch of calls (a JSON array of {"call_id", "tool",
     /// "arguments", "idempotency_key"?}) and print one result envelope.
@@ -473,6 +478,12 @@ fn emit(text: impl std::fmt::Display) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if let Command::Serve(a) = &cli.command {
+        if !a.stdio && a.http.is_none() {
+            eprintln!("{}", toolhost::messages::SERVE_NEEDS_TRANSPORT);
+            return Ok(ExitCode::from(2));
+        }
+    }
     // The cache's secret lives beside the root key; a cache inside the
     // workspace is refused.
     let workspace = match &cli.command {
@@ -547,16 +558,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             list(&host, session.as_ref(), json)
         }
         Command::Catalog {
-            cost,
+            // The token count is the only report: `--cost` says so explicitly.
+            cost: _,
             turns,
             json,
             token,
         } => {
-            if !cost {
-                bail!(
-                    "toolhost catalog: say what to report: --cost (tokens per tool and per turn)"
-                );
-            }
             let host = load(sandbox, &cli.plugins)?;
             let session = match token {
                 Some(t) => Some(open_session(&cli.plugins, &t, PathBuf::from("."))?),
@@ -753,12 +760,13 @@ fn load(sandbox: Sandbox, p: &PluginArgs) -> Result<Host> {
 
 fn show_progress(plugin: &str, event: LoadEvent) {
     match event {
-        LoadEvent::Compiling { bytes } => tracing::info!(
-            "compiling {plugin} ({:.1} MB); the result is cached for the next start",
-            bytes as f64 / 1e6
-        ),
+        // A person waits on these: plain lines on stderr, not log records.
+        LoadEvent::Compiling { .. } => eprintln!("{}", toolhost::messages::compiling(plugin)),
         LoadEvent::Compiled { elapsed } => {
-            tracing::info!("compiled {plugin} in {:.2} s", elapsed.as_secs_f64())
+            eprintln!(
+                "toolhost: compiled {plugin} in {:.1} s",
+                elapsed.as_secs_f64()
+            )
         }
         LoadEvent::CacheCorrupt => {
             tracing::warn!("discarded a damaged cache entry for {plugin}; recompiling")
@@ -1075,6 +1083,10 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
             ..Call::new(&a.tool, &args, &opts)
         },
     );
+    // The caller here is a person (or a script it wrote): a refusal names
+    // the flag that grants it, not "ask the user".
+    let workspace = a.workspace.clone();
+    let obs = obs.for_person(&|p: &str| workspace.join(p).is_dir());
     let format = render::Format::choose(a.json, a.pretty, std::io::stdout().is_terminal());
     emit(render::observation(&serde_json::to_value(&obs)?, format))?;
     Ok(ExitCode::from(match obs.status {
@@ -1178,7 +1190,14 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
             ..CallOptions::default()
         },
     };
-    let result = host.batch(&session, &items, &opts);
+    let mut result = host.batch(&session, &items, &opts);
+    // As for `call`: a refusal names the flag that grants it.
+    let workspace = a.workspace.clone();
+    let is_dir = |p: &str| workspace.join(p).is_dir();
+    result.items = std::mem::take(&mut result.items)
+        .into_iter()
+        .map(|obs| obs.for_person(&is_dir))
+        .collect();
     let text = if a.pretty || std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(&result)?
     } else {

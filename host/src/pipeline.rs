@@ -41,7 +41,7 @@ pub use crate::call::{
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
 use crate::json::{self, JsonError};
-use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, Usage};
+use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, SourceKind, Usage};
 use crate::paths::Access;
 use crate::resource::batch::{BatchItem, BatchOptions, BatchResult};
 use crate::sandbox::{CancelToken, Failure, Limits, Mount, Sandbox};
@@ -317,7 +317,12 @@ impl Host {
                 return fail(e.to_error_info(Some(&arg.pointer)));
             }
             if let Err(d) = scope.capability.check_path(arg.value, access) {
-                return fail(denial_error(&d).with_field(arg.pointer.clone()));
+                // The path, so that the advice can name what grants it.
+                let mut info = denial_error(&d).with_field(arg.pointer.clone());
+                if let Some(Value::Object(details)) = &mut info.details {
+                    details.insert("path".into(), Value::from(arg.value));
+                }
+                return fail(info);
             }
             match scope.workspace.resolve(arg.value, access, scope.grants) {
                 Ok(resolved) => {
@@ -925,6 +930,16 @@ impl Host {
         }
         let indexes = Some(self.sandbox().file_indexes());
         let mut sources = crate::provenance::sources(&p.inputs, requested, &programs, indexes);
+        // A tool's own error after no output: a path argument that names
+        // nothing when the call ended brought no content for the error to
+        // quote (`not_found`), so it is no source and does not fence it.
+        if obs.output.is_none() && obs.error.as_ref().is_some_and(|e| e.host_code().is_none()) {
+            if let Some(root) = &p.inputs.root {
+                sources.retain(|s| {
+                    s.kind != SourceKind::File || !crate::provenance::absent(root, &s.reference)
+                });
+            }
+        }
         let mut hidden = Vec::new();
         if !p.secrets {
             for (i, s) in sources.iter_mut().enumerate() {

@@ -26,6 +26,9 @@
 //!   device, inode, size, mtime and ctime) takes its hash from there
 //!   instead of being read again: paging through a file with `file_view`
 //!   hashes it once, not once per page.
+//!   A tool's own error on a call with no output does not count a path
+//!   that names nothing when the call ended: there was no content for the
+//!   error (`not_found`) to quote, so it is not fenced as untrusted.
 //! - **network**: each URL the guest requested that the host let through to
 //!   a granted origin, recorded by the outgoing-HTTP hook
 //!   ([`crate::sandbox`]). Refused requests brought nothing back and are not
@@ -97,6 +100,15 @@ pub(crate) fn sources(
         sha256: None,
     }));
     out
+}
+
+/// Whether nothing is at `rel` beneath `root` (a missing name on the way
+/// or at the end); any other failure to look counts as present.
+pub(crate) fn absent(root: &OpenDir, rel: &str) -> bool {
+    matches!(
+        crate::opendir::kind_beneath(root, rel, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    )
 }
 
 /// Hex SHA-256 of the regular file `rel` beneath `root`, if it is one, is

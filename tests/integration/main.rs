@@ -31,6 +31,7 @@ mod languages;
 mod lint;
 mod mcp;
 mod mcp_limits;
+mod messages;
 mod model_text;
 mod namespaces;
 mod network;

@@ -120,8 +120,9 @@ pub struct ServeArgs {
     /// a result is `output_too_large`.
     #[arg(skip)]
     pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
-    /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC).
-    #[arg(long, conflicts_with = "http", required_unless_present = "http")]
+    /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC). One of
+    /// --stdio and --http is needed.
+    #[arg(long, conflicts_with = "http")]
     pub stdio: bool,
     /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080), path /mcp.
     #[arg(long, value_name = "ADDR")]
@@ -541,11 +542,8 @@ fn load(
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
         crate::metrics::note_load(&event);
-        if let LoadEvent::Compiling { bytes } = event {
-            log!(
-                "toolhost: compiling {plugin} ({:.1} MB); the result is cached",
-                bytes as f64 / 1e6
-            );
+        if let LoadEvent::Compiling { .. } = event {
+            log!("{}", crate::messages::compiling(plugin));
         }
     });
     for problem in catalog.warnings() {

@@ -719,14 +719,7 @@ impl ServerHandler for McpServer {
         .expect("static capabilities");
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "toolhost runs WebAssembly tools in a sandbox. Every tools/call result's \
-                 result's last text block is what to read; structuredContent is the tool's \
-                 output; _meta[\"dev.toolhost/observation\"] is the envelope: check `status` \
-                 (ok, error, denied, partial, unknown) and, when not ok, `error.code`, \
-                 `error.correctable` and `error.retry`. `unknown` means an effect may have \
-                 happened: settle before retrying.",
-            )
+            .with_instructions(crate::messages::SERVER_INSTRUCTIONS)
     }
 
     async fn list_tools(

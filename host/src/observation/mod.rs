@@ -72,8 +72,8 @@ pub use hygiene::{
 pub(crate) use render::clip_bounds;
 pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 use render::{
-    clip_short, render_error_paragraph, render_json, render_plugin_text, wrap_untrusted,
-    PARTIAL_PREFIX,
+    clip_short, render_error_paragraph, render_error_paragraph_for, render_json,
+    render_plugin_text, wrap_untrusted, PARTIAL_PREFIX,
 };
 
 /// Version of the observation shape; bumped on any incompatible change.
@@ -803,6 +803,27 @@ impl Observation {
             }
             _ => {}
         }
+        self
+    }
+
+    /// The observation as a person at the command line reads it: a
+    /// refusal ([`crate::messages::is_refusal`]) ends by naming the flag or
+    /// token caveat that grants what was refused, instead of telling a
+    /// model to ask the user. `is_dir` says whether a workspace-relative
+    /// path is a directory (a grant names one). Anything else, and a text
+    /// that quotes outside content, is unchanged.
+    #[must_use]
+    pub fn for_person(mut self, is_dir: &dyn Fn(&str) -> bool) -> Observation {
+        let Some(e) = &self.error else {
+            return self;
+        };
+        if self.output.is_some() || self.untrusted || !crate::messages::is_refusal(self.status, e) {
+            return self;
+        }
+        let mut text = String::with_capacity(e.message.len() + 200);
+        let reader = crate::messages::Reader::Person { is_dir };
+        render_error_paragraph_for(&mut text, self.status, self.effects.level, e, reader);
+        self.text = text;
         self
     }
 

@@ -244,7 +244,7 @@ fn denied_says_it_is_a_permission_matter() {
         "read_file",
         SideEffect::ReadOnly,
         ErrorCode::Denied
-            .info("`secrets/key` is outside the granted paths (read: src); ask the user for access")
+            .info("`secrets/key` is outside the granted paths (read: src)")
             .with_field("/path"),
     );
     assert_eq!(obs.status, Status::Denied);
@@ -986,6 +986,58 @@ fn a_field_with_hidden_characters_is_dropped() {
     let mut error = ErrorInfo::new("bad_path", "no such path").with_field("path");
     error.sanitize();
     assert_eq!(error.field.as_deref(), Some("/path"));
+}
+
+#[test]
+fn a_missing_or_unknown_field_says_each_thing_once() {
+    // As the schema check reports a missing field.
+    let obs = failed(
+        "file_view",
+        SideEffect::ReadOnly,
+        ErrorCode::InvalidArguments
+            .info("/path: missing required field; expected a string")
+            .with_field("/path")
+            .with_expected("a string (required)")
+            .with_actual("missing"),
+    );
+    assert_eq!(
+        obs.text,
+        "invalid_arguments at /path: missing required field; expected a string. Fix the \
+         argument and call again."
+    );
+    // An unknown field: the allowed list once, the value given kept.
+    let obs = failed(
+        "run_command",
+        SideEffect::Reversible,
+        ErrorCode::InvalidArguments
+            .info("/args: unknown field; allowed: argv, cwd")
+            .with_field("/args")
+            .with_expected("no such field; allowed: argv, cwd")
+            .with_actual("[]"),
+    );
+    assert_eq!(
+        obs.text.matches("allowed: argv, cwd").count(),
+        1,
+        "{}",
+        obs.text
+    );
+    assert!(obs.text.contains("(got [])"), "{}", obs.text);
+    // Something the message does not say is still said.
+    let obs = failed(
+        "t",
+        SideEffect::ReadOnly,
+        ErrorCode::InvalidArguments
+            .info("too long")
+            .with_field("/name")
+            .with_expected("at most 8 characters")
+            .with_actual("12 characters"),
+    );
+    assert!(
+        obs.text
+            .contains("too long (expected at most 8 characters, got 12 characters)"),
+        "{}",
+        obs.text
+    );
 }
 
 #[test]
