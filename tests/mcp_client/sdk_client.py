@@ -37,6 +37,10 @@ Steps (a JSON array, from the file named by `--steps`, or `-` for stdin):
                                                       error (reported as
                                                       {"jsonrpc_error": ...});
                                                       an ok answer fails
+    {"op": "approve", "of": N}                        step N's call again (a dry
+                                                      run), with the plan_token
+                                                      of its answer as
+                                                      _meta["dev.toolhost/plan_token"]
     {"op": "find", "query": TEXT, "calls": {NAME: {...}}}
                                                       find_tools (lazy mode),
                                                       tools/list again, then
@@ -71,6 +75,8 @@ from mcp.shared.exceptions import MCPError
 
 # toolhost's envelope key in a tools/call result's _meta.
 ENVELOPE = "dev.toolhost/observation"
+# The _meta key that approves an irreversible call with its dry run's plan.
+PLAN_TOKEN = "dev.toolhost/plan_token"
 # Most calls one paging step makes.
 MAX_CALLS = 10_000
 
@@ -92,7 +98,7 @@ def links_of(result):
     ]
 
 
-async def run_step(session, step, results):
+async def run_step(session, step, results, steps_of):
     op = step.get("op")
     if op == "list":
         tools, cursor = [], None
@@ -151,6 +157,18 @@ async def run_step(session, step, results):
         if not result.get("isError"):
             raise RuntimeError(f"expected an error, got an ok answer: {json.dumps(result)}")
         return result
+    if op == "approve":
+        earlier = results[step["of"]]
+        if not earlier.get("ok"):
+            raise RuntimeError(f"step {step['of']} failed: no plan to approve")
+        token = (earlier["result"].get("structuredContent") or {}).get("plan_token")
+        if not token:
+            raise RuntimeError(f"step {step['of']} answered no plan_token")
+        planned = steps_of[step["of"]]
+        result = await session.call_tool(
+            planned["tool"], planned.get("arguments", {}), meta={PLAN_TOKEN: token}
+        )
+        return as_json(result)
     if op == "find":
         found = as_json(await session.call_tool("find_tools", {"query": step["query"]}))
         hits = [t["name"] for t in (found.get("structuredContent") or {}).get("tools", [])]
@@ -169,7 +187,7 @@ async def run_steps(session, steps):
     for n, step in enumerate(steps):
         line = {"step": n, "op": step.get("op")}
         try:
-            line["result"] = await run_step(session, step, results)
+            line["result"] = await run_step(session, step, results, steps)
             line["ok"] = True
         except Exception as e:  # reported, so the caller sees the SDK's refusal
             line["ok"] = False

@@ -24,6 +24,8 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 // toolhost's envelope key in a tools/call result's _meta.
 const ENVELOPE = "dev.toolhost/observation";
+// The _meta key that approves an irreversible call with its dry run's plan.
+const PLAN_TOKEN = "dev.toolhost/plan_token";
 // Most calls one paging step makes.
 const MAX_CALLS = 10_000;
 
@@ -74,7 +76,7 @@ async function listAll(client) {
   return tools;
 }
 
-async function runStep(client, step, results, listed) {
+async function runStep(client, step, results, listed, steps) {
   // Lists first when a tool was never listed, so its output is validated.
   const call = async (name, args, meta) => {
     if (!listed.has(name)) {
@@ -141,6 +143,14 @@ async function runStep(client, step, results, listed) {
       if (!result.isError) throw new Error(`expected an error, got an ok answer: ${JSON.stringify(result)}`);
       return result;
     }
+    case "approve": {
+      const earlier = results[step.of];
+      if (!earlier.ok) throw new Error(`step ${step.of} failed: no plan to approve`);
+      const token = earlier.result.structuredContent?.plan_token;
+      if (!token) throw new Error(`step ${step.of} answered no plan_token`);
+      const planned = steps[step.of];
+      return call(planned.tool, planned.arguments, { [PLAN_TOKEN]: token });
+    }
     case "find": {
       const found = await call("find_tools", { query: step.query });
       const hits = (found.structuredContent?.tools ?? []).map((t) => t.name);
@@ -177,7 +187,7 @@ async function main() {
   for (const [n, step] of steps.entries()) {
     const line = { step: n, op: step.op };
     try {
-      line.result = await runStep(client, step, results, listed);
+      line.result = await runStep(client, step, results, listed, steps);
       line.ok = true;
     } catch (e) {
       // Reported, so the caller sees the SDK's refusal.
