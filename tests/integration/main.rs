@@ -38,6 +38,7 @@ mod paging;
 mod plans;
 mod provenance;
 mod python_sdk;
+mod sdk_clients;
 mod redaction;
 mod reference_tools;
 mod resources;
