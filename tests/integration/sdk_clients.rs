@@ -222,7 +222,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
         {"op": "call", "tool": "file_edit",
          "arguments": {"path": "pub/edit.txt", "old_str": "draft", "new_str": "final"}},
         {"op": "call", "tool": "grep_search", "arguments": {"pattern": "wor.d", "path": "pub/a.txt"}},
-        {"op": "call", "tool": "run_command", "arguments": {"argv": ["wc", "-l", "pub/a.txt"]}},
+        {"op": "call", "tool": "run_command", "arguments": {"argv": ["wc", "-l", "a.txt"], "cwd": "pub"}},
         {"op": "call", "tool": "http_get", "arguments": {"url": url}},
         {"op": "call", "tool": "file_delete", "arguments": {"path": "pub/gone.txt"},
          "meta": {"dev.toolhost/dry_run": true}},
@@ -281,7 +281,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
     assert!(
         r[4]["result"]["structuredContent"]
             .to_string()
-            .contains("2 pub/a.txt"),
+            .contains("2 a.txt"),
         "{}",
         r[4]["result"]
     );
