@@ -98,17 +98,9 @@ fn ts_client() -> PathBuf {
     repo_root().join(TS_DIR).join("client.mjs")
 }
 
-/// Runs `steps` in one session of `sdk` over `transport` with the server
-/// of `setup` (and `extra` options); returns each step's report. Fails on
-/// any step the SDK refused.
-fn session(
-    sdk: Sdk,
-    transport: Transport,
-    setup: &Setup,
-    extra: &[&str],
-    steps: &Value,
-) -> Vec<Value> {
-    let mut cmd = match sdk {
+/// The command that starts `sdk`'s client script.
+fn client(sdk: Sdk) -> Command {
+    let mut c = match sdk {
         Sdk::Python => {
             let mut c = Command::new(crate::python_sdk::python());
             c.arg(repo_root().join("tests/mcp_client/sdk_client.py"));
@@ -120,7 +112,52 @@ fn session(
             c
         }
     };
-    cmd.args(["--steps", "-"]);
+    c.args(["--steps", "-"]);
+    c
+}
+
+/// Runs the client `cmd` (its target given) on `steps`; each step's report.
+/// Fails when the client itself fails or leaves a step out.
+fn run_client(sdk: Sdk, mut cmd: Command, steps: &Value) -> Vec<Value> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting the {sdk:?} client: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the {sdk:?} client failed:\n{stderr}");
+    let reports: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        reports.len(),
+        steps.as_array().unwrap().len(),
+        "a step is missing:\n{stderr}"
+    );
+    reports
+}
+
+/// Runs `steps` in one session of `sdk` over `transport` with the server
+/// of `setup` (and `extra` options); returns each step's report. Fails on
+/// any step the SDK refused.
+fn session(
+    sdk: Sdk,
+    transport: Transport,
+    setup: &Setup,
+    extra: &[&str],
+    steps: &Value,
+) -> Vec<Value> {
+    let mut cmd = client(sdk);
     // Kept alive until the client is done.
     let _http = match transport {
         Transport::Stdio => {
@@ -137,34 +174,7 @@ fn session(
             Some(server)
         }
     };
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting the {sdk:?} client: {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(steps.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the {sdk:?} client failed:\n{stderr}"
-    );
-    let reports: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
-    assert_eq!(
-        reports.len(),
-        steps.as_array().unwrap().len(),
-        "a step is missing:\n{stderr}"
-    );
+    let reports = run_client(sdk, cmd, steps);
     for r in &reports {
         assert_eq!(
             r["ok"], true,
@@ -407,4 +417,33 @@ fn typescript_sdk_session_over_stdio() {
 #[test]
 fn typescript_sdk_session_over_http() {
     full_session(Sdk::TypeScript, Transport::Http);
+}
+
+/// The clients do check: a server whose answer breaks its tool's declared
+/// `outputSchema` (`tests/mcp_client/nonconforming_server.py`) is refused
+/// by each SDK, whether or not the session listed the tools first, and the
+/// refusal is reported as a failed step. Without this, a client with its
+/// validation off would let every session above pass.
+#[test]
+fn each_sdk_refuses_an_answer_that_breaks_the_output_schema() {
+    let steps = json!([
+        {"op": "call", "tool": "count", "arguments": {}},
+        {"op": "list"},
+        {"op": "call", "tool": "count", "arguments": {}},
+    ]);
+    for sdk in [Sdk::Python, Sdk::TypeScript] {
+        let mut cmd = client(sdk);
+        cmd.args(["--", "python3"])
+            .arg(repo_root().join("tests/mcp_client/nonconforming_server.py"));
+        let r = run_client(sdk, cmd, &steps);
+        assert_eq!(r[1]["ok"], true, "{sdk:?}: {}", r[1]);
+        for step in [0, 2] {
+            assert_eq!(r[step]["ok"], false, "{sdk:?} accepted it: {}", r[step]);
+            let error = r[step]["error"].as_str().unwrap().to_lowercase();
+            assert!(
+                error.contains("structured content") && error.contains("integer"),
+                "{sdk:?}: {error}"
+            );
+        }
+    }
 }
