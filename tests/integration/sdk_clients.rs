@@ -149,28 +149,38 @@ fn run_client(sdk: Sdk, mut cmd: Command, steps: &Value) -> Vec<Value> {
 
 /// Runs `steps` in one session of `sdk` over `transport` with the server
 /// of `setup` (and `extra` options); returns each step's report. Fails on
-/// any step the SDK refused.
+/// any step the SDK refused. With a `token`, the client runs under that
+/// capability token: over HTTP the server requires one and the client
+/// sends it as `Authorization: Bearer`, over stdio the server is given it.
 fn session(
     sdk: Sdk,
     transport: Transport,
     setup: &Setup,
     extra: &[&str],
+    token: Option<&str>,
     steps: &Value,
 ) -> Vec<Value> {
     let mut cmd = client(sdk);
     // Kept alive until the client is done.
     let _http = match transport {
         Transport::Stdio => {
-            let server = setup.command(&[&["--stdio"], extra].concat());
+            let mut args = vec!["--stdio"];
+            args.extend_from_slice(extra);
+            args.extend(token.into_iter().flat_map(|t| ["--token", t]));
+            let server = setup.command(&args);
             cmd.arg("--")
                 .arg(server.get_program())
                 .args(server.get_args());
             None
         }
         Transport::Http => {
-            let server = HttpServer::start(setup, extra);
+            let required: &[&str] = if token.is_some() { &["--require-token"] } else { &[] };
+            let server = HttpServer::start(setup, &[extra, required].concat());
             cmd.arg("--url")
                 .arg(format!("http://127.0.0.1:{}/mcp", server.port));
+            if let Some(t) = token {
+                cmd.arg("--header").arg(format!("Authorization: Bearer {t}"));
+            }
             Some(server)
         }
     };
@@ -205,6 +215,25 @@ fn serve_text(body: &'static str) -> String {
         }
     });
     origin
+}
+
+/// A capability token from `toolhost cap mint ARGS` with the setup's key.
+fn mint(setup: &Setup, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--key-file")
+        .arg(setup.state.path().join("root.key"))
+        .args(["cap", "mint"])
+        .args(args)
+        .env_remove("TOOLHOST_ROOT_KEY")
+        .env_remove("TOOLHOST_TOKEN")
+        .output()
+        .expect("running toolhost cap mint");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// toolhost's envelope of a `tools/call` result, as the SDK passed it on.
@@ -254,6 +283,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
             "--allow-net",
             &origin,
         ],
+        None,
         &steps,
     );
     let listed: Vec<&str> = r[0]["result"]["tools"]
@@ -339,7 +369,9 @@ fn full_session(sdk: Sdk, transport: Transport) {
         "{unknown}"
     );
 
-    // A spill, and its resource_link read back whole.
+    // A spill, and its resource_link read back whole, under a capability
+    // token (sent as a bearer token over HTTP).
+    let token = mint(&setup, &["--tool", "file_view", "--read", "pub"]);
     let steps_spill = json!([
         {"op": "call", "tool": "file_view", "arguments": {"path": "pub/big.txt"}},
         {"op": "read_links", "of": 0},
@@ -349,6 +381,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
         transport,
         &setup,
         &["--max-output-bytes", "4000"],
+        Some(&token),
         &steps_spill,
     );
     let spilled = &s[0]["result"];
@@ -370,7 +403,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
         {"op": "find", "query": "show me what a text file in the project says",
          "calls": {"file_view": {"path": "pub/a.txt"}, "grep_search": {"pattern": "hello", "path": "pub"}}},
     ]);
-    let l = session(sdk, transport, &setup, &["--lazy-tools"], &steps_lazy);
+    let l = session(sdk, transport, &setup, &["--lazy-tools"], None, &steps_lazy);
     let first: Vec<&str> = l[0]["result"]["tools"]
         .as_array()
         .unwrap()
