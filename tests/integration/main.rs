@@ -43,6 +43,7 @@ mod redaction;
 mod reference_tools;
 mod resources;
 mod run_command;
+mod sdk_clients;
 mod spares;
 mod spill;
 mod store_and_flags;

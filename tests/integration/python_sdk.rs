@@ -31,7 +31,7 @@ fn sdk_present() -> bool {
 }
 
 /// The virtual environment's Python, with the SDK installed.
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| {
         if sdk_present() {

@@ -1,7 +1,8 @@
 """A scripted MCP session with the official Python SDK client (`mcp`).
 
-Starts the server command given after `--` over stdio, runs the steps of a
-JSON script through the SDK's `ClientSession` (so every answer goes through
+Starts the server command given after `--` over stdio, or connects to a
+Streamable HTTP endpoint (`--url`, with `--header` lines such as a bearer
+token), runs the steps of a JSON script through the SDK's `ClientSession` (so every answer goes through
 the SDK's own parsing and, for `tools/call`, its validation of
 `structuredContent` against the tool's `outputSchema`), and prints one JSON
 line per step:
@@ -30,6 +31,25 @@ Steps (a JSON array, from the file named by `--steps`, or `-` for stdin):
                                                       FIELD is set: an object is
                                                       merged into the arguments,
                                                       a string is the `cursor`
+    {"op": "bad", "tool": NAME, "arguments": {...}}   a call that must be
+                                                      refused: an isError
+                                                      result, or a JSON-RPC
+                                                      error (reported as
+                                                      {"jsonrpc_error": ...});
+                                                      an ok answer fails
+    {"op": "approve", "of": N}                        step N's call again (a dry
+                                                      run), with the plan_token
+                                                      of its answer as
+                                                      _meta["dev.toolhost/plan_token"]
+    {"op": "find", "query": TEXT, "calls": {NAME: {...}}}
+                                                      find_tools (lazy mode),
+                                                      tools/list again, then
+                                                      a call of the first hit
+                                                      named in `calls`, with
+                                                      those arguments
+
+The same step language is spoken by tests/mcp_client/ts/client.mjs (the
+official TypeScript SDK).
 
 The script only reports; whoever runs it decides what is right. It exits 0
 when every step ran (a step the SDK refused is a reported failure, not a
@@ -37,6 +57,8 @@ crash), 2 on bad usage.
 
 Usage:
     python sdk_client.py --steps steps.json -- toolhost serve --stdio ...
+    python sdk_client.py --steps steps.json --url http://127.0.0.1:8080/mcp \
+        [--header "Authorization: Bearer TOKEN"]
 """
 
 import argparse
@@ -46,10 +68,15 @@ import sys
 import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 
 # toolhost's envelope key in a tools/call result's _meta.
 ENVELOPE = "dev.toolhost/observation"
+# The _meta key that approves an irreversible call with its dry run's plan.
+PLAN_TOKEN = "dev.toolhost/plan_token"
 # Most calls one paging step makes.
 MAX_CALLS = 10_000
 
@@ -71,7 +98,7 @@ def links_of(result):
     ]
 
 
-async def run_step(session, step, results):
+async def run_step(session, step, results, steps_of):
     op = step.get("op")
     if op == "list":
         tools, cursor = [], None
@@ -122,35 +149,85 @@ async def run_step(session, step, results):
             else:
                 break
         return {"answers": answers}
+    if op == "bad":
+        try:
+            result = as_json(await session.call_tool(step["tool"], step.get("arguments", {})))
+        except MCPError as e:
+            return {"jsonrpc_error": {"code": e.error.code, "message": e.error.message}}
+        if not result.get("isError"):
+            raise RuntimeError(f"expected an error, got an ok answer: {json.dumps(result)}")
+        return result
+    if op == "approve":
+        earlier = results[step["of"]]
+        if not earlier.get("ok"):
+            raise RuntimeError(f"step {step['of']} failed: no plan to approve")
+        token = (earlier["result"].get("structuredContent") or {}).get("plan_token")
+        if not token:
+            raise RuntimeError(f"step {step['of']} answered no plan_token")
+        planned = steps_of[step["of"]]
+        result = await session.call_tool(
+            planned["tool"], planned.get("arguments", {}), meta={PLAN_TOKEN: token}
+        )
+        return as_json(result)
+    if op == "find":
+        found = as_json(await session.call_tool("find_tools", {"query": step["query"]}))
+        hits = [t["name"] for t in (found.get("structuredContent") or {}).get("tools", [])]
+        name = next((h for h in hits if h in step["calls"]), None)
+        if name is None:
+            raise RuntimeError(f"find_tools found none of {sorted(step['calls'])}: {hits}")
+        listed = [t.name for t in (await session.list_tools()).tools]
+        called = as_json(await session.call_tool(name, step["calls"][name]))
+        return {"found": found, "hits": hits, "listed": listed, "called": name, "result": called}
     raise ValueError(f"unknown op {op!r}")
 
 
-async def main(steps, command):
-    server = StdioServerParameters(command=command[0], args=command[1:])
+async def run_steps(session, steps):
+    await session.initialize()
     results = []
+    for n, step in enumerate(steps):
+        line = {"step": n, "op": step.get("op")}
+        try:
+            line["result"] = await run_step(session, step, results, steps)
+            line["ok"] = True
+        except Exception as e:  # reported, so the caller sees the SDK's refusal
+            line["ok"] = False
+            line["error"] = f"{type(e).__name__}: {e}"
+        results.append(line)
+        print(json.dumps(line), flush=True)
+
+
+async def main(steps, command, url, headers):
+    if url:
+        http = create_mcp_http_client(headers=headers)
+        async with http, streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await run_steps(session, steps)
+        return
+    server = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
-            await session.initialize()
-            for n, step in enumerate(steps):
-                line = {"step": n, "op": step.get("op")}
-                try:
-                    line["result"] = await run_step(session, step, results)
-                    line["ok"] = True
-                except Exception as e:  # reported, so the caller sees the SDK's refusal
-                    line["ok"] = False
-                    line["error"] = f"{type(e).__name__}: {e}"
-                results.append(line)
-                print(json.dumps(line), flush=True)
+            await run_steps(session, steps)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", required=True, help="JSON file of steps, or - for stdin")
+    parser.add_argument("--url", help="a Streamable HTTP endpoint, instead of a server command")
+    parser.add_argument(
+        "--header", action="append", default=[], help='"Name: value" on every HTTP request'
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- SERVER COMMAND...")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("the server command is missing (after --)")
+    if bool(command) == bool(args.url):
+        parser.error("give either --url or a server command (after --)")
+    headers = {}
+    for h in args.header:
+        name, sep, value = h.partition(":")
+        if not sep:
+            parser.error(f"--header {h!r}: expected NAME: VALUE")
+        headers[name.strip()] = value.strip()
     with (sys.stdin if args.steps == "-" else open(args.steps)) as f:
         steps = json.load(f)
-    anyio.run(main, steps, command)
+    anyio.run(main, steps, command, args.url, headers)
