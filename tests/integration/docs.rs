@@ -664,8 +664,15 @@ fn relative_links_name_files_and_headings_that_exist() {
                 continue;
             }
             let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
-            let file_path = if file.is_empty() { path.clone() } else { dir.join(file) };
-            assert!(file_path.exists(), "{page}: link to `{target}`: no such file");
+            let file_path = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            assert!(
+                file_path.exists(),
+                "{page}: link to `{target}`: no such file"
+            );
             if !fragment.is_empty() && file_path.extension().is_some_and(|e| e == "md") {
                 assert!(
                     headings(&file_path).iter().any(|h| h == fragment),
