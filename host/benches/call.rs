@@ -172,7 +172,7 @@ fn main() {
     });
 
     // (g), (h): a host with a SQLite record store keeps budgets and
-    // revocations there (issue 17).
+    // revocations there.
     let ledger_db = tempfile::tempdir().unwrap();
     let ledger_store = toolhost::idempotency::sqlite::SqliteStore::open(
         ledger_db.path().join("ledger.sqlite"),
@@ -193,7 +193,7 @@ fn main() {
         assert!(text.contains(r#""status":"ok""#), "{text}");
     });
 
-    // (i): (b) with the call journal on (issue 12), between two runs of
+    // (i): (b) with the call journal on, between two runs of
     // (b) without it.
     let journal_db = tempfile::tempdir().unwrap();
     let journal_store = std::sync::Arc::new(

@@ -7,10 +7,9 @@
 //! Absolute figures drift by half on a shared machine, ratios much less, so
 //! toolhost and the floor are measured interleaved (toolhost, floor,
 //! toolhost, floor, …) and each figure is printed as a ratio to the floor.
-//! Two clients call both servers: the issue's own (a small Python client
-//! the bench writes, like `../shared/bench/mcp_bench.py`: `json.dumps` a
-//! request, write it, read the answer line, `json.loads` it), which defines
-//! the targets, and this bench itself in Rust, whose floor is lower (a
+//! Two clients call both servers: a small Python client the bench writes
+//! (`json.dumps` a request, write it, read the answer line, `json.loads`
+//! it), which defines the targets, and this bench itself in Rust, whose floor is lower (a
 //! stricter ratio, beside it). Each writes a request line and reads and
 //! parses the answer line, as any client must, for toolhost and floor
 //! alike.
@@ -21,7 +20,7 @@
 //! - `view3`: `file_view` of a 3-byte file;
 //! - `view4k`: `file_view` of a 4 KiB file (64 lines), targets ≤ 2.2× the
 //!   floor's median, p90 ≤ 2.5× the floor's p90;
-//! - `onecpu`: `view4k` with the issue's client and every server bound to
+//! - `onecpu`: `view4k` with the Python client and every server bound to
 //!   one CPU (`taskset -c 0`), as in a one-CPU container;
 //! - `page1m`: a 1 MiB text file read whole through `file_view`'s paging
 //!   (`offset` = next line while `has_more`), in MB/s of file content,
@@ -127,7 +126,7 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-/// The issue's client: spawns each server of a spec, initializes it, then
+/// The Python client: spawns each server of a spec, initializes it, then
 /// calls them in turn (`rounds` rounds of `per_round` calls, the first
 /// round after `warmup` untimed calls, later ones after 10) and prints the
 /// latencies in µs per server and the last answer's length, as one JSON
@@ -397,7 +396,7 @@ fn round(
 }
 
 /// One figure: toolhost, the floor and the answer floor interleaved,
-/// `ROUNDS` rounds each, with the issue's Python client, then with this
+/// `ROUNDS` rounds each, with the Python client, then with this
 /// bench's Rust client. The *answer floor* replays toolhost's own answer
 /// to this call ([`FLOOR_PY`] given a file): what any server costs this client when it
 /// answers with these bytes.
@@ -438,7 +437,7 @@ fn record_answer(setup: &Setup, tool: &str, args: &Value) -> tempfile::NamedTemp
     recorded
 }
 
-/// The issue's Python client on toolhost, the floor and the answer floor
+/// The Python client on toolhost, the floor and the answer floor
 /// (replaying `recorded`), in turns; with `cpu`, the client and every
 /// server are bound to that one CPU (`taskset -c`). Their figures in that
 /// order, and the length of toolhost's last answer.
@@ -828,7 +827,7 @@ fn bench_http(setup: &Setup) {
     let rate = sustained(port, "echo_value", &json!({"value": 7}), true);
     println!("HTTP sustained, {CLIENTS} clients (trivial)   {rate:>9.0} calls/s");
 
-    // The issue's HTTP figures: `file_view` of the 4 KiB file beside the
+    // The HTTP figures: `file_view` of the 4 KiB file beside the
     // Python HTTP floor, one client interleaved, then 8 clients each.
     let mut floor = Reaped(
         Command::new("python3")

@@ -2,8 +2,8 @@
 //!
 //! Providers put every tool's name, description and input schema in front
 //! of the model on every turn, so a catalog costs
-//! `T = N · K · S` tokens over `N` turns for `K` tools of `S` tokens each
-//! (seed 000 §1.4). This module counts `S` per tool with a real BPE
+//! `T = N · K · S` tokens over `N` turns for `K` tools of `S` tokens each.
+//! This module counts `S` per tool with a real BPE
 //! tokenizer, OpenAI's `o200k_base` ([`TOKENIZER`]), whose vocabulary is
 //! compiled into the `tiktoken-rs` crate: counting never downloads anything.
 //!

@@ -1,6 +1,6 @@
 //! Tool discovery: a small BM25 index over what each tool says about
 //! itself, so a model can find a tool by describing its task instead of
-//! being sent the whole catalog every turn (issue 19, "lazy discovery").
+//! being sent the whole catalog every turn ("lazy discovery").
 //!
 //! Each tool is one document made of its name (split on `_`, `.` and `-`),
 //! title, description, and every input parameter's name and description

@@ -210,13 +210,13 @@ pub struct StatsArgs {
     /// Only calls started since WHEN: 30m, 2h, 7d, or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     since: Option<String>,
-    /// L_gen: output tokens of one call (default: seed 000's 80).
+    /// L_gen: output tokens of one call (default 80).
     #[arg(long, value_name = "N")]
     tokens: Option<f64>,
-    /// t_mask: masking milliseconds per token (default: seed 000's 0.5).
+    /// t_mask: masking milliseconds per token (default 0.5).
     #[arg(long, value_name = "MS")]
     t_mask_ms: Option<f64>,
-    /// T_repair: milliseconds of one repair round (default: seed 000's 1800).
+    /// T_repair: milliseconds of one repair round (default 1800).
     #[arg(long, value_name = "MS")]
     t_repair_ms: Option<f64>,
     /// Print JSON instead of a table.

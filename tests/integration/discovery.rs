@@ -1,4 +1,4 @@
-//! The discovery eval (issue 19): task phrasings
+//! The discovery eval: task phrasings
 //! (`tests/fixtures/discovery_catalog.json`) over a catalog of real
 //! components: the reference tools, `tp-catalog` (19 tools with realistic
 //! names and descriptions) and `tp-imaging` loaded under the namespace

@@ -555,6 +555,136 @@ fn rust_guide_commands_run() {
     run_file("docs/rust.md");
 }
 
+#[test]
+fn capabilities_guide_commands_run() {
+    run_file("docs/capabilities.md");
+}
+
+#[test]
+fn side_effects_guide_commands_run() {
+    run_file("docs/side-effects.md");
+}
+
+#[test]
+fn parallel_calls_guide_commands_run() {
+    run_file("docs/parallel-calls.md");
+}
+
+#[test]
+fn programs_guide_commands_run() {
+    run_file("docs/programs.md");
+}
+
+#[test]
+fn plugins_guide_commands_run() {
+    run_file("docs/plugins-and-trust.md");
+}
+
+#[test]
+fn operations_guide_commands_run() {
+    run_file("docs/operations.md");
+}
+
+/// The pages a `*_commands_run` test above runs.
+const RUN_PAGES: &[&str] = &[
+    "README.md",
+    "docs/mcp.md",
+    "docs/python.md",
+    "docs/js.md",
+    "docs/rust.md",
+    "docs/capabilities.md",
+    "docs/side-effects.md",
+    "docs/parallel-calls.md",
+    "docs/programs.md",
+    "docs/plugins-and-trust.md",
+    "docs/operations.md",
+];
+
+/// A page with commands to run has a test that runs them (a new guide
+/// cannot slip past the harness), and a listed page still has commands.
+#[test]
+fn every_guide_with_commands_is_run() {
+    for file in doc_files() {
+        let runnable = blocks(&file)
+            .iter()
+            .any(|b| b.lang == "sh" && b.directive("skip").is_none());
+        assert_eq!(
+            runnable,
+            RUN_PAGES.contains(&file.as_str()),
+            "{file}: a page with sh blocks needs a `*_commands_run` test in docs.rs (and RUN_PAGES), and only such a page"
+        );
+    }
+}
+
+/// GitHub's anchor of a Markdown heading: lower case, spaces to `-`,
+/// punctuation other than `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every relative link of the documents names a file of the repository,
+/// and a `#fragment` into a Markdown page names one of its headings.
+#[test]
+fn relative_links_name_files_and_headings_that_exist() {
+    let root = repo_root();
+    let mut pages = doc_files();
+    pages.extend(["CHANGELOG.md".to_string(), "CONTRIBUTING.md".to_string()]);
+    let headings = |path: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut fence = false;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                fence = !fence;
+            }
+            if !fence && line.starts_with('#') {
+                out.push(anchor(line.trim_start_matches('#')));
+            }
+        }
+        out
+    };
+    let mut checked = 0;
+    for page in &pages {
+        let path = root.join(page);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{page}: {e}"));
+        let dir = path.parent().unwrap().to_path_buf();
+        for piece in text.split("](").skip(1) {
+            let Some(end) = piece.find(')') else { continue };
+            let target = &piece[..end];
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+            let file_path = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            assert!(
+                file_path.exists(),
+                "{page}: link to `{target}`: no such file"
+            );
+            if !fragment.is_empty() && file_path.extension().is_some_and(|e| e == "md") {
+                assert!(
+                    headings(&file_path).iter().any(|h| h == fragment),
+                    "{page}: link to `{target}`: no such heading"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "only {checked} links checked");
+}
+
 // ---- MCP client snippets -------------------------------------------------------
 
 /// Every `mcpServers` entry of the JSON blocks of `file`.

@@ -1,7 +1,6 @@
-//! Regression tests for the sandbox escapes of issue 18: a grant swapped for
-//! a symbolic link after it was checked (item 1), deadlines that stopped at
-//! host calls (item 2), dry-runs and probes that could write or reach the
-//! network (item 6).
+//! Regression tests for sandbox escapes: a grant swapped for a symbolic
+//! link after it was checked, deadlines that stopped at host calls,
+//! dry-runs and probes that could write or reach the network.
 //!
 //! Each of these failed on the code before the fix: the swapped grant was
 //! mounted through the link, sleeps and FIFO opens ignored the deadline,
@@ -97,7 +96,7 @@ fn timeout_ms(ms: u64) -> CallOptions {
     }
 }
 
-// ---- item 1: grants are opened beneath the root, never through a link ----
+// ---- grants are opened beneath the root, never through a link ----
 
 #[test]
 fn a_grant_swapped_for_a_symlink_after_the_check_mounts_nothing_outside() {
@@ -295,7 +294,7 @@ fn symlinks_already_in_the_workspace_still_resolve_inside_it() {
     assert!(out.to_string().contains("alpha"), "{out:#}");
 }
 
-// ---- item 2: deadlines hold whatever the guest waits on ----
+// ---- deadlines hold whatever the guest waits on ----
 
 fn assert_timeout_soon(obs: &Value, started: Instant) {
     expect_error(obs, "error", "timeout");
@@ -502,7 +501,7 @@ fn a_guest_open_of_a_fifo_is_refused_not_blocked() {
     assert_eq!(expect_ok(&obs)["data"], "plain");
 }
 
-// ---- item 6: dry-runs and probes have no effect ----
+// ---- dry-runs and probes have no effect ----
 
 #[test]
 fn a_plan_cannot_write_even_with_a_write_grant() {

@@ -1,4 +1,4 @@
-//! The `toolhost:plugin/files` import (issue 16): `file_view` pages through
+//! The `toolhost:plugin/files` import: `file_view` pages through
 //! the host's native, cached index, and the import reads nothing the call
 //! could not read itself.
 //!

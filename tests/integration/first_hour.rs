@@ -1,4 +1,4 @@
-//! What a new user meets in the first hour (issue 15): `call` on a
+//! What a new user meets in the first hour: `call` on a
 //! terminal, `toolhost.toml`, shell completions, a grant naming a file, and
 //! a `serve --stdio` that cannot start telling its client why.
 

@@ -1,4 +1,4 @@
-//! What the model reads (issue 19): the byte figures of the reference tools'
+//! What the model reads: the byte figures of the reference tools'
 //! model-facing text and of `tools/list`, over MCP stdio and Streamable
 //! HTTP, against the real `toolhost serve`.
 //!
@@ -231,7 +231,7 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
     let average = sum / tools.len() as u64;
     assert_eq!(cost["average_tokens_per_tool"], average);
     assert!(average <= 300, "{average} tokens per tool on average");
-    // And each tool on its own (seed 000 §1.4's ~250-token target, with room).
+    // And each tool on its own (a ~250-token target, with room).
     for t in tools {
         assert!(t["tokens"].as_u64().unwrap() <= 300, "{t}: over 300 tokens");
     }

@@ -1,4 +1,4 @@
-//! Namespaces (issue 19): a plugin loaded under a prefix has its tools
+//! Namespaces: a plugin loaded under a prefix has its tools
 //! named `ns.name` in listings, calls, `find_tools`, the journal and a
 //! token's `tool` caveat — one grammar ([`toolhost::toolname`]). The same
 //! component loaded under two namespaces gives two sets of tools, and a

@@ -1,4 +1,4 @@
-//! Instances made ahead of calls (`sandbox::spare`, issue 16): on a
+//! Instances made ahead of calls (`sandbox::spare`): on a
 //! thread that runs idle work between its calls (`defer_to_idle`, as a
 //! stdio session's warm call thread does), a plugin's call asks for the
 //! next instance, `idle_work` instantiates it under a neutral state, and

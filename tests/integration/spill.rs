@@ -1,4 +1,4 @@
-//! Large outputs spill (issue 19): a result over the call's output limit is
+//! Large outputs spill: a result over the call's output limit is
 //! `ok` with a head and tail, kept whole as an artifact of the token that
 //! made the call, readable through `artifact_view` follow-ups and, over MCP,
 //! as a `resource_link` that `resources/read` serves to that token only.

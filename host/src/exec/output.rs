@@ -1,6 +1,6 @@
 //! Capturing one output stream in bounded memory: its head, the lines that
-//! look like errors, and its tail (seed 002 §5: keep the head, the key error
-//! lines and the tail; say explicitly what was left out).
+//! look like errors, and its tail (keep the head, the key error lines and
+//! the tail; say explicitly what was left out).
 //!
 //! [`StreamClip`] is fed the raw bytes as they arrive. It keeps the first
 //! 2/5 of the budget, a window holding the rest of the budget of the latest

@@ -1,7 +1,7 @@
 //! The call journal: one entry per call, in the record store.
 //!
 //! Every call the host answers — read-only or side-effecting, run or
-//! rejected before it ran — appends one [`Entry`] (seed 001 §4.6's audit
+//! rejected before it ran — appends one [`Entry`] (the audit
 //! fields): who called (`trajectory`, `turn`, `call_id`, the token and its
 //! parent chain), when (`started_at`, `ended_at`, RFC 3339 with µs), what
 //! (`tool`, `args_sha256` of the canonical arguments and an

@@ -1,7 +1,7 @@
 //! `toolhost stats`: per tool, from journal entries — calls, the share of
 //! logical calls whose first try was valid, the malformed rate, an error
-//! histogram and latency percentiles — and seed 000's break-even malformed
-//! rate for constrained decoding (§1.2, formula 1):
+//! histogram and latency percentiles — and the break-even malformed rate
+//! above which constrained decoding costs less than repairs:
 //!
 //! ```text
 //! p_break = L_gen · t_mask / T_repair
@@ -10,7 +10,7 @@
 //! `L_gen` the tokens of a call, `t_mask` the masking cost per token,
 //! `T_repair` the latency of one repair round. Constraining the decoder
 //! pays when the measured malformed rate is above `p_break`. The defaults
-//! are the seed's worked example (80 tokens, 0.5 ms, 1.8 s: 2.2 %).
+//! are a worked example (80 tokens, 0.5 ms, 1.8 s: 2.2 %).
 
 use std::collections::BTreeMap;
 
@@ -29,10 +29,10 @@ pub const INVALID_CODES: [&str; 6] = [
     "circuit_open",
 ];
 
-/// Error codes of a malformed call (seed 000's `p_err`).
+/// Error codes of a malformed call (`p_err`).
 pub const MALFORMED_CODES: [&str; 2] = ["invalid_json", "invalid_arguments"];
 
-/// The inputs of formula 1.
+/// The inputs of the break-even rate `p_break`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct BreakEven {
     /// `L_gen`: output tokens of one call.
@@ -44,7 +44,7 @@ pub struct BreakEven {
 }
 
 impl Default for BreakEven {
-    /// Seed 000's example: 80 tokens, 0.5 ms per token, 1.8 s per repair.
+    /// A worked example: 80 tokens, 0.5 ms per token, 1.8 s per repair.
     fn default() -> Self {
         BreakEven {
             tokens: 80.0,
@@ -219,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_example_break_even_is_two_point_two_percent() {
+    fn worked_example_break_even_is_two_point_two_percent() {
         let p = BreakEven::default().p_break().unwrap();
         assert!((p - 40.0 / 1800.0).abs() < 1e-12, "{p}");
         assert!(BreakEven::default()

@@ -6,8 +6,7 @@
 //! message that says how to fix it. A tool with any [`Severity::Error`]
 //! finding is **refused**; warnings are advice.
 //!
-//! The rules come from the seed documents (schema rules of `000`, tool
-//! contract of `002`):
+//! The rules (schema rules and the tool contract):
 //!
 //! | rule | severity | what |
 //! |---|---|---|

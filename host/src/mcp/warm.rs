@@ -43,7 +43,7 @@ use tokio::sync::oneshot;
 
 /// How long the thread stays awake for the next call after one ends. The
 /// next call comes after the answer is serialised and written, the client
-/// has parsed it and sent its next request: with the issue-16 bench's
+/// has parsed it and sent its next request: with the `mcp` bench's
 /// Python client and a 4 KiB `file_view` (an 11 KB answer) that is often
 /// more than 300 µs, and a parked thread costs a cross-CPU wake-up on a
 /// virtual machine. That view's median over stdio, two runs each: 300 µs
@@ -55,7 +55,7 @@ pub const SPIN: Duration = Duration::from_millis(1);
 /// How long the runtime thread waits awake for a result before it yields.
 /// A result that comes after it parked costs a wake-up (tens of µs on a
 /// virtual machine); a 4 KiB `file_view` takes ~150–250 µs on the call
-/// thread of a busy `serve`. With the issue-16 bench and the 300 µs [`SPIN`]
+/// thread of a busy `serve`. With the `mcp` bench and the 300 µs [`SPIN`]
 /// of the time, 100 µs gave that view 231–281 µs median over stdio, 400 µs
 /// 175–215 µs (1,000 µs: slower with a Python client, whose own work the
 /// spinning thread then competes with); with the 1 ms [`SPIN`], 200, 400 and
@@ -210,7 +210,7 @@ impl WarmThread {
 /// parses a 60 KB page before it asks for the next, or an agent that
 /// thinks between calls) gains nothing from the spin, and on two cores the
 /// spinning thread takes the CPU that client and the journal need: with
-/// the issue-16 bench's 1 MiB read over stdio it was a quarter of the call
+/// the `mcp` bench's 1 MiB read over stdio it was a quarter of the call
 /// thread's CPU and a tenth of the whole run's. So the thread spins only
 /// while the recent gaps were at most half the spin: gaps about as long as
 /// the spin often outlast it, and a Python client paging that file (gaps

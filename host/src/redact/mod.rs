@@ -28,7 +28,7 @@
 //! nothing of a hidden value.
 //!
 //! Only known forms are found: a secret that was encoded, split, reversed
-//! or otherwise transformed passes (see the README's threat model).
+//! or otherwise transformed passes (see docs/threat-model.md).
 //!
 //! [`contains_secret`] is the exfiltration half: the same scan over a call's
 //! arguments, without changing them, so that a tool with network needs can
@@ -60,7 +60,7 @@
 //! non-ASCII text. A member-name rule is tried only after the cheap tests
 //! on the value. The `redact` benchmark measures 1 MiB of text, a
 //! 20 000-line JSON output and a `file_view`-sized output of 64 lines;
-//! see the README for the figures.
+//! see docs/performance.md for the figures.
 
 mod blocks;
 pub mod files;
