@@ -76,7 +76,7 @@ from mcp.shared.exceptions import MCPError
 # toolhost's envelope key in a tools/call result's _meta.
 ENVELOPE = "dev.toolhost/observation"
 # The _meta key that approves an irreversible call with its dry run's plan.
-PLAN_TOKEN = "dev.toolhost/plan_token"
+PLAN_META_KEY = "dev.toolhost/plan_token"
 # Most calls one paging step makes.
 MAX_CALLS = 10_000
 
@@ -166,7 +166,7 @@ async def run_step(session, step, results, steps_of):
             raise RuntimeError(f"step {step['of']} answered no plan_token")
         planned = steps_of[step["of"]]
         result = await session.call_tool(
-            planned["tool"], planned.get("arguments", {}), meta={PLAN_TOKEN: token}
+            planned["tool"], planned.get("arguments", {}), meta={PLAN_META_KEY: token}
         )
         return as_json(result)
     if op == "find":
