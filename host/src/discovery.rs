@@ -589,12 +589,40 @@ pub fn find_tools(
     .with_plugin_text(&text, max_text_bytes)
 }
 
+/// How many of a search's first hits a lazy session's list may gain.
+pub const REVEAL: usize = 3;
+
+/// The share of the best hit's score a runner-up needs to be revealed too.
+pub const REVEAL_SHARE: f64 = 0.5;
+
+/// The names a lazy session's list gains from a `find_tools` answer's
+/// `tools`: the strong matches among the first [`REVEAL`] that score at
+/// least [`REVEAL_SHARE`] of the first one's, or the first hit
+/// alone when none of them is strong. The rest stay callable by name, but a
+/// search does not put the whole catalog in every later turn.
+pub fn to_reveal(tools: &[Value]) -> Vec<String> {
+    let name = |t: &Value| t["name"].as_str().map(String::from);
+    let top = tools.first().and_then(|t| t["score"].as_f64()).unwrap_or(0.0);
+    let strong: Vec<String> = tools
+        .iter()
+        .take(REVEAL)
+        .filter(|t| t["match"] == "strong")
+        .filter(|t| t["score"].as_f64().unwrap_or(0.0) >= REVEAL_SHARE * top)
+        .filter_map(name)
+        .collect();
+    if strong.is_empty() {
+        tools.first().and_then(name).into_iter().collect()
+    } else {
+        strong
+    }
+}
+
 /// The published definition of `find_tools` (MCP `tools/list`).
 pub fn tool_definition() -> Value {
     serde_json::json!({
         "name": TOOL_NAME,
         "title": "Find tools",
-        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first; in a lazy session the tools found join your tool list. Read-only, no side effect.",
+        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first, each with a score and whether the match is strong or weak; in a lazy session the top matches join your tool list. Read-only, no side effect.",
         "inputSchema": {
             "type": "object",
             "properties": {

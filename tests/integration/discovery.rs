@@ -235,3 +235,64 @@ fn http_lazy_session_keeps_what_find_tools_found() {
     let r = stateless_as(&server, None, 7, "tools/list", json!({}));
     assert_eq!(names(&r.reply()), ["find_tools"]);
 }
+
+/// Ten lazy searches reveal what they found, not everything searched: only
+/// the top strong hits of each search (at most 3, scoring at least half the
+/// best one's) join the list, and a search that
+/// found nothing strong reveals its first hit alone. The test prints the
+/// bytes the session lists after the ten searches.
+#[test]
+fn lazy_session_after_ten_searches_lists_only_the_top_hits() {
+    use crate::mcp::{observation_of, Setup, StdioServer};
+    use serde_json::json;
+    let setup = Setup::new(&["tp_catalog"]);
+    let mut s = StdioServer::initialized(&setup, &["--lazy-tools"]);
+    let all = s.request(1, "tools/list", json!({}));
+    assert_eq!(all["result"]["tools"].as_array().unwrap().len(), 1, "{all}");
+    let queries = [
+        "show me the numbered lines of a text file",
+        "search the code for a regular expression",
+        "compile the project and run the unit tests",
+        "fix a typo in the README",
+        "download the JSON from the status endpoint",
+        "what does the changelog say",
+        "where is parse_config defined",
+        "clean up the leftover log file",
+        "list the folder",
+        "wibble the frobnicator",
+    ];
+    let mut expected: std::collections::BTreeSet<String> = ["find_tools".to_string()].into();
+    for (i, q) in queries.iter().enumerate() {
+        let obs = observation_of(&s.call(10 + i as i64, "find_tools", json!({"query": q})));
+        assert_eq!(obs["status"], "ok", "{obs}");
+        let tools = obs["output"]["tools"].as_array().unwrap();
+        assert!(!tools.is_empty(), "{q}: {obs}");
+        let top = tools[0]["score"].as_f64().unwrap();
+        let strong: Vec<&str> = tools
+            .iter()
+            .take(3)
+            .filter(|t| t["match"] == "strong" && t["score"].as_f64().unwrap() >= top / 2.0)
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        if strong.is_empty() {
+            assert_eq!(tools[0]["match"], "weak", "{obs}");
+            assert!(obs["text"].as_str().unwrap_or_default().contains("weak"), "{obs}");
+            expected.insert(tools[0]["name"].as_str().unwrap().to_string());
+        } else {
+            expected.extend(strong.iter().map(|n| n.to_string()));
+        }
+    }
+    let list = s.request(99, "tools/list", json!({}));
+    let listed: std::collections::BTreeSet<String> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    eprintln!(
+        "lazy tools/list after ten searches: {} B ({} tools)",
+        list["result"].to_string().len(),
+        listed.len()
+    );
+    assert_eq!(listed, expected, "{list}");
+}
