@@ -167,7 +167,10 @@ const SYNONYMS: &[&[&str]] = &[
 /// for the concepts on the right (the words tools use to say what they do).
 /// Groups follow kinds of task, not any one catalog: running project
 /// tooling; finding where code is defined or used; small text corrections;
-/// talking to the network; removing things; reading and showing.
+/// talking to the network; removing things; reading and showing; then
+/// listing folders, version control, comparing, checksums, documents,
+/// databases, trackers, containers, metrics, names, schedules, calendars,
+/// languages and weather.
 pub const TASKS: &[(&[&str], &[&str])] = &[
     (
         &[
@@ -204,7 +207,7 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
     (
         &[
             "remove", "delete", "clean", "cleanup", "erase", "discard", "purge", "wipe",
-            "trash", "rm", "obsolete", "stale", "unused",
+            "trash", "rm", "obsolete", "stale", "unused", "rid",
         ],
         &["delete", "remove", "file"],
     ),
@@ -215,6 +218,68 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         ],
         &["view", "read", "line", "file"],
     ),
+    (
+        &["ls", "dir", "folder", "directory", "tree", "inside", "root"],
+        &["list", "folder", "entries"],
+    ),
+    (
+        &[
+            "uncommitted", "staged", "unstaged", "dirty", "untracked", "pending", "working",
+        ],
+        &["status", "working", "tree", "staged", "untracked"],
+    ),
+    (
+        &["blame", "who", "author", "commits", "history"],
+        &["commit", "author", "history"],
+    ),
+    (
+        &["different", "differ", "difference", "diff", "compare"],
+        &["difference", "diff", "compare"],
+    ),
+    (
+        &["same", "identical", "checksum", "integrity", "tampered", "corrupt"],
+        &["digest", "verify", "compare", "checksum"],
+    ),
+    (
+        &["readme", "markdown", "md", "html", "webpage"],
+        &["markdown", "html", "render"],
+    ),
+    (
+        &["table", "database", "db", "sql", "sqlite", "postgres", "records"],
+        &["sql", "database", "query", "rows"],
+    ),
+    (
+        &["bug", "ticket", "crash", "tracker", "issue"],
+        &["issue", "tracker"],
+    ),
+    (
+        &["docker", "container", "nginx", "bounce", "restart", "reboot", "crash"],
+        &["container", "docker"],
+    ),
+    (
+        &["latency", "cpu", "memory", "throughput", "p99", "dashboard", "rate", "second"],
+        &["metrics", "time", "series"],
+    ),
+    (
+        &["resolve", "hostname", "ip", "address", "dns", "domain"],
+        &["dns", "resolve", "host", "records"],
+    ),
+    (
+        &[
+            "every", "hourly", "nightly", "daily", "weekly", "periodically", "recurring",
+            "repeat",
+        ],
+        &["schedule", "cron", "periodically"],
+    ),
+    (
+        &["book", "sync", "standup", "meeting", "calendar", "appointment"],
+        &["meeting", "appointment", "calendar", "schedule"],
+    ),
+    (
+        &["german", "french", "spanish", "english", "japanese", "language"],
+        &["translate", "language"],
+    ),
+    (&["umbrella", "rain", "forecast"], &["weather", "forecast", "rain"]),
 ];
 
 /// How much a concept added by [`TASKS`] counts against a word the query
