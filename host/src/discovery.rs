@@ -174,40 +174,94 @@ const SYNONYMS: &[&[&str]] = &[
 pub const TASKS: &[(&[&str], &[&str])] = &[
     (
         &[
-            "build", "compile", "lint", "test", "run", "execute", "exec", "start", "launch",
-            "invoke", "cargo", "pytest", "npm", "make", "script", "command", "binary",
-            "clippy", "tests", "suite", "formatter", "typecheck", "benchmark",
+            "build",
+            "compile",
+            "lint",
+            "test",
+            "run",
+            "execute",
+            "exec",
+            "start",
+            "launch",
+            "invoke",
+            "cargo",
+            "pytest",
+            "npm",
+            "make",
+            "script",
+            "command",
+            "binary",
+            "clippy",
+            "tests",
+            "suite",
+            "formatter",
+            "typecheck",
+            "benchmark",
         ],
         &["run", "program", "command", "build", "test"],
     ),
     (
         &[
-            "defined", "definition", "declared", "used", "usage", "usages", "locate", "where",
-            "occurrence", "occurrences", "grep", "search", "find", "callers", "regex",
-            "regular", "expression", "pattern", "match", "matching", "todo", "references",
-            "codebase", "mention",
+            "defined",
+            "definition",
+            "declared",
+            "used",
+            "usage",
+            "usages",
+            "locate",
+            "where",
+            "occurrence",
+            "occurrences",
+            "grep",
+            "search",
+            "find",
+            "callers",
+            "regex",
+            "regular",
+            "expression",
+            "pattern",
+            "match",
+            "matching",
+            "todo",
+            "references",
+            "codebase",
+            "mention",
         ],
         &["search", "regex", "locate", "code", "match", "line"],
     ),
     (
         &[
-            "fix", "replace", "patch", "edit", "correct", "change", "typo", "modify", "update",
-            "tweak", "substitute", "rewrite", "amend", "adjust", "swap", "refactor",
+            "fix",
+            "replace",
+            "patch",
+            "edit",
+            "correct",
+            "change",
+            "typo",
+            "modify",
+            "update",
+            "tweak",
+            "substitute",
+            "rewrite",
+            "amend",
+            "adjust",
+            "swap",
+            "refactor",
         ],
         &["edit", "replace", "text", "exact"],
     ),
     (&["rename"], &["move", "name", "edit"]),
     (
         &[
-            "fetch", "download", "api", "request", "endpoint", "url", "website", "web",
-            "http", "https", "curl", "rest", "site", "online", "internet",
+            "fetch", "download", "api", "request", "endpoint", "url", "website", "web", "http",
+            "https", "curl", "rest", "site", "online", "internet",
         ],
         &["fetch", "url", "http", "web", "page"],
     ),
     (
         &[
-            "remove", "delete", "clean", "cleanup", "erase", "discard", "purge", "wipe",
-            "trash", "rm", "obsolete", "stale", "unused", "rid",
+            "remove", "delete", "clean", "cleanup", "erase", "discard", "purge", "wipe", "trash",
+            "rm", "obsolete", "stale", "unused", "rid",
         ],
         &["delete", "remove", "file"],
     ),
@@ -224,7 +278,13 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
     ),
     (
         &[
-            "uncommitted", "staged", "unstaged", "dirty", "untracked", "pending", "working",
+            "uncommitted",
+            "staged",
+            "unstaged",
+            "dirty",
+            "untracked",
+            "pending",
+            "working",
         ],
         &["status", "working", "tree", "staged", "untracked"],
     ),
@@ -237,7 +297,14 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["difference", "diff", "compare"],
     ),
     (
-        &["same", "identical", "checksum", "integrity", "tampered", "corrupt"],
+        &[
+            "same",
+            "identical",
+            "checksum",
+            "integrity",
+            "tampered",
+            "corrupt",
+        ],
         &["digest", "verify", "compare", "checksum"],
     ),
     (
@@ -245,7 +312,9 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["markdown", "html", "render"],
     ),
     (
-        &["table", "database", "db", "sql", "sqlite", "postgres", "records"],
+        &[
+            "table", "database", "db", "sql", "sqlite", "postgres", "records",
+        ],
         &["sql", "database", "query", "rows"],
     ),
     (
@@ -253,11 +322,28 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["issue", "tracker"],
     ),
     (
-        &["docker", "container", "nginx", "bounce", "restart", "reboot", "crash"],
+        &[
+            "docker",
+            "container",
+            "nginx",
+            "bounce",
+            "restart",
+            "reboot",
+            "crash",
+        ],
         &["container", "docker"],
     ),
     (
-        &["latency", "cpu", "memory", "throughput", "p99", "dashboard", "rate", "second"],
+        &[
+            "latency",
+            "cpu",
+            "memory",
+            "throughput",
+            "p99",
+            "dashboard",
+            "rate",
+            "second",
+        ],
         &["metrics", "time", "series"],
     ),
     (
@@ -266,20 +352,38 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
     ),
     (
         &[
-            "every", "hourly", "nightly", "daily", "weekly", "periodically", "recurring",
+            "every",
+            "hourly",
+            "nightly",
+            "daily",
+            "weekly",
+            "periodically",
+            "recurring",
             "repeat",
         ],
         &["schedule", "cron", "periodically"],
     ),
     (
-        &["book", "sync", "standup", "meeting", "calendar", "appointment"],
+        &[
+            "book",
+            "sync",
+            "standup",
+            "meeting",
+            "calendar",
+            "appointment",
+        ],
         &["meeting", "appointment", "calendar", "schedule"],
     ),
     (
-        &["german", "french", "spanish", "english", "japanese", "language"],
+        &[
+            "german", "french", "spanish", "english", "japanese", "language",
+        ],
         &["translate", "language"],
     ),
-    (&["umbrella", "rain", "forecast"], &["weather", "forecast", "rain"]),
+    (
+        &["umbrella", "rain", "forecast"],
+        &["weather", "forecast", "rain"],
+    ),
 ];
 
 /// How much a concept added by [`TASKS`] counts against a word the query
@@ -317,7 +421,10 @@ fn concepts(query_terms: &[String]) -> Vec<String> {
 /// space on each side, so short words and word starts count).
 fn trigrams(text: &str) -> std::collections::HashSet<[char; 3]> {
     let mut out = std::collections::HashSet::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 1) {
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 1)
+    {
         let chars: Vec<char> = std::iter::once(' ')
             .chain(w.to_lowercase().chars())
             .chain(std::iter::once(' '))
@@ -667,7 +774,10 @@ pub const REVEAL_SHARE: f64 = 0.5;
 /// search does not put the whole catalog in every later turn.
 pub fn to_reveal(tools: &[Value]) -> Vec<String> {
     let name = |t: &Value| t["name"].as_str().map(String::from);
-    let top = tools.first().and_then(|t| t["score"].as_f64()).unwrap_or(0.0);
+    let top = tools
+        .first()
+        .and_then(|t| t["score"].as_f64())
+        .unwrap_or(0.0);
     let strong: Vec<String> = tools
         .iter()
         .take(REVEAL)

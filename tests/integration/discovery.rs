@@ -276,7 +276,10 @@ fn lazy_session_after_ten_searches_lists_only_the_top_hits() {
             .collect();
         if strong.is_empty() {
             assert_eq!(tools[0]["match"], "weak", "{obs}");
-            assert!(obs["text"].as_str().unwrap_or_default().contains("weak"), "{obs}");
+            assert!(
+                obs["text"].as_str().unwrap_or_default().contains("weak"),
+                "{obs}"
+            );
             expected.insert(tools[0]["name"].as_str().unwrap().to_string());
         } else {
             expected.extend(strong.iter().map(|n| n.to_string()));
@@ -362,7 +365,10 @@ fn discovery_eval_split_tune_and_heldout() {
             p["tool"].as_str().unwrap(),
             p["split"].as_str().unwrap(),
         );
-        assert!(names.iter().any(|n| n == want), "{want} is not in the catalog");
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} is not in the catalog"
+        );
         assert!(matches!(split, "tune" | "heldout"), "{p}");
         covered.insert(want);
         let said = toolhost::discovery::words(q);
@@ -395,7 +401,10 @@ fn discovery_eval_split_tune_and_heldout() {
         index.len(),
         covered.len()
     );
-    assert!(2 * nameless > n, "{nameless} of {n} phrasings say none of the name words");
+    assert!(
+        2 * nameless > n,
+        "{nameless} of {n} phrasings say none of the name words"
+    );
     let pct = |a: usize, b: usize| 100.0 * a as f64 / b as f64;
     for (split, (t1, t3, c)) in &tally {
         eprintln!(
@@ -404,12 +413,21 @@ fn discovery_eval_split_tune_and_heldout() {
             pct(*t3, *c)
         );
     }
-    eprintln!("discovery split eval: {} phrasings without a hit", empty.len());
+    eprintln!(
+        "discovery split eval: {} phrasings without a hit",
+        empty.len()
+    );
     assert!(empty.is_empty(), "no hit for {empty:?}");
     let (h1, h3, hc) = tally["heldout"];
     // The floor measured on the held-out half (nothing was fitted to it).
-    assert!(h3 * 100 >= HELDOUT_TOP3_PCT * hc, "held-out top-3 {h3}/{hc}");
-    assert!(h1 * 100 >= HELDOUT_TOP1_PCT * hc, "held-out top-1 {h1}/{hc}");
+    assert!(
+        h3 * 100 >= HELDOUT_TOP3_PCT * hc,
+        "held-out top-3 {h3}/{hc}"
+    );
+    assert!(
+        h1 * 100 >= HELDOUT_TOP1_PCT * hc,
+        "held-out top-1 {h1}/{hc}"
+    );
 
     // Speed over 100 tools: the catalog, padded with renamed copies.
     let mut hundred = docs.clone();
