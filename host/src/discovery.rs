@@ -568,8 +568,9 @@ impl Index {
     /// The `limit` best tools for `query`, best first (ties by name).
     /// Tools sharing a word or a task concept with the query come first
     /// (strong); when there are fewer than `limit`, the rest are ranked by
-    /// shared character trigrams (weak). Empty only when the index is, the
-    /// query has no letter or digit, or `limit` is 0.
+    /// shared character trigrams (weak), even for a query of stop words
+    /// alone. Empty only when the index is, the query has no letter or
+    /// digit, or `limit` is 0.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         let mut q = words(query);
         q.sort();
@@ -602,7 +603,7 @@ impl Index {
             .collect();
         sort_hits(&mut hits);
         hits.truncate(limit);
-        if hits.len() < limit && !q.is_empty() {
+        if hits.len() < limit && query.chars().any(char::is_alphanumeric) {
             let qg = trigrams(query);
             let mut weak: Vec<Hit> = self
                 .docs
@@ -894,6 +895,8 @@ mod tests {
             "é",
             "where does the parser get its config from",
             "xyzzy plugh",
+            "what should I do",
+            "a",
         ] {
             let hits = index.search(q, 3);
             assert_eq!(hits.len(), 3, "{q}: {hits:?}");
