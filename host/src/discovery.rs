@@ -273,23 +273,15 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["view", "read", "line", "file"],
     ),
     (
-        &["ls", "dir", "folder", "directory", "tree", "inside", "root"],
+        &["ls", "dir", "folder", "directory", "tree", "root"],
         &["list", "folder", "entries"],
     ),
     (
-        &[
-            "uncommitted",
-            "staged",
-            "unstaged",
-            "dirty",
-            "untracked",
-            "pending",
-            "working",
-        ],
+        &["uncommitted", "unstaged", "dirty", "untracked", "pending"],
         &["status", "working", "tree", "staged", "untracked"],
     ),
     (
-        &["blame", "who", "author", "commits", "history"],
+        &["blame", "who", "author", "history"],
         &["commit", "author", "history"],
     ),
     (
@@ -312,31 +304,17 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["markdown", "html", "render"],
     ),
     (
-        &[
-            "table", "database", "db", "sql", "sqlite", "postgres", "records",
-        ],
+        &["table", "database", "sql", "postgres"],
         &["sql", "database", "query", "rows"],
     ),
+    (&["bug", "crash", "tracker", "issue"], &["issue", "tracker"]),
     (
-        &["bug", "ticket", "crash", "tracker", "issue"],
-        &["issue", "tracker"],
-    ),
-    (
-        &[
-            "docker",
-            "container",
-            "nginx",
-            "bounce",
-            "restart",
-            "reboot",
-            "crash",
-        ],
+        &["docker", "container", "nginx", "bounce", "restart", "crash"],
         &["container", "docker"],
     ),
     (
         &[
             "latency",
-            "cpu",
             "memory",
             "throughput",
             "p99",
@@ -347,7 +325,7 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["metrics", "time", "series"],
     ),
     (
-        &["resolve", "hostname", "ip", "address", "dns", "domain"],
+        &["resolve", "hostname", "ip", "address", "dns"],
         &["dns", "resolve", "host", "records"],
     ),
     (
@@ -356,9 +334,7 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
             "hourly",
             "nightly",
             "daily",
-            "weekly",
             "periodically",
-            "recurring",
             "repeat",
         ],
         &["schedule", "cron", "periodically"],
@@ -375,9 +351,7 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
         &["meeting", "appointment", "calendar", "schedule"],
     ),
     (
-        &[
-            "german", "french", "spanish", "english", "japanese", "language",
-        ],
+        &["german", "french", "english", "japanese", "language"],
         &["translate", "language"],
     ),
     (
