@@ -11,8 +11,16 @@
 //! few irregular verb forms), so "resizing images" meets `resize_image`,
 //! and mapped through a small table of words tools and tasks use for the
 //! same thing ("unzip" and "extract", "photo" and "image").
-//! Queries go through the same steps and are ranked with Okapi BM25
-//! (k1 = 1.2, b = 0.75). No network, no model.
+//! Queries go through the same steps, are widened by a vocabulary of
+//! software tasks ([`TASKS`]: "compile" also asks for what runs programs,
+//! "where is X defined" for what searches code) and are ranked with Okapi
+//! BM25 (k1 = 1.2, b = 0.75), the widened terms counting half.
+//!
+//! A search never comes back empty while tools exist: when fewer tools than
+//! asked share a word with the query, the rest are ranked by the character
+//! trigrams their name, title and description share with it, and marked
+//! weak ([`Hit::strong`] is false), so the model knows to read the summary
+//! before trusting the match. No network, no model.
 //!
 //! ```
 //! use toolhost::discovery::{Doc, Index};
@@ -36,6 +44,9 @@ pub struct Doc {
     /// The first sentence of the description: what a search result shows.
     pub summary: String,
     terms: Vec<String>,
+    /// Character trigrams of the name, title and description: the
+    /// fallback ranking when no word is shared.
+    grams: std::collections::HashSet<[char; 3]>,
 }
 
 /// One search result.
@@ -45,6 +56,9 @@ pub struct Hit {
     pub title: String,
     pub summary: String,
     pub score: f64,
+    /// Whether the tool shares a word (or a task's concept) with the query;
+    /// false for a hit ranked only by spelling likeness.
+    pub strong: bool,
 }
 
 /// How much more a word in the name or title counts than one in the
@@ -72,6 +86,7 @@ impl Doc {
             title: title.to_owned(),
             summary: first_sentence(description),
             terms,
+            grams: trigrams(&format!("{name} {title} {description}")),
         }
     }
 
@@ -147,6 +162,253 @@ const SYNONYMS: &[&[&str]] = &[
     &["meeting", "event", "appointment"],
     &["commit", "history"],
 ];
+
+/// The vocabulary of software tasks: a query word on the left also asks
+/// for the concepts on the right (the words tools use to say what they do).
+/// Groups follow kinds of task, not any one catalog: running project
+/// tooling; finding where code is defined or used; small text corrections;
+/// talking to the network; removing things; reading and showing; then
+/// listing folders, version control, comparing, checksums, documents,
+/// databases, trackers, containers, metrics, names, schedules, calendars,
+/// languages and weather.
+pub const TASKS: &[(&[&str], &[&str])] = &[
+    (
+        &[
+            "build",
+            "compile",
+            "lint",
+            "test",
+            "run",
+            "execute",
+            "exec",
+            "start",
+            "launch",
+            "invoke",
+            "cargo",
+            "pytest",
+            "npm",
+            "make",
+            "script",
+            "command",
+            "binary",
+            "clippy",
+            "tests",
+            "suite",
+            "formatter",
+            "typecheck",
+            "benchmark",
+        ],
+        &["run", "program", "command", "build", "test"],
+    ),
+    (
+        &[
+            "defined",
+            "definition",
+            "declared",
+            "used",
+            "usage",
+            "usages",
+            "locate",
+            "where",
+            "occurrence",
+            "occurrences",
+            "grep",
+            "search",
+            "find",
+            "callers",
+            "regex",
+            "regular",
+            "expression",
+            "pattern",
+            "match",
+            "matching",
+            "todo",
+            "references",
+            "codebase",
+            "mention",
+        ],
+        &["search", "regex", "locate", "code", "match", "line"],
+    ),
+    (
+        &[
+            "fix",
+            "replace",
+            "patch",
+            "edit",
+            "correct",
+            "change",
+            "typo",
+            "modify",
+            "update",
+            "tweak",
+            "substitute",
+            "rewrite",
+            "amend",
+            "adjust",
+            "swap",
+            "refactor",
+        ],
+        &["edit", "replace", "text", "exact"],
+    ),
+    (&["rename"], &["move", "name", "edit"]),
+    (
+        &[
+            "fetch", "download", "api", "request", "endpoint", "url", "website", "web", "http",
+            "https", "curl", "rest", "site", "online", "internet",
+        ],
+        &["fetch", "url", "http", "web", "page"],
+    ),
+    (
+        &[
+            "remove", "delete", "clean", "cleanup", "erase", "discard", "purge", "wipe", "trash",
+            "rm", "obsolete", "stale", "unused", "rid",
+        ],
+        &["delete", "remove", "file"],
+    ),
+    (
+        &[
+            "read", "show", "open", "view", "display", "say", "says", "contents", "content",
+            "print", "cat", "see", "inspect", "peek", "glance",
+        ],
+        &["view", "read", "line", "file"],
+    ),
+    (
+        &["ls", "dir", "folder", "directory", "tree", "root"],
+        &["list", "folder", "entries"],
+    ),
+    (
+        &["uncommitted", "unstaged", "dirty", "untracked", "pending"],
+        &["status", "working", "tree", "staged", "untracked"],
+    ),
+    (
+        &["blame", "who", "author", "history"],
+        &["commit", "author", "history"],
+    ),
+    (
+        &["different", "differ", "difference", "diff", "compare"],
+        &["difference", "diff", "compare"],
+    ),
+    (
+        &[
+            "same",
+            "identical",
+            "checksum",
+            "integrity",
+            "tampered",
+            "corrupt",
+        ],
+        &["digest", "verify", "compare", "checksum"],
+    ),
+    (
+        &["readme", "markdown", "md", "html", "webpage"],
+        &["markdown", "html", "render"],
+    ),
+    (
+        &["table", "database", "sql", "postgres"],
+        &["sql", "database", "query", "rows"],
+    ),
+    (&["bug", "crash", "tracker", "issue"], &["issue", "tracker"]),
+    (
+        &["docker", "container", "nginx", "bounce", "restart", "crash"],
+        &["container", "docker"],
+    ),
+    (
+        &[
+            "latency",
+            "memory",
+            "throughput",
+            "p99",
+            "dashboard",
+            "rate",
+            "second",
+        ],
+        &["metrics", "time", "series"],
+    ),
+    (
+        &["resolve", "hostname", "ip", "address", "dns"],
+        &["dns", "resolve", "host", "records"],
+    ),
+    (
+        &[
+            "every",
+            "hourly",
+            "nightly",
+            "daily",
+            "periodically",
+            "repeat",
+        ],
+        &["schedule", "cron", "periodically"],
+    ),
+    (
+        &[
+            "book",
+            "sync",
+            "standup",
+            "meeting",
+            "calendar",
+            "appointment",
+        ],
+        &["meeting", "appointment", "calendar", "schedule"],
+    ),
+    (
+        &["german", "french", "english", "japanese", "language"],
+        &["translate", "language"],
+    ),
+    (
+        &["umbrella", "rain", "forecast"],
+        &["weather", "forecast", "rain"],
+    ),
+];
+
+/// How much a concept added by [`TASKS`] counts against a word the query
+/// says itself.
+const CONCEPT_WEIGHT: f64 = 0.5;
+
+/// The concepts `query_terms` ask for through [`TASKS`], not already said.
+fn concepts(query_terms: &[String]) -> Vec<String> {
+    static TABLE: std::sync::OnceLock<HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t: HashMap<String, Vec<String>> = HashMap::new();
+        for (cues, adds) in TASKS {
+            let adds: Vec<String> = adds.iter().flat_map(|a| words(a)).collect();
+            for cue in *cues {
+                for w in words(cue) {
+                    t.entry(w).or_default().extend(adds.iter().cloned());
+                }
+            }
+        }
+        t
+    });
+    let mut out: Vec<String> = query_terms
+        .iter()
+        .filter_map(|t| table.get(t))
+        .flatten()
+        .filter(|c| !query_terms.contains(c))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The character trigrams of each lowercase word of `text` (padded with a
+/// space on each side, so short words and word starts count).
+fn trigrams(text: &str) -> std::collections::HashSet<[char; 3]> {
+    let mut out = std::collections::HashSet::new();
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 1)
+    {
+        let chars: Vec<char> = std::iter::once(' ')
+            .chain(w.to_lowercase().chars())
+            .chain(std::iter::once(' '))
+            .collect();
+        for t in chars.windows(3) {
+            out.insert([t[0], t[1], t[2]]);
+        }
+    }
+    out
+}
 
 fn canonical(stemmed: String) -> String {
     static TABLE: std::sync::OnceLock<HashMap<String, String>> = std::sync::OnceLock::new();
@@ -277,45 +539,77 @@ impl Index {
         self.docs.is_empty()
     }
 
-    /// The `limit` best tools for `query`, best first (ties by name);
-    /// only tools that share a term with the query.
+    /// The `limit` best tools for `query`, best first (ties by name).
+    /// Tools sharing a word or a task concept with the query come first
+    /// (strong); when there are fewer than `limit`, the rest are ranked by
+    /// shared character trigrams (weak), even for a query of stop words
+    /// alone. Empty only when the index is, the query has no letter or
+    /// digit, or `limit` is 0.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         let mut q = words(query);
         q.sort();
         q.dedup();
+        let expanded = concepts(&q);
         let n = self.docs.len() as f64;
+        let bm25 = |tf: &HashMap<String, usize>, len: f64, t: &String| -> Option<f64> {
+            let f = *tf.get(t)? as f64;
+            let df = *self.df.get(t)? as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            Some(idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * len / self.avg_len)))
+        };
         let mut hits: Vec<Hit> = self
             .docs
             .iter()
             .zip(&self.tf)
             .filter_map(|(d, tf)| {
                 let len = d.terms.len() as f64;
-                let score: f64 = q
-                    .iter()
-                    .filter_map(|t| {
-                        let f = *tf.get(t)? as f64;
-                        let df = *self.df.get(t)? as f64;
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        Some(idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * len / self.avg_len)))
-                    })
-                    .sum();
+                let said: f64 = q.iter().filter_map(|t| bm25(tf, len, t)).sum();
+                let implied: f64 = expanded.iter().filter_map(|t| bm25(tf, len, t)).sum();
+                let score = said + CONCEPT_WEIGHT * implied;
                 (score > 0.0).then(|| Hit {
                     name: d.name.clone(),
                     title: d.title.clone(),
                     summary: d.summary.clone(),
                     score,
+                    strong: true,
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .partial_cmp(&a.score)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        sort_hits(&mut hits);
         hits.truncate(limit);
+        if hits.len() < limit && query.chars().any(char::is_alphanumeric) {
+            let qg = trigrams(query);
+            let mut weak: Vec<Hit> = self
+                .docs
+                .iter()
+                .filter(|d| !hits.iter().any(|h| h.name == d.name))
+                .map(|d| {
+                    let shared = d.grams.intersection(&qg).count() as f64;
+                    let denom = ((qg.len() * d.grams.len()) as f64).sqrt().max(1.0);
+                    Hit {
+                        name: d.name.clone(),
+                        title: d.title.clone(),
+                        summary: d.summary.clone(),
+                        score: shared / denom,
+                        strong: false,
+                    }
+                })
+                .collect();
+            sort_hits(&mut weak);
+            weak.truncate(limit - hits.len());
+            hits.extend(weak);
+        }
         hits
     }
+}
+
+fn sort_hits(hits: &mut [Hit]) {
+    hits.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 /// The host's tool that searches the catalog.
@@ -342,7 +636,8 @@ pub fn index_of<'a>(tools: impl Iterator<Item = &'a crate::descriptor::ToolDescr
 }
 
 /// The `find_tools` tool over `index`: `{"query", "limit"?}` →
-/// `{"tools": [{"name", "title", "summary"}]}`, best first.
+/// `{"tools": [{"name", "title", "summary", "score", "match"}]}`, best
+/// first; `match` is `"strong"` or `"weak"` ([`Hit::strong`]).
 pub fn find_tools(
     index: &Index,
     args: &str,
@@ -407,14 +702,28 @@ pub fn find_tools(
     let hits = index.search(query, limit);
     let tools: Vec<Value> = hits
         .iter()
-        .map(|h| serde_json::json!({"name": h.name, "title": h.title, "summary": h.summary}))
+        .map(|h| {
+            serde_json::json!({
+                "name": h.name,
+                "title": h.title,
+                "summary": h.summary,
+                "score": (h.score * 1000.0).round() / 1000.0,
+                "match": if h.strong { "strong" } else { "weak" },
+            })
+        })
         .collect();
     let mut text = String::new();
     if hits.is_empty() {
         text.push_str("no tool matches; try other words for the task");
+    } else if !hits[0].strong {
+        text.push_str(
+            "No tool shares a word with the task; these are weak matches by spelling only. \
+             Read each summary before calling one, or search again in other words.\n",
+        );
     }
     for h in &hits {
-        text.push_str(&format!("{}: {} — {}\n", h.name, h.title, h.summary));
+        let weak = if h.strong { "" } else { " (weak match)" };
+        text.push_str(&format!("{}: {} — {}{weak}\n", h.name, h.title, h.summary));
     }
     let output = serde_json::json!({ "tools": tools });
     Observation::ok(
@@ -427,12 +736,43 @@ pub fn find_tools(
     .with_plugin_text(&text, max_text_bytes)
 }
 
+/// How many of a search's first hits a lazy session's list may gain.
+pub const REVEAL: usize = 3;
+
+/// The share of the best hit's score a runner-up needs to be revealed too.
+pub const REVEAL_SHARE: f64 = 0.5;
+
+/// The names a lazy session's list gains from a `find_tools` answer's
+/// `tools`: the strong matches among the first [`REVEAL`] that score at
+/// least [`REVEAL_SHARE`] of the first one's, or the first hit
+/// alone when none of them is strong. The rest stay callable by name, but a
+/// search does not put the whole catalog in every later turn.
+pub fn to_reveal(tools: &[Value]) -> Vec<String> {
+    let name = |t: &Value| t["name"].as_str().map(String::from);
+    let top = tools
+        .first()
+        .and_then(|t| t["score"].as_f64())
+        .unwrap_or(0.0);
+    let strong: Vec<String> = tools
+        .iter()
+        .take(REVEAL)
+        .filter(|t| t["match"] == "strong")
+        .filter(|t| t["score"].as_f64().unwrap_or(0.0) >= REVEAL_SHARE * top)
+        .filter_map(name)
+        .collect();
+    if strong.is_empty() {
+        tools.first().and_then(name).into_iter().collect()
+    } else {
+        strong
+    }
+}
+
 /// The published definition of `find_tools` (MCP `tools/list`).
 pub fn tool_definition() -> Value {
     serde_json::json!({
         "name": TOOL_NAME,
         "title": "Find tools",
-        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first; in a lazy session the tools found join your tool list. Read-only, no side effect.",
+        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first, each with a score and whether the match is strong or weak; in a lazy session the top matches join your tool list. Read-only, no side effect.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -476,7 +816,7 @@ mod tests {
     }
 
     #[test]
-    fn parameters_are_indexed_and_nothing_shared_is_no_hit() {
+    fn parameters_are_indexed_and_nothing_shared_is_weak() {
         let schema = serde_json::json!({"type": "object", "properties": {
             "timezone": {"type": "string", "description": "IANA zone such as Europe/Paris"}
         }});
@@ -488,7 +828,79 @@ mod tests {
             index.search("what time is it in Paris", 3)[0].name,
             "clock_now"
         );
-        assert!(index.search("zzz qqq", 3).is_empty());
+        // Nothing shared: still hits, every one weak.
+        let weak = index.search("zzz qqq", 3);
+        assert_eq!(weak.len(), 2, "{weak:?}");
+        assert!(weak.iter().all(|h| !h.strong), "{weak:?}");
         assert!(index.search("", 3).is_empty());
+    }
+
+    fn reference_like() -> Index {
+        Index::new(vec![
+            Doc::new("file_view", "View file", "Shows numbered lines of one UTF-8 text file.", &[]),
+            Doc::new("file_edit", "Edit file", "Replaces exact text in an existing UTF-8 file.", &[]),
+            Doc::new(
+                "file_delete",
+                "Delete file",
+                "Deletes one regular file in the workspace. Not for changing a file.",
+                &[],
+            ),
+            Doc::new(
+                "grep_search",
+                "Search files",
+                "Finds lines matching a Rust regex in the text files under a path. Use it to locate code.",
+                &[],
+            ),
+            Doc::new(
+                "run_command",
+                "Run a program",
+                "Runs one program in an OS sandbox. For builds and tests (cargo test, pytest, make).",
+                &[],
+            ),
+            Doc::new("http_get", "Fetch a URL", "Fetches one http(s) URL with a GET.", &[]),
+        ])
+    }
+
+    #[test]
+    fn phrasings_without_the_tools_words_still_find_tools() {
+        let index = reference_like();
+        for q in [
+            "wibble the frobnicator",
+            "é",
+            "where does the parser get its config from",
+            "xyzzy plugh",
+            "what should I do",
+            "a",
+        ] {
+            let hits = index.search(q, 3);
+            assert_eq!(hits.len(), 3, "{q}: {hits:?}");
+            for h in &hits {
+                assert!(h.score.is_finite() && h.score >= 0.0, "{h:?}");
+            }
+        }
+        // Hits are strong first, then weak, never interleaved.
+        let hits = index.search("compile wibble", 5);
+        let first_weak = hits.iter().position(|h| !h.strong).unwrap_or(hits.len());
+        assert!(hits[first_weak..].iter().all(|h| !h.strong), "{hits:?}");
+    }
+
+    #[test]
+    fn the_task_vocabulary_sends_tasks_to_the_right_tool() {
+        let index = reference_like();
+        for (q, want) in [
+            ("search the code for a regular expression", "grep_search"),
+            ("compile the project and run the unit tests", "run_command"),
+            ("lint the crate", "run_command"),
+            ("start the dev server", "run_command"),
+            ("where is parse_config defined", "grep_search"),
+            ("fix the typo in the heading of README", "file_edit"),
+            ("call the weather API", "http_get"),
+            ("what does the changelog say", "file_view"),
+            ("clean up the leftover temp log", "file_delete"),
+        ] {
+            let hits = index.search(q, 3);
+            assert_eq!(hits[0].name, want, "{q}: {hits:?}");
+            assert!(hits[0].strong, "{q}: {hits:?}");
+        }
     }
 }

@@ -251,8 +251,8 @@ impl McpServer {
     }
 
     /// What a call adds to this session's list: `artifact_view` after its
-    /// first spilled result and, in lazy mode, the tools a `find_tools`
-    /// call found. A change is announced with
+    /// first spilled result and, in lazy mode, the top strong hits of a
+    /// `find_tools` call ([`crate::discovery::to_reveal`]). A change is announced with
     /// `notifications/tools/list_changed` (before the result, so the client
     /// can list again as soon as it reads it). A stateless HTTP request
     /// has no session to add them to (its handler is made for it and
@@ -264,11 +264,7 @@ impl McpServer {
         let mut found: Vec<String> = Vec::new();
         if self.state.lazy && name == crate::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
-                found.extend(
-                    tools
-                        .iter()
-                        .filter_map(|t| t["name"].as_str().map(String::from)),
-                );
+                found.extend(crate::discovery::to_reveal(tools));
             }
         }
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
