@@ -23,7 +23,7 @@ use clap::{Args, Subcommand};
 
 use toolhost::capability::{Caveat, Token, TokenId};
 
-use crate::{default_state_dir, emit, open_store, root_key, PluginArgs};
+use crate::{default_store_file, emit, open_store, root_key, PluginArgs};
 
 /// Caveats, as flags (each repeatable).
 #[derive(Args, Default)]
@@ -335,11 +335,7 @@ fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetL
 /// `TOOLHOST_STORE`), or the default store (beside `--key-file`, else in
 /// the state directory) when it exists.
 fn store_named(p: &PluginArgs) -> bool {
-    let default = match p.key_file.as_deref().and_then(|k| k.parent()) {
-        Some(dir) if !dir.as_os_str().is_empty() => Ok(dir.to_path_buf()),
-        _ => default_state_dir(),
-    };
-    p.store.is_some() || default.is_ok_and(|d| d.join("records.sqlite").exists())
+    p.store.is_some() || default_store_file(p).is_ok_and(|f| f.exists())
 }
 
 /// Notes a minted or attenuated token in the store's ledger for `cap list`

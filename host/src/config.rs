@@ -293,35 +293,18 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// `path` made absolute and normalised: through the file system where it
-/// exists, lexically (`.` and `..` folded) where it does not.
-fn absolute(path: &Path) -> PathBuf {
-    if let Ok(p) = path.canonicalize() {
-        return p;
-    }
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .unwrap_or_else(|_| PathBuf::from("/"))
-            .join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Whether `path` lies inside (or is) `dir`.
 fn inside(path: &Path, dir: &Path) -> bool {
-    absolute(path).starts_with(absolute(dir))
+    // An empty path (the parent of a bare file name) is the current
+    // directory.
+    let real = |p: &Path| {
+        toolhost::paths::real_path_of(if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        })
+    };
+    real(path).starts_with(real(dir))
 }
 
 /// The flags the file stands for, for the command `names`, leaving out
@@ -486,7 +469,7 @@ fn check_workspace_file(
     if !refused.is_empty() {
         return Err(ConfigError::NotFromWorkspace {
             path: shown,
-            workspace: absolute(ws).display().to_string(),
+            workspace: toolhost::paths::real_path_of(ws).display().to_string(),
             keys: refused.join(", "),
             user_file: user_file()
                 .map(|p| p.display().to_string())
@@ -498,8 +481,10 @@ fn check_workspace_file(
         if !inside(&own, workspace) {
             return Err(ConfigError::WidensWorkspace {
                 path: shown,
-                workspace: absolute(workspace).display().to_string(),
-                named: absolute(&own).display().to_string(),
+                workspace: toolhost::paths::real_path_of(workspace)
+                    .display()
+                    .to_string(),
+                named: toolhost::paths::real_path_of(&own).display().to_string(),
             });
         }
     }

@@ -901,11 +901,7 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
         other => {
             let path = match other {
                 Some(path) => PathBuf::from(path.strip_prefix("sqlite:").unwrap_or(path)),
-                // Beside the root key: a key file names the host's state.
-                None => match p.key_file.as_deref().and_then(|k| k.parent()) {
-                    Some(dir) if !dir.as_os_str().is_empty() => dir.join("records.sqlite"),
-                    _ => default_state_dir()?.join("records.sqlite"),
-                },
+                None => default_store_file(p)?,
             };
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
@@ -980,6 +976,16 @@ fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
         }
         _ => locks,
     })
+}
+
+/// The record store when `--store` names none: `records.sqlite` beside the
+/// root key file (a key file names the host's state), else in the state
+/// directory.
+fn default_store_file(p: &PluginArgs) -> Result<PathBuf> {
+    match p.key_file.as_deref().and_then(|k| k.parent()) {
+        Some(dir) if !dir.as_os_str().is_empty() => Ok(dir.join("records.sqlite")),
+        _ => Ok(default_state_dir()?.join("records.sqlite")),
+    }
 }
 
 fn default_state_dir() -> Result<PathBuf> {

@@ -840,6 +840,26 @@ impl Workspace {
     }
 }
 
+/// The real path of `path`, resolving its nearest existing ancestor and
+/// appending the rest.
+pub fn real_path_of(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut rest = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cur) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                cur = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
 fn host_path(root: &Path, rel: &RelPath) -> PathBuf {
     let mut p = root.to_path_buf();
     for seg in rel.segments() {

@@ -159,7 +159,7 @@ impl CompileCache {
             // directory may not exist yet, so its nearest existing ancestor
             // is what is resolved.
             let ws_real = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.to_owned());
-            if real_path_of(&dir).starts_with(&ws_real) {
+            if crate::paths::real_path_of(&dir).starts_with(&ws_real) {
                 return Err(CacheError::InWorkspace {
                     dir,
                     workspace: ws.to_owned(),
@@ -433,26 +433,6 @@ fn open_entry(path: &Path) -> Result<(File, u64), Miss> {
         }
     }
     Ok((file, meta.len()))
-}
-
-/// The real path of `path`, resolving its nearest existing ancestor and
-/// appending the rest.
-fn real_path_of(path: &Path) -> PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut rest = Vec::new();
-    let mut cur = abs.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(cur) {
-            return rest.iter().rev().fold(real, |p, c| p.join(c));
-        }
-        match (cur.parent(), cur.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                cur = parent;
-            }
-            _ => return abs,
-        }
-    }
 }
 
 /// Writes `data` to a new temporary file beside `path`, then renames it over
