@@ -12,7 +12,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
@@ -72,30 +72,8 @@ fn session(setup: &Setup, extra: &[&str], steps: &Value) -> Vec<Value> {
     cmd.arg(repo_root().join(CLIENT))
         .args(["--steps", "-", "--"])
         .arg(server.get_program())
-        .args(server.get_args())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("starting the Python client");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(steps.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the client failed:\n{stderr}");
-    let reports: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
-    assert_eq!(
-        reports.len(),
-        steps.as_array().unwrap().len(),
-        "a step is missing:\n{stderr}"
-    );
+        .args(server.get_args());
+    let reports = crate::sdk_clients::run_client(crate::sdk_clients::Sdk::Python, cmd, steps);
     for r in &reports {
         assert_eq!(
             r["ok"], true,

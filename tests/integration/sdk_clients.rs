@@ -30,7 +30,7 @@ use crate::support::*;
 const TS_DIR: &str = "tests/mcp_client/ts";
 
 #[derive(Clone, Copy, Debug)]
-enum Sdk {
+pub(crate) enum Sdk {
     Python,
     TypeScript,
 }
@@ -118,7 +118,7 @@ fn client(sdk: Sdk) -> Command {
 
 /// Runs the client `cmd` (its target given) on `steps`; each step's report.
 /// Fails when the client itself fails or leaves a step out.
-fn run_client(sdk: Sdk, mut cmd: Command, steps: &Value) -> Vec<Value> {
+pub(crate) fn run_client(sdk: Sdk, mut cmd: Command, steps: &Value) -> Vec<Value> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
