@@ -55,6 +55,8 @@ mod config;
 mod cost;
 mod log_cmd;
 mod plugin_cmd;
+#[cfg(test)]
+mod reference;
 mod render;
 mod serve_args;
 mod serve_failure;
