@@ -7,7 +7,7 @@
 use serde_json::Value;
 use toolhost::descriptor::SideEffect;
 use toolhost::messages::{advice, Reader};
-use toolhost::observation::{ErrorCode, Status};
+use toolhost::observation::ErrorCode;
 
 use crate::support::repo_root;
 
