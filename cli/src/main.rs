@@ -60,6 +60,7 @@ mod reference;
 mod render;
 mod serve_args;
 mod serve_failure;
+mod signals;
 mod warmup;
 
 use serve_args::ServeArgs;
@@ -485,11 +486,14 @@ fn emit(text: impl std::fmt::Display) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let shutdown = std::sync::Arc::new(toolhost_mcp::Shutdown::default());
     if let Command::Serve(a) = &cli.command {
         if !a.stdio && a.http.is_none() {
             eprintln!("{}", toolhost::messages::SERVE_NEEDS_TRANSPORT);
             return Ok(ExitCode::from(2));
         }
+        // Before any other thread starts (see `signals`).
+        signals::install(shutdown.clone()).context("handling SIGTERM and SIGINT")?;
     }
     // The cache's secret lives beside the root key; a cache inside the
     // workspace is refused.
@@ -678,7 +682,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(args) => {
             let stdio = args.http.is_none();
-            match serve(sandbox, &cli.plugins, args) {
+            match serve(sandbox, &cli.plugins, args, shutdown) {
                 Err(e) if !toolhost_mcp::started() => {
                     let reason = format!("{e:#}");
                     eprintln!("toolhost serve: not started: {reason}");
@@ -694,7 +698,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 /// `toolhost serve`.
-fn serve(sandbox: Sandbox, p: &PluginArgs, args: ServeArgs) -> Result<ExitCode> {
+fn serve(
+    sandbox: Sandbox,
+    p: &PluginArgs,
+    args: ServeArgs,
+    shutdown: std::sync::Arc<toolhost_mcp::Shutdown>,
+) -> Result<ExitCode> {
     let client = client_config(p, &args.workspace);
     let policy = p.trust_policy();
     // A lock or signers file that cannot be read stops the server before it
@@ -708,7 +717,7 @@ fn serve(sandbox: Sandbox, p: &PluginArgs, args: ServeArgs) -> Result<ExitCode> 
         trust: Some(policy),
     };
     let records = records(p)?;
-    let args = args.into_options(artifacts(p)?, client);
+    let args = args.into_options(artifacts(p)?, client, shutdown);
     let metrics = args
         .http
         .is_some()

@@ -45,6 +45,7 @@ mod reference_tools;
 mod resources;
 mod run_command;
 mod sdk_clients;
+mod shutdown;
 mod spares;
 mod spill;
 mod store_and_flags;
