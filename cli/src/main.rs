@@ -54,6 +54,7 @@ mod cap_cmd;
 mod config;
 mod cost;
 mod log_cmd;
+mod logging;
 mod plugin_cmd;
 #[cfg(test)]
 mod reference;
@@ -104,6 +105,12 @@ struct PluginArgs {
     /// Do not read or write the compiled-code cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// How the host's own log lines on stderr are written: `text`, or
+    /// `json` (one object per line: time, level, host, message, fields).
+    /// `RUST_LOG` filters them.
+    #[arg(long, value_name = "FORMAT", env = "TOOLHOST_LOG_FORMAT", global = true,
+          value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     /// The host's root key file, created owner-only on first use
     /// (default: ~/.local/share/toolhost/root.key). `TOOLHOST_ROOT_KEY`
     /// (hex) takes precedence.
@@ -448,23 +455,10 @@ struct BatchArgs {
     pretty: bool,
 }
 
-/// The host's own logs (the server's, the journal writer's) go to stderr
-/// through `tracing`, filtered by `RUST_LOG` (default: toolhost's own at
-/// `info`, its dependencies' at `warn`).
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolhost=info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
-}
-
 fn main() -> ExitCode {
-    init_logging();
-    match run(config::parse::<Cli>()) {
+    let cli = config::parse::<Cli>();
+    logging::init(cli.plugins.log_format);
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("toolhost: {e:#}");

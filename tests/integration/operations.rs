@@ -1,6 +1,6 @@
-//! Health endpoints and stopping `serve` without cutting off calls: the
-//! first SIGTERM lets running calls answer, refuses new work and exits 0;
-//! a second one stops at once.
+//! Running `serve` for others: health endpoints, JSON log lines, and
+//! stopping without cutting off calls (the first SIGTERM lets running
+//! calls answer, refuses new work and exits 0; a second one stops at once).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -178,4 +178,37 @@ fn stdio_sigterm_lets_the_running_call_answer_and_exits_0() {
         exit_code(&mut server.child, Duration::from_secs(10)),
         Some(0)
     );
+}
+
+#[test]
+fn json_log_lines_carry_time_level_host_and_message() {
+    let setup = Setup::new(&[]);
+    let mut child = setup
+        .command(&["--http", "127.0.0.1:0", "--log-format", "json"])
+        .spawn()
+        .unwrap();
+    let err = crate::mcp::lines_of(child.stderr.take().unwrap());
+    // Every line is one JSON object; the one of interest says where it serves.
+    let v = loop {
+        let line = err
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a log line");
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        if line.contains("serving MCP") {
+            break v;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("serving MCP on http://127.0.0.1:")),
+        "{v}"
+    );
+    assert!(v["host"].as_str().is_some_and(|h| !h.is_empty()), "{v}");
+    let time = v["time"].as_str().unwrap();
+    assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
 }
