@@ -55,6 +55,7 @@ use sha2::{Digest, Sha256};
 
 use crate::call::{CallOptions, Prepared};
 use crate::descriptor::SideEffect;
+pub use crate::idempotency::KeySource;
 use crate::idempotency::{self, Claim, Settlement, Store};
 use crate::observation::{ErrorCode, Observation};
 use crate::sandbox::ProbeOutcome;
@@ -75,20 +76,6 @@ pub const MAX_DIGEST_ENTRIES: usize = 100_000;
 /// File bytes a directory target's digest reads; beyond that, files are
 /// pinned by size, modification and change times and inode instead.
 pub const MAX_DIGEST_BYTES: u64 = 64 << 20;
-
-/// Where a call's idempotency key comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeySource {
-    /// A key the caller chose.
-    Explicit(String),
-    /// Derived from the logical call: the same trajectory, turn, call id,
-    /// tool and canonical arguments give the same key, also after a restart.
-    Derived {
-        trajectory_id: String,
-        turn: u64,
-        call_id: String,
-    },
-}
 
 /// The record store and the key that derives idempotency keys and signs
 /// plans.

@@ -34,8 +34,10 @@
 //!   `compat`),
 //! - [`schema`]: argument schemas (`compile`, `violations`, `paths`, and
 //!   `walk`, shared with lint),
-//! - [`idempotency`]: idempotency keys and record stores (SQLite,
-//!   PostgreSQL),
+//! - [`idempotency`]: idempotency keys and the record stores (SQLite,
+//!   PostgreSQL), which also keep the [`journal`]'s and the [`ledger`]'s
+//!   tables, over
+//! - [`store_error`]: the error every record-store trait returns,
 //! - [`capability`]: capability tokens, one concept a file (`error`,
 //!   `rights`, `relpath`, `tools`, `caveat`, `expiry`, `key`, `token`,
 //!   `fold`, `grant`, `ids`),
@@ -46,7 +48,8 @@
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
 //! - [`exec`]: running a native program in a bubblewrap sandbox,
-//! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
+//! - [`observation`]: the one result shape (`error`, `clip`, `render`,
+//!   `hygiene`, and [`messages`]: the host's own words),
 //!   and [`provenance`]: where its content came from,
 //! - [`canonical`]: canonical JSON (RFC 8785), [`json`]: strict JSON
 //!   parsing, and [`compact`]: compact JSON measured without being written,
@@ -85,7 +88,6 @@ pub mod json;
 pub mod ledger;
 pub mod lint;
 pub mod mcp;
-pub mod messages;
 pub mod metrics;
 pub mod observation;
 pub mod opendir;
@@ -99,8 +101,12 @@ pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
+pub mod store_error;
 mod swar;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;
+
+/// The host's own words, kept beside the observations they explain.
+pub use observation::messages;
 pub mod warmup;

@@ -46,6 +46,9 @@
 //!     ON toolhost_idempotency (expires_at) WHERE expires_at IS NOT NULL;
 //! ```
 
+mod journal;
+mod ledger;
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 

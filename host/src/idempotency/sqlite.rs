@@ -51,6 +51,9 @@
 //! ) STRICT;  -- one row: ('fence', <highest fence of a deleted record>)
 //! ```
 
+mod journal;
+mod ledger;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
