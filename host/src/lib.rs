@@ -56,7 +56,8 @@
 //! - [`origin`]: network origins, one grammar,
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
-//! - [`descriptor`]: tool descriptors as plain Rust,
+//! - [`descriptor`]: the one tool descriptor type, which the sandbox reads,
+//!   the catalog and lint work on and the lock file pins,
 //! - `text`: small helpers for message text,
 //! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
 //! - [`artifact`]: results too large to return, kept for the token that
