@@ -51,8 +51,8 @@
 //! - [`observation`]: the one result shape (`error`, `clip`, `render`,
 //!   `hygiene`, and [`messages`]: the host's own words),
 //!   and [`provenance`]: where its content came from,
-//! - [`canonical`]: canonical JSON (RFC 8785), [`json`]: strict JSON
-//!   parsing, and [`compact`]: compact JSON measured without being written,
+//! - [`json`]: strict parsing, canonical JSON (RFC 8785) and compact JSON
+//!   (the `toolhost-compact-json` crate: one eight-byte escape scan),
 //! - [`origin`]: network origins, one grammar,
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
@@ -71,10 +71,8 @@ pub mod boundary;
 pub mod breaker;
 pub mod budget;
 pub mod call;
-pub mod canonical;
 pub mod capability;
 pub mod catalog;
-pub mod compact;
 pub mod cost;
 pub mod delegation;
 pub mod descriptor;
@@ -103,7 +101,6 @@ pub mod sandbox;
 pub mod schema;
 pub mod session;
 pub mod store_error;
-mod swar;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;

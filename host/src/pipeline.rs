@@ -344,7 +344,7 @@ impl Host {
         // The plugin gets what was validated (and what an idempotency key is
         // derived from): the canonical text (RFC 8785) of the arguments, so
         // `"offset": 1.0`, an integer under JSON Schema, arrives as `1`.
-        let args = match crate::canonical::canonicalize(&value) {
+        let args = match crate::json::canonical::canonicalize(&value) {
             Ok(text) => text,
             Err(e) => {
                 let info = ErrorCode::InvalidArguments

@@ -6,7 +6,7 @@
 //! A call is identified by
 //! `HMAC-SHA256(host_key, trajectory_id | turn | call_id | tool | JCS(args))`
 //! ([`derive_key`]), where `JCS(args)` is the RFC 8785 canonical form of the
-//! arguments ([`crate::canonical`]) and every part is length-prefixed, so no
+//! arguments ([`crate::json::canonical`]) and every part is length-prefixed, so no
 //! two different tuples frame to the same bytes. The key is deterministic: the
 //! same logical call gets the same key after a restart. The host key makes
 //! keys unguessable by anyone who does not hold it. Beside the key, the store
@@ -81,7 +81,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{self, CanonError};
+use crate::json::canonical::{self, CanonError};
 
 pub use self::postgres::PostgresStore;
 pub use self::sqlite::SqliteStore;
@@ -470,7 +470,7 @@ mod tests {
         let err = call_key(HOST_KEY, "t", 1, "c", "x", &json!({"n": u64::MAX})).unwrap_err();
         assert_eq!(
             err.kind(),
-            crate::canonical::CanonErrorKind::IntegerOutOfRange
+            crate::json::canonical::CanonErrorKind::IntegerOutOfRange
         );
     }
 

@@ -207,7 +207,7 @@ impl ResultOutput {
             ResultOutput::Value(v) => v,
             // Read and hashed in one pass where that is certain to give
             // the same hash (see `canonical::text`), else parsed first.
-            ResultOutput::Text(text) => match crate::canonical::canonical_sha256_text(text) {
+            ResultOutput::Text(text) => match crate::json::canonical::canonical_sha256_text(text) {
                 Some(digest) => return hex::encode(digest),
                 None => match serde_json::from_str::<Value>(text) {
                     Ok(v) => {
@@ -218,7 +218,7 @@ impl ResultOutput {
                 },
             },
         };
-        let digest = crate::canonical::canonical_sha256(value)
+        let digest = crate::json::canonical::canonical_sha256(value)
             .unwrap_or_else(|_| Sha256::digest(value.to_string().as_bytes()).into());
         hex::encode(digest)
     }
@@ -235,7 +235,7 @@ pub fn unix_us(t: SystemTime) -> i64 {
 pub fn args_sha256(args: &str) -> String {
     let canonical = serde_json::from_str::<Value>(args)
         .ok()
-        .and_then(|v| crate::canonical::canonicalize(&v).ok());
+        .and_then(|v| crate::json::canonical::canonicalize(&v).ok());
     let bytes = canonical.as_deref().unwrap_or(args).as_bytes();
     hex::encode(Sha256::digest(bytes))
 }

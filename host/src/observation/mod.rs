@@ -404,7 +404,7 @@ impl Observation {
         max_text_bytes: usize,
     ) -> Observation {
         let mut obs = Observation::base(call_id, tool, level, Status::Ok);
-        obs.usage.output_bytes = crate::compact::compact_len(&output) as u64;
+        obs.usage.output_bytes = crate::json::compact::compact_len(&output) as u64;
         obs.output = Some(output);
         obs.with_plugin_text(text, max_text_bytes)
     }

@@ -8,7 +8,7 @@
 //! dry-run and probe support — with a `digest` over that definition.
 //!
 //! The definition digest is `sha256:` + hex SHA-256 of the RFC 8785
-//! canonical JSON ([`crate::canonical`]) of this object (every member always
+//! canonical JSON ([`crate::json::canonical`]) of this object (every member always
 //! present, `null` where absent):
 //!
 //! ```json
@@ -46,8 +46,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{excerpt, is_sha256_digest, sha256_digest};
-use crate::canonical::{canonicalize, CanonError};
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::json::canonical::{canonicalize, CanonError};
 use crate::json::{parse_strict, push_pointer_token};
 
 /// The lock file's name in a plugins directory.
