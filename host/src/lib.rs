@@ -18,12 +18,14 @@
 //!   then the steps from name to observation, over
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
-//!   calls (keys, records, plans); [`resource`]: resource keys, the locks
+//!   calls ([`EffectGuard`](effects::EffectGuard): keys, the idempotency
+//!   records of the store, plans); [`resource`]: resource keys, the locks
 //!   that keep conflicting calls apart, and batches, over
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
 //!   call), over
-//! - [`record`]: step 8 around every call — the [`journal`] (every call
+//! - [`record`]: step 8 around every call, one
+//!   [`Recorder`](record::Recorder) — the [`journal`] (every call
 //!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
 //!   and the Prometheus [`metrics`] — over
 //! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
@@ -34,7 +36,8 @@
 //!   `compat`),
 //! - [`schema`]: argument schemas (`compile`, `violations`, `paths`, and
 //!   `walk`, shared with lint),
-//! - [`idempotency`]: idempotency keys and the record stores (SQLite,
+//! - [`idempotency`]: idempotency keys, the record under a key
+//!   ([`KeyRecord`](idempotency::KeyRecord)) and the record stores (SQLite,
 //!   PostgreSQL), which also keep the [`journal`]'s and the [`ledger`]'s
 //!   tables, over
 //! - [`store_error`]: the error every record-store trait returns,

@@ -53,7 +53,7 @@ use std::sync::Arc;
 pub struct Host {
     sandbox: Sandbox,
     catalog: Catalog,
-    records: Option<crate::effects::Records>,
+    records: Option<crate::effects::EffectGuard>,
     /// Where the `max_calls` caveats of session calls are counted.
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
@@ -143,7 +143,7 @@ impl Host {
     /// calls also need an approved plan.
     /// Budgets and revocations then live in the store's ledger, if it
     /// keeps one ([`crate::ledger`]).
-    pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+    pub fn with_records(mut self, records: crate::effects::EffectGuard) -> Host {
         if let Some(ledger) = records.ledger() {
             self.budgets = ledger.clone();
         }
@@ -151,7 +151,7 @@ impl Host {
         self
     }
 
-    pub(crate) fn records(&self) -> Option<&crate::effects::Records> {
+    pub(crate) fn records(&self) -> Option<&crate::effects::EffectGuard> {
         self.records.as_ref()
     }
 

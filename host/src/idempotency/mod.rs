@@ -252,9 +252,10 @@ pub enum Settlement {
     NotDone,
 }
 
-/// One stored record.
+/// The record stored under one idempotency key: what the call was, its
+/// state, and (once completed) the observation a repeat gets back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub struct KeyRecord {
     /// The idempotency key.
     pub key: String,
     /// The tool called.
@@ -326,10 +327,10 @@ pub trait Store: Send + Sync {
     fn settle(&self, key: &str, settlement: Settlement) -> Result<(), StoreError>;
 
     /// The live record under `key` (`None` if absent or expired).
-    fn get(&self, key: &str) -> Result<Option<Record>, StoreError>;
+    fn get(&self, key: &str) -> Result<Option<KeyRecord>, StoreError>;
 
     /// Live records, all or in one state, oldest first.
-    fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError>;
+    fn list(&self, state: Option<State>) -> Result<Vec<KeyRecord>, StoreError>;
 
     /// Deletes completed records whose retention has passed (store clock);
     /// returns how many.

@@ -5,7 +5,7 @@
 //!
 //! [`StoreLedger`] is the [`BudgetLedger`] of a
 //! [`Host`](crate::pipeline::Host) with a record store
-//! ([`Records`](crate::effects::Records)). Over a [`LedgerBackend`] (one
+//! ([`EffectGuard`](crate::effects::EffectGuard)). Over a [`LedgerBackend`] (one
 //! per database, in [`sqlite`] and [`postgres`]) it adds:
 //!
 //! - **admission in one transaction**: every budget of the chain is read
