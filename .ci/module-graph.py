@@ -16,6 +16,7 @@ modules are skipped, so test-only imports do not count.
 
 Usage:
     module-graph.py [--scope top|folder|all] [--edges] [SRC_DIR ...]
+    module-graph.py --self-test
 
 With no SRC_DIR it checks the `src/` folder of every member listed in the
 workspace's root Cargo.toml. Exit status 1 when a circle is found, listing
@@ -121,7 +122,7 @@ def module_of(rel):
     return tuple(parts)
 
 
-def resolve(module, is_dir_module, kind, rest):
+def resolve(module, kind, rest):
     """Absolute path (tuple) named by `crate::rest` or `super::rest` in `module`."""
     segs = [s for s in rest.split("::") if s]
     if kind == "crate":
@@ -150,21 +151,18 @@ def scan_crate(src):
     for path, module in sorted(files.items()):
         with open(path, encoding="utf-8") as f:
             text = strip_test_modules(strip_comments(f.read()))
-        is_dir = path.endswith("mod.rs")
-        seen = set()
         for m in USE_RE.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             for p in expand_use(m.group(1)):
                 kind, _, rest = p.partition("::")
-                target = resolve(module, is_dir, kind, rest)
+                target = resolve(module, kind, rest)
                 refs.append((module, target, path, line))
-                seen.add(m.start())
         use_spans = [(m.start(), m.end()) for m in USE_RE.finditer(text)]
         for m in PATH_RE.finditer(text):
             if any(a <= m.start() < b for a, b in use_spans):
                 continue
             line = text.count("\n", 0, m.start()) + 1
-            target = resolve(module, is_dir, m.group(1), m.group(2))
+            target = resolve(module, m.group(1), m.group(2))
             refs.append((module, target, path, line))
     return modules, refs
 
@@ -234,7 +232,40 @@ def workspace_srcs(root):
     return [os.path.join(root, mem, "src") for mem in members if os.path.isdir(os.path.join(root, mem, "src"))]
 
 
+def self_test():
+    """Checks the checker on a small crate: a circle of siblings in a folder
+    is found; a chain at the top level, imports in doc comments, in a
+    `#[cfg(test)]` module and in `tests.rs` are not circles."""
+    import tempfile
+
+    files = {
+        "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod f;\nmod tests;\n",
+        "a.rs": "use crate::{b::X, c};\n",
+        "b.rs": "/// Not [`crate::a::Y`].\npub struct X;\n#[cfg(test)]\nmod tests {\n    use crate::a::Z;\n}\n",
+        "c.rs": "fn f() { let _ = crate::b::X; } // crate::a::V\n",
+        "tests.rs": "use crate::a::W;\n",
+        "f/mod.rs": "mod p;\nmod q;\n",
+        "f/p.rs": "use super::q::{self, A};\n",
+        "f/q.rs": "pub fn g() { super::p::h() }\n",
+    }
+    with tempfile.TemporaryDirectory() as src:
+        for name, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(src, name)), exist_ok=True)
+            with open(os.path.join(src, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        modules, refs = scan_crate(src)
+        graphs = build_graphs(modules, refs)
+    top = {a: sorted(graphs[()][a]) for a in graphs[()]}
+    assert top == {"a": ["b", "c"], "c": ["b"]}, top
+    assert sccs(graphs[()]) == [], "no circle at the top level"
+    assert sccs(graphs[("f",)]) == [["p", "q"]], "the folder circle"
+    print("self-test passed")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("srcs", nargs="*", help="crate source folders (default: every workspace member's src/)")
     ap.add_argument("--scope", choices=["top", "folder", "all"], default="all")
