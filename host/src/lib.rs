@@ -8,9 +8,12 @@
 //! name → strict JSON → schema → paths/grants → sandbox → observation
 //! ```
 //!
+//! Over this library sit two crates: `toolhost-mcp` (the MCP server, stdio
+//! and Streamable HTTP; the only one that imports rmcp) and `toolhost-cli`
+//! (the `toolhost` binary; the only one that imports clap).
+//!
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
-//! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
 //! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
 //!   sub-agents), over
 //! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
@@ -28,8 +31,7 @@
 //!   [`Recorder`](record::Recorder) — the [`journal`] (every call
 //!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
 //!   and the Prometheus [`metrics`] — over
-//! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
-//!   definitions cost a model in tokens), over
+//! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
 //! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
@@ -76,7 +78,6 @@ pub mod budget;
 pub mod call;
 pub mod capability;
 pub mod catalog;
-pub mod cost;
 pub mod delegation;
 pub mod descriptor;
 pub mod discovery;
@@ -89,7 +90,6 @@ pub mod journal;
 pub mod json;
 pub mod ledger;
 pub mod lint;
-pub mod mcp;
 pub mod metrics;
 pub mod observation;
 pub mod opendir;
@@ -110,4 +110,3 @@ pub mod trust;
 
 /// The host's own words, kept beside the observations they explain.
 pub use observation::messages;
-pub mod warmup;
