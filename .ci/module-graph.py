@@ -147,6 +147,19 @@ def scan_crate(src):
                 continue
             files[path] = module_of(rel)
     modules = set(files.values())
+    # A module the crate root re-exports under another path (`pub use
+    # observation::messages;`) is followed to where it is defined.
+    aliases = {}
+    for path, module in files.items():
+        if module != ():
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = strip_comments(f.read())
+        for m in re.finditer(r"\bpub\s+use\s+([^;]*);", text):
+            for p in expand_use(m.group(1).replace("crate::", "").replace("self::", "")):
+                target = tuple(x for x in p.split("::") if x)
+                if target in modules:
+                    aliases[target[-1]] = target
     refs = []  # (from_module, to_path, file, line)
     for path, module in sorted(files.items()):
         with open(path, encoding="utf-8") as f:
@@ -164,6 +177,10 @@ def scan_crate(src):
             line = text.count("\n", 0, m.start()) + 1
             target = resolve(module, m.group(1), m.group(2))
             refs.append((module, target, path, line))
+    refs = [
+        (src, aliases[t[0]] + t[1:] if t and t[0] in aliases and t[:1] not in modules else t, path, line)
+        for src, t, path, line in refs
+    ]
     return modules, refs
 
 
@@ -239,10 +256,10 @@ def self_test():
     import tempfile
 
     files = {
-        "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod f;\nmod tests;\n",
+        "lib.rs": "pub mod a;\npub mod b;\npub mod c;\npub mod f;\nmod tests;\npub use f::p;\n",
         "a.rs": "use crate::{b::X, c};\n",
         "b.rs": "/// Not [`crate::a::Y`].\npub struct X;\n#[cfg(test)]\nmod tests {\n    use crate::a::Z;\n}\n",
-        "c.rs": "fn f() { let _ = crate::b::X; } // crate::a::V\n",
+        "c.rs": "fn f() { let _ = crate::b::X; } // crate::a::V\nuse crate::p::H;\n",
         "tests.rs": "use crate::a::W;\n",
         "f/mod.rs": "mod p;\nmod q;\n",
         "f/p.rs": "use super::q::{self, A};\n",
@@ -256,7 +273,7 @@ def self_test():
         modules, refs = scan_crate(src)
         graphs = build_graphs(modules, refs)
     top = {a: sorted(graphs[()][a]) for a in graphs[()]}
-    assert top == {"a": ["b", "c"], "c": ["b"]}, top
+    assert top == {"a": ["b", "c"], "c": ["b", "f"]}, top
     assert sccs(graphs[()]) == [], "no circle at the top level"
     assert sccs(graphs[("f",)]) == [["p", "q"]], "the folder circle"
     print("self-test passed")
