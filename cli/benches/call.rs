@@ -109,7 +109,7 @@ fn main() {
     )
     .unwrap();
     let recorded = host_with(&[Source::File(trivial.clone())]).with_records(
-        toolhost::effects::Records::new(std::sync::Arc::new(store), b"bench-key"),
+        toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"bench-key"),
     );
     let scope = &none;
     let mut n = 0u64;
@@ -181,7 +181,7 @@ fn main() {
     )
     .unwrap();
     let stored = host_with(&[Source::File(trivial.clone())]).with_records(
-        toolhost::effects::Records::new(std::sync::Arc::new(ledger_store), b"bench-key"),
+        toolhost::effects::EffectGuard::new(std::sync::Arc::new(ledger_store), b"bench-key"),
     );
     let g = measure(|| {
         let obs = stored.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));

@@ -36,7 +36,7 @@ pub struct CallOptions {
     /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
     pub max_text_bytes: Option<usize>,
     /// Where a side-effecting call's idempotency key comes from.
-    pub idempotency: Option<crate::effects::KeySource>,
+    pub idempotency: Option<crate::idempotency::KeySource>,
     /// The approval of an irreversible call: the `plan_token` of a
     /// [`Mode::Plan`] call.
     pub plan_token: Option<String>,

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::descriptor::ToolDescriptor;
+use crate::descriptor::{Described, ToolDescriptor};
 use crate::lint::{self, Compat, Finding, Rule, Severity, Target, ToolReport};
 use crate::sandbox::{Contract, LoadEvent, Plugin, Sandbox, SandboxError};
 use crate::schema::CompiledSchema;
@@ -261,7 +261,7 @@ pub struct Catalog {
 pub struct Inspected {
     pub plugin: Plugin,
     pub reports: Vec<ToolReport>,
-    pub descriptors: Vec<Result<ToolDescriptor, (String, String)>>,
+    pub descriptors: Vec<Described>,
 }
 
 impl Catalog {
@@ -598,22 +598,14 @@ pub fn inspect_bytes(
 
 /// Describes a loaded plugin and lints each tool.
 fn describe(plugin: Plugin) -> Result<Inspected, String> {
-    let texts = plugin.describe().map_err(|e| e.to_string())?;
-    let mut descriptors = Vec::new();
-    let mut reports = Vec::new();
-    for text in texts {
-        let tool = text.name.clone();
-        match text.parse() {
-            Ok(d) => {
-                reports.push(lint::lint_tool(&d));
-                descriptors.push(Ok(d));
-            }
-            Err(reason) => {
-                reports.push(unparsable(&tool, &reason));
-                descriptors.push(Err((tool, reason)));
-            }
-        }
-    }
+    let descriptors = plugin.describe().map_err(|e| e.to_string())?;
+    let reports = descriptors
+        .iter()
+        .map(|d| match d {
+            Ok(d) => lint::lint_tool(d),
+            Err((tool, reason)) => unparsable(tool, reason),
+        })
+        .collect();
     Ok(Inspected {
         plugin,
         reports,

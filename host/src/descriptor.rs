@@ -1,8 +1,10 @@
-//! Tool descriptors as plain Rust values.
+//! Tool descriptors as plain Rust values: the one [`ToolDescriptor`] shape
+//! the sandbox reads, the catalog and lint work on, and the lock file pins.
 //!
 //! The sandbox layer reads a plugin's `describe()` export and turns the WIT
-//! records into these types, so every other module (lint, schema, catalog,
-//! pipeline, MCP) works without touching wasmtime.
+//! records into these types (parsing the schemas it sends as text with
+//! [`parse_schema_texts`]), so every other module (lint, schema, catalog,
+//! pipeline, MCP, trust) works without touching wasmtime.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -123,6 +125,28 @@ pub struct ToolDescriptor {
     pub supports_probe: bool,
 }
 
+/// A tool's descriptor as the host read it from its plugin, or, when a
+/// schema the plugin sent as text is not JSON, the tool's name and why.
+pub type Described = Result<ToolDescriptor, (String, String)>;
+
+/// Parses the schemas a plugin sends as JSON text (the contract's
+/// `input-schema` and `output-schema`). The error names the schema that is
+/// not JSON.
+pub fn parse_schema_texts(
+    input: &str,
+    output: Option<&str>,
+) -> Result<(Value, Option<Value>), String> {
+    let input =
+        serde_json::from_str(input).map_err(|e| format!("input-schema is not valid JSON: {e}"))?;
+    let output = match output {
+        Some(s) => Some(
+            serde_json::from_str(s).map_err(|e| format!("output-schema is not valid JSON: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok((input, output))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +177,20 @@ mod tests {
             assert!(e.contains(says), "{bad:?}: {e}");
         }
         assert!(check_program(&"x".repeat(MAX_PROGRAM_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn schema_texts_parse_or_name_the_schema_that_is_not_json() {
+        let (input, output) = parse_schema_texts(r#"{"type":"object"}"#, None).unwrap();
+        assert_eq!(input, serde_json::json!({"type": "object"}));
+        assert_eq!(output, None);
+        let (_, output) = parse_schema_texts("true", Some(r#"{"type":"string"}"#)).unwrap();
+        assert_eq!(output, Some(serde_json::json!({"type": "string"})));
+        // The catalog reports the failing schema by this prefix.
+        let e = parse_schema_texts("{", Some("{}")).unwrap_err();
+        assert!(e.starts_with("input-schema is not valid JSON"), "{e}");
+        let e = parse_schema_texts("{}", Some("[1,")).unwrap_err();
+        assert!(e.starts_with("output-schema is not valid JSON"), "{e}");
     }
 
     #[test]

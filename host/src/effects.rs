@@ -34,7 +34,7 @@
 //!
 //! - a target changed since the plan;
 //! - the plan expired (a plan lives [`DEFAULT_PLAN_TTL`] unless
-//!   [`Records::with_plan_ttl`] says otherwise);
+//!   [`EffectGuard::with_plan_ttl`] says otherwise);
 //! - the call is made under another capability token than the plan (a plan
 //!   is bound to the exact token that planned it, by a hash of its final
 //!   signature, or to no token);
@@ -55,6 +55,7 @@ use sha2::{Digest, Sha256};
 
 use crate::call::{CallOptions, Prepared};
 use crate::descriptor::SideEffect;
+pub use crate::idempotency::KeySource;
 use crate::idempotency::{self, Claim, Settlement, Store};
 use crate::observation::{ErrorCode, Observation};
 use crate::sandbox::ProbeOutcome;
@@ -76,24 +77,11 @@ pub const MAX_DIGEST_ENTRIES: usize = 100_000;
 /// pinned by size, modification and change times and inode instead.
 pub const MAX_DIGEST_BYTES: u64 = 64 << 20;
 
-/// Where a call's idempotency key comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeySource {
-    /// A key the caller chose.
-    Explicit(String),
-    /// Derived from the logical call: the same trajectory, turn, call id,
-    /// tool and canonical arguments give the same key, also after a restart.
-    Derived {
-        trajectory_id: String,
-        turn: u64,
-        call_id: String,
-    },
-}
-
-/// The record store and the key that derives idempotency keys and signs
-/// plans.
+/// The side-effect guard: the record store and the host key that derives
+/// idempotency keys and signs plans. A host given one runs side-effecting
+/// tools ([`Host::with_records`](crate::pipeline::Host::with_records)).
 #[derive(Clone)]
-pub struct Records {
+pub struct EffectGuard {
     store: Arc<dyn Store>,
     host_key: Arc<[u8]>,
     lease_margin: Duration,
@@ -102,9 +90,13 @@ pub struct Records {
     ledger: Option<Arc<dyn crate::budget::BudgetLedger>>,
 }
 
-impl Records {
-    pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> Records {
-        Records {
+/// [`EffectGuard`] under the name the binary and the MCP server use.
+#[doc(hidden)]
+pub type Records = EffectGuard;
+
+impl EffectGuard {
+    pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> EffectGuard {
+        EffectGuard {
             ledger: store.clone().capability_ledger(),
             store,
             host_key: host_key.into(),
@@ -123,7 +115,7 @@ impl Records {
     /// How long a plan token approves its call (default
     /// [`DEFAULT_PLAN_TTL`]). Keep it below the store's retention, which
     /// keeps the record of a plan's use.
-    pub fn with_plan_ttl(mut self, ttl: Duration) -> Records {
+    pub fn with_plan_ttl(mut self, ttl: Duration) -> EffectGuard {
         self.plan_ttl = ttl;
         self
     }
@@ -131,7 +123,7 @@ impl Records {
     /// How much longer than a call's deadline its lease lasts (default
     /// [`LEASE_MARGIN`]). After the lease, a record whose host died reads
     /// as in doubt.
-    pub fn with_lease_margin(mut self, margin: Duration) -> Records {
+    pub fn with_lease_margin(mut self, margin: Duration) -> EffectGuard {
         self.lease_margin = margin;
         self
     }
@@ -175,7 +167,7 @@ pub(crate) struct Runner<'r> {
     pub normalize: &'r dyn Fn(&str) -> Observation,
 }
 
-impl Records {
+impl EffectGuard {
     /// The record-store path of a side-effecting call (step 5): the guard
     /// the pipeline calls; `runner` runs what it lets through.
     pub(crate) fn guard(
@@ -486,7 +478,7 @@ impl Records {
     }
 }
 
-/// A plan token and what it binds, as [`Records::issue_plan`] made it.
+/// A plan token and what it binds, as [`EffectGuard::issue_plan`] made it.
 pub(crate) struct IssuedPlan {
     pub token: String,
     /// Each target path's digest when planned.

@@ -21,12 +21,14 @@
 //!   then the steps from name to observation, over
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
-//!   calls (keys, records, plans); [`resource`]: resource keys, the locks
+//!   calls ([`EffectGuard`](effects::EffectGuard): keys, the idempotency
+//!   records of the store, plans); [`resource`]: resource keys, the locks
 //!   that keep conflicting calls apart, and batches, over
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
 //!   call), over
-//! - [`record`]: step 8 around every call — the [`journal`] (every call
+//! - [`record`]: step 8 around every call, one
+//!   [`Recorder`](record::Recorder) — the [`journal`] (every call
 //!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
 //!   and the Prometheus [`metrics`] — over
 //! - [`catalog`]: loaded plugins and their tools, over
@@ -36,8 +38,11 @@
 //!   `compat`),
 //! - [`schema`]: argument schemas (`compile`, `violations`, `paths`, and
 //!   `walk`, shared with lint),
-//! - [`idempotency`]: idempotency keys and record stores (SQLite,
-//!   PostgreSQL),
+//! - [`idempotency`]: idempotency keys, the record under a key
+//!   ([`KeyRecord`](idempotency::KeyRecord)) and the record stores (SQLite,
+//!   PostgreSQL), which also keep the [`journal`]'s and the [`ledger`]'s
+//!   tables, over
+//! - [`store_error`]: the error every record-store trait returns,
 //! - [`capability`]: capability tokens, one concept a file (`error`,
 //!   `rights`, `relpath`, `tools`, `caveat`, `expiry`, `key`, `token`,
 //!   `fold`, `grant`, `ids`),
@@ -48,14 +53,16 @@
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
 //! - [`exec`]: running a native program in a bubblewrap sandbox,
-//! - [`observation`]: the one result shape (`error`, `render`, `hygiene`),
+//! - [`observation`]: the one result shape (`error`, `clip`, `render`,
+//!   `hygiene`, and [`messages`]: the host's own words),
 //!   and [`provenance`]: where its content came from,
-//! - [`canonical`]: canonical JSON (RFC 8785), [`json`]: strict JSON
-//!   parsing, and [`compact`]: compact JSON measured without being written,
+//! - [`json`]: strict parsing, canonical JSON (RFC 8785) and compact JSON
+//!   (the `toolhost-compact-json` crate: one eight-byte escape scan),
 //! - [`origin`]: network origins, one grammar,
 //! - [`trust`]: lock file, signatures, OCI distribution, poisoning rules,
 //! - [`redact`]: secret redaction in outputs and arguments,
-//! - [`descriptor`]: tool descriptors as plain Rust,
+//! - [`descriptor`]: the one tool descriptor type, which the sandbox reads,
+//!   the catalog and lint work on and the lock file pins,
 //! - `text`: small helpers for message text,
 //! - [`discovery`]: a BM25 index of the tools, for finding one by its task,
 //! - [`artifact`]: results too large to return, kept for the token that
@@ -69,10 +76,8 @@ pub mod boundary;
 pub mod breaker;
 pub mod budget;
 pub mod call;
-pub mod canonical;
 pub mod capability;
 pub mod catalog;
-pub mod compact;
 pub mod delegation;
 pub mod descriptor;
 pub mod discovery;
@@ -85,7 +90,6 @@ pub mod journal;
 pub mod json;
 pub mod ledger;
 pub mod lint;
-pub mod messages;
 pub mod metrics;
 pub mod observation;
 pub mod opendir;
@@ -99,7 +103,10 @@ pub mod resource;
 pub mod sandbox;
 pub mod schema;
 pub mod session;
-mod swar;
+pub mod store_error;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;
+
+/// The host's own words, kept beside the observations they explain.
+pub use observation::messages;

@@ -53,7 +53,7 @@ use std::sync::Arc;
 pub struct Host {
     sandbox: Sandbox,
     catalog: Catalog,
-    records: Option<crate::effects::Records>,
+    records: Option<crate::effects::EffectGuard>,
     /// Where the `max_calls` caveats of session calls are counted.
     budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
     /// Where conflicting calls wait for each other ([`crate::resource`]).
@@ -167,7 +167,7 @@ impl Host {
     /// calls also need an approved plan.
     /// Budgets and revocations then live in the store's ledger, if it
     /// keeps one ([`crate::ledger`]).
-    pub fn with_records(mut self, records: crate::effects::Records) -> Host {
+    pub fn with_records(mut self, records: crate::effects::EffectGuard) -> Host {
         if let Some(ledger) = records.ledger() {
             self.budgets = ledger.clone();
         }
@@ -175,7 +175,7 @@ impl Host {
         self
     }
 
-    pub(crate) fn records(&self) -> Option<&crate::effects::Records> {
+    pub(crate) fn records(&self) -> Option<&crate::effects::EffectGuard> {
         self.records.as_ref()
     }
 
@@ -368,7 +368,7 @@ impl Host {
         // The plugin gets what was validated (and what an idempotency key is
         // derived from): the canonical text (RFC 8785) of the arguments, so
         // `"offset": 1.0`, an integer under JSON Schema, arrives as `1`.
-        let args = match crate::canonical::canonicalize(&value) {
+        let args = match crate::json::canonical::canonicalize(&value) {
             Ok(text) => text,
             Err(e) => {
                 let info = ErrorCode::InvalidArguments

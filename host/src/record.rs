@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use crate::breaker::Breaker;
+use crate::call::CallOptions;
 use crate::catalog::Catalog;
-use crate::effects::KeySource;
+use crate::idempotency::KeySource;
 use crate::journal::{self, Journal, Pending};
 use crate::metrics::Metrics;
 use crate::observation::{Observation, Status};
-use crate::pipeline::CallOptions;
 
 /// The journal, breaker and metrics of a host; cheap to clone, so every
 /// generation of a server's host shares one.
@@ -114,7 +114,7 @@ impl Recorder {
                     .opts
                     .call_id
                     .clone()
-                    .unwrap_or_else(crate::pipeline::new_call_id);
+                    .unwrap_or_else(crate::call::new_call_id);
                 let level = catalog
                     .get(c.tool)
                     .map_or(crate::descriptor::SideEffect::ReadOnly, |t| {
@@ -189,7 +189,7 @@ impl Recorder {
                 .opts
                 .call_id
                 .clone()
-                .unwrap_or_else(crate::pipeline::new_call_id);
+                .unwrap_or_else(crate::call::new_call_id);
             Observation::failure(
                 &call_id,
                 c.tool,
@@ -253,7 +253,7 @@ fn pending(
         call_id: obs.call_id.clone(),
         trajectory,
         turn,
-        logical_key: c.opts.idempotency.as_ref().map(journal::logical_key),
+        logical_key: c.opts.idempotency.as_ref().map(KeySource::logical_key),
         tool: obs.tool.clone(),
         tool_ref: catalog.get(c.tool).cloned(),
         token_chain: c.chain.iter().map(ToString::to_string).collect(),

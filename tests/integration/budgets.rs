@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
-use toolhost::effects::Records;
+use toolhost::effects::EffectGuard;
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
@@ -117,7 +117,7 @@ fn plans_count_against_max_calls_like_calls() {
     ws.write("old.txt", "bye\n");
     let db = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap();
-    let h = host_with(&[Source::reference()]).with_records(Records::new(Arc::new(store), b"k"));
+    let h = host_with(&[Source::reference()]).with_records(EffectGuard::new(Arc::new(store), b"k"));
     let token = Token::mint(
         &key(),
         &caveats(&[

@@ -91,7 +91,7 @@ fn a_planted_entry_is_recompiled_not_run() {
         .describe()
         .unwrap()
         .into_iter()
-        .map(|d| d.name)
+        .map(|d| d.unwrap().name)
         .collect();
     assert!(
         names.iter().all(|n| n.starts_with("echo_value")),
@@ -245,7 +245,7 @@ fn another_components_entry_in_this_ones_place_is_refused() {
         .describe()
         .unwrap()
         .into_iter()
-        .map(|d| d.name)
+        .map(|d| d.unwrap().name)
         .collect();
     assert!(
         names.contains(&"echo_value".to_string())
@@ -283,7 +283,7 @@ fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> 
         .describe()
         .unwrap()
         .iter()
-        .any(|t| t.name == "file_view"));
+        .any(|t| t.as_ref().is_ok_and(|t| t.name == "file_view")));
     seen.into_inner().unwrap()
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
-use toolhost::effects::Records;
+use toolhost::effects::EffectGuard;
 use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
@@ -158,7 +158,7 @@ fn a_child_budget_holds_across_processes_and_drains_its_parent() {
 /// A host with the reference tools whose records (and so budgets) live in
 /// `store`.
 fn host_on(store: Arc<dyn Store>) -> Host {
-    host_with(&[Source::reference()]).with_records(Records::new(store, b"delegation-test"))
+    host_with(&[Source::reference()]).with_records(EffectGuard::new(store, b"delegation-test"))
 }
 
 fn session(ws: &Ws, token: &str) -> Session {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolhost::catalog::{Catalog, Source};
-use toolhost::effects::{KeySource, Records};
+use toolhost::effects::{EffectGuard, KeySource};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{CallRequest, Limits, Mount, DESCRIBE_TIMEOUT};
@@ -508,7 +508,7 @@ fn a_plan_cannot_write_even_with_a_write_grant() {
     let db = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap();
     let host = host_with(&[Source::File(test_plugin("tp_effects"))])
-        .with_records(Records::new(Arc::new(store), b"test-host-key"));
+        .with_records(EffectGuard::new(Arc::new(store), b"test-host-key"));
     let ws = Ws::new();
     ws.write("data/log.txt", "first\n");
     let before = ws.snapshot();
@@ -549,7 +549,7 @@ fn a_plan_cannot_reach_the_network_even_with_a_granted_origin() {
     let db = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap();
     let host = host_with(&[Source::File(test_plugin("tp_effects"))])
-        .with_records(Records::new(Arc::new(store), b"test-host-key"));
+        .with_records(EffectGuard::new(Arc::new(store), b"test-host-key"));
     let ws = Ws::new();
     let origin = server.origin();
     let session = session_allowing(

@@ -8,18 +8,19 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost::catalog::Source;
-use toolhost::effects::{KeySource, Records};
+use toolhost::effects::{EffectGuard, KeySource};
 use toolhost::idempotency::{
-    sqlite::SqliteStore, Claim, Record, Settlement, State, Store, StoreError,
+    sqlite::SqliteStore, Claim, KeyRecord, Settlement, State, Store, StoreError,
 };
 use toolhost::pipeline::{CallOptions, Host};
 
-fn records_at(path: &std::path::Path) -> Records {
+fn records_at(path: &std::path::Path) -> EffectGuard {
     let store = SqliteStore::open(path, Duration::from_secs(3600)).unwrap();
-    Records::new(Arc::new(store), b"test-host-key").with_lease_margin(Duration::from_millis(300))
+    EffectGuard::new(Arc::new(store), b"test-host-key")
+        .with_lease_margin(Duration::from_millis(300))
 }
 
-fn effects_host(records: Records) -> Host {
+fn effects_host(records: EffectGuard) -> Host {
     host_with(&[Source::File(test_plugin("tp_effects")), Source::reference()]).with_records(records)
 }
 
@@ -280,10 +281,10 @@ impl Store for Down {
     fn settle(&self, _: &str, _: Settlement) -> Result<(), StoreError> {
         unreachable!()
     }
-    fn get(&self, _: &str) -> Result<Option<Record>, StoreError> {
+    fn get(&self, _: &str) -> Result<Option<KeyRecord>, StoreError> {
         unreachable!()
     }
-    fn list(&self, _: Option<State>) -> Result<Vec<Record>, StoreError> {
+    fn list(&self, _: Option<State>) -> Result<Vec<KeyRecord>, StoreError> {
         unreachable!()
     }
     fn purge_expired(&self) -> Result<u64, StoreError> {
@@ -293,7 +294,7 @@ impl Store for Down {
 
 #[test]
 fn when_the_store_is_down_nothing_runs() {
-    let h = effects_host(Records::new(Arc::new(Down), b"k"));
+    let h = effects_host(EffectGuard::new(Arc::new(Down), b"k"));
     let ws = Ws::new();
     std::fs::create_dir_all(ws.path("data")).unwrap();
     let obs = call_with(
@@ -309,7 +310,7 @@ fn when_the_store_is_down_nothing_runs() {
     assert_eq!(lines(&ws, "data/log.txt"), 0);
 }
 
-fn concurrent_duplicates(make: impl Fn() -> Records) {
+fn concurrent_duplicates(make: impl Fn() -> EffectGuard) {
     let hosts = [
         Arc::new(effects_host(make())),
         Arc::new(effects_host(make())),
@@ -368,7 +369,7 @@ fn fifty_concurrent_duplicates_on_two_hosts_sharing_postgres_run_once() {
             Duration::from_secs(3600),
         )
         .unwrap();
-        Records::new(Arc::new(store), nonce.as_bytes())
+        EffectGuard::new(Arc::new(store), nonce.as_bytes())
     });
 }
 

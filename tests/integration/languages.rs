@@ -647,7 +647,7 @@ fn load_events(sandbox: &Sandbox, bytes: &[u8]) -> (Vec<LoadEvent>, Duration) {
         .describe()
         .expect("describe")
         .into_iter()
-        .map(|d| d.name)
+        .map(|d| d.unwrap().name)
         .collect();
     assert!(
         names

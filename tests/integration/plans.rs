@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use serde_json::Value;
 use toolhost::catalog::Source;
-use toolhost::effects::{KeySource, Records};
+use toolhost::effects::{EffectGuard, KeySource};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::pipeline::{CallOptions, Host};
 
 use crate::support::*;
 
-fn records(db: &tempfile::TempDir) -> Records {
+fn records(db: &tempfile::TempDir) -> EffectGuard {
     let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap();
-    Records::new(Arc::new(store), b"plan-test-key")
+    EffectGuard::new(Arc::new(store), b"plan-test-key")
 }
 
-fn host(records: Records) -> Host {
+fn host(records: EffectGuard) -> Host {
     host_with(&[Source::reference(), Source::File(test_plugin("tp_effects"))]).with_records(records)
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolhost::catalog::Source;
-use toolhost::effects::{KeySource, Records};
+use toolhost::effects::{EffectGuard, KeySource};
 use toolhost::idempotency::{sqlite::SqliteStore, Claim, Store};
 use toolhost::pipeline::CallOptions;
 
@@ -71,7 +71,7 @@ fn a_blank_idempotency_key_is_refused() {
     let db = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(60)).unwrap();
     let h = host_with(&[Source::File(test_plugin("tp_effects"))])
-        .with_records(Records::new(Arc::new(store), b"key"));
+        .with_records(EffectGuard::new(Arc::new(store), b"key"));
     let ws = Ws::new();
     for blank in ["", "   "] {
         let opts = CallOptions {

@@ -119,7 +119,7 @@ pub fn host_with(sources: &[Source]) -> Host {
         Duration::from_secs(3600),
     )
     .unwrap();
-    let records = toolhost::effects::Records::new(std::sync::Arc::new(store), b"support-host");
+    let records = toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
         .with_records(records)
         .with_budgets(toolhost::budget::process_ledger())

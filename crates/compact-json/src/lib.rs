@@ -14,7 +14,11 @@
 //! handed to serde_json whole, so the result never differs.
 //!
 //! One crate for both sides: the guest SDK (`toolhost-sdk`) writes every
-//! tool output with it, and `toolhost serve --stdio` every answer.
+//! tool output with it, and `toolhost serve --stdio` every answer. It is
+//! also the one escape scan of the workspace: the host measures compact
+//! text without writing it ([`compact_len`], [`escaped_len`]) and its
+//! canonical JSON finds the next byte to escape with [`skip_clean_words`],
+//! all on the eight-byte masks of [`swar`].
 //!
 //! ```
 //! let v = serde_json::json!({"path": "a.rs", "lines": ["fn main() {", "\t\"hi\""]});
@@ -27,6 +31,11 @@
 use std::fmt::Display;
 
 use serde::ser::{self, Impossible, Serialize};
+
+mod len;
+pub mod swar;
+
+pub use len::{compact_len, escaped_len};
 
 /// `value` as compact JSON, exactly as `serde_json::to_string` writes it.
 ///
@@ -82,14 +91,32 @@ const SERDE_JSON_PRIVATE: &str = "$serde_json::private::";
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
-/// The bytes of `word` (eight bytes, little-endian) that need an escape: a
-/// quote, a backslash or a control character. Only the lowest set bit is
-/// exact (a borrow can mark bytes above it), which is all that is used.
-fn escape_mask(word: u64) -> u64 {
+/// The bytes of `word` (eight bytes of a string, little-endian; see
+/// [`swar::word`]) that need an escape: a quote, a backslash or a control
+/// character (below 0x20). Only the lowest set bit is exact (a borrow can
+/// mark bytes above it): it finds the first byte to escape, which is all
+/// the writer and [`skip_clean_words`] ask of it. To count escapes, use the
+/// exact masks of [`swar`].
+pub fn escape_mask(word: u64) -> u64 {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
     below(word, 0x20)
         | below(word ^ (ONES * u64::from(b'"')), 1)
         | below(word ^ (ONES * u64::from(b'\\')), 1)
+}
+
+/// From `at`, past every whole eight-byte word of `bytes` that needs no
+/// escape: the first byte that needs one (when the next word holds it), or
+/// where fewer than eight bytes are left (the caller looks at those one by
+/// one), or the end. Writers of other JSON forms (the host's canonical
+/// JSON) use it to find the next byte they must escape.
+pub fn skip_clean_words(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(word) = swar::word(bytes, at) {
+        match escape_mask(word) {
+            0 => at += 8,
+            mask => return at + swar::first(mask),
+        }
+    }
+    at
 }
 
 /// Writes `s` as a JSON string: `\"`, `\\`, the five short control escapes,
@@ -108,7 +135,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
         match escape_mask(u64::from_le_bytes(word)) {
             0 => at += 8,
             mask => {
-                let clean = (mask.trailing_zeros() / 8) as usize;
+                let clean = swar::first(mask);
                 out.truncate(out.len() - 8 + clean);
                 write_escape(out, word[clean]);
                 at += clean + 1;
@@ -610,7 +637,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::json;
 
-    use super::{to_string, to_vec};
+    use super::{escape_mask, skip_clean_words, to_string, to_vec};
 
     fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
         assert_eq!(
@@ -750,5 +777,35 @@ mod tests {
             }
         }
         assert_eq!(to_string(&Fails).unwrap_err().to_string(), "no");
+    }
+
+    #[test]
+    fn the_first_marked_byte_is_the_first_that_needs_an_escape() {
+        for at in 0..8 {
+            for special in [0u8, 0x1f, b'"', b'\\'] {
+                for filler in [b'a', 0x80, 0xff, b' ', b'!', b']'] {
+                    let mut word = [filler; 8];
+                    word[at] = special;
+                    // A second special byte above the first changes nothing.
+                    if at < 7 {
+                        word[7] = b'"';
+                    }
+                    let mask = escape_mask(u64::from_le_bytes(word));
+                    assert_eq!(mask.trailing_zeros() / 8, at as u32, "{word:?}");
+                }
+                assert_eq!(escape_mask(u64::from_le_bytes([b'a'; 8])), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn clean_words_are_skipped_up_to_the_first_byte_to_escape() {
+        let text = b"0123456789abcdef\"tail";
+        assert_eq!(skip_clean_words(text, 0), 16);
+        assert_eq!(skip_clean_words(text, 3), 16);
+        assert_eq!(skip_clean_words(b"abcdefghij", 0), 8);
+        assert_eq!(skip_clean_words(b"abc", 0), 0);
+        assert_eq!(skip_clean_words(b"abcdefgh", 0), 8);
+        assert_eq!(skip_clean_words(b"abcdefg\n", 0), 7);
     }
 }

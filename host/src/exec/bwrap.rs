@@ -29,13 +29,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use super::bound::{self, ProcessBound};
 use super::program::{self, is_under, Plan};
-use super::{
-    AllowedPrograms, ExecConfig, ExecRequest, INSTALL_HINT, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID,
-};
+use super::{ExecConfig, ExecRequest, INSTALL_HINT, SANDBOX_HOME, SANDBOX_PATH, SANDBOX_UID};
 
 /// Host files of `/etc` a program may need, bound read-only when present.
 /// Nothing secret, nothing that points outside (no `resolv.conf`: there is
@@ -107,8 +104,9 @@ fn output_of(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
 }
 
-/// Finds bubblewrap, checks its features, the process bound, and makes a
-/// trial run. The error says what to install or change.
+/// Finds bubblewrap, checks its features and the process bound (the trial
+/// run that follows is [`super::run::trial_run`]). The error says what to
+/// install or change.
 pub(super) fn probe(cfg: &ExecConfig, search_path: &OsStr) -> Result<BwrapInfo, String> {
     let path = match &cfg.bwrap {
         Some(p) => p.clone(),
@@ -154,29 +152,7 @@ pub(super) fn probe(cfg: &ExecConfig, search_path: &OsStr) -> Result<BwrapInfo, 
         bound: bound::detect()?,
         system: system_dirs(),
     };
-    trial_run(&info, cfg, search_path)?;
     Ok(info)
-}
-
-/// Runs `true` in a sandbox: proves that namespaces can be made here.
-fn trial_run(info: &BwrapInfo, cfg: &ExecConfig, search_path: &OsStr) -> Result<(), String> {
-    let Ok(t) = program::resolve("true", search_path) else {
-        return Ok(()); // nothing to try with; the first real run will tell
-    };
-    let mut req = ExecRequest::new([t.to_string_lossy().into_owned()]);
-    req.programs = AllowedPrograms::Any;
-    req.timeout = Duration::from_secs(20);
-    let plan = program::plan(&req, search_path).map_err(|e| e.to_string())?;
-    match super::run::run(info, cfg, &req, &plan, None) {
-        Ok(o) if o.exit_code == Some(0) => Ok(()),
-        Ok(o) => Err(format!(
-            "a trial sandbox running `true` ended with {:?}/{:?}: {}",
-            o.exit_code,
-            o.signal,
-            o.stderr.text.trim()
-        )),
-        Err(e) => Err(format!("a trial sandbox failed ({}): {e}", info.version)),
-    }
 }
 
 /// Descriptor numbers the sandbox is given.

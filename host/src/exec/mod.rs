@@ -467,7 +467,11 @@ impl Executor {
     /// process-count bound available.
     pub fn probe(&self) -> Result<&BwrapInfo, ExecError> {
         self.probed
-            .get_or_init(|| bwrap::probe(&self.config, &self.search_path))
+            .get_or_init(|| {
+                let info = bwrap::probe(&self.config, &self.search_path)?;
+                run::trial_run(&info, &self.config, &self.search_path)?;
+                Ok(info)
+            })
             .as_ref()
             .map_err(|e| ExecError::Unavailable(e.clone()))
     }

@@ -19,6 +19,7 @@
 //! of `bwrap`, and a timeout (the deadline, or [`CANCEL_POLL`] when a
 //! [`Cancel`] may fire).
 
+use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -34,8 +35,11 @@ use rustix::process::{pidfd_open, pidfd_send_signal, Pid, PidfdFlags, Signal};
 use super::bound::{self, ProcessBound, RunCgroup};
 use super::bwrap::{self, BwrapInfo, Fds, GROUP, HOSTS, PASSWD};
 use super::output::StreamClip;
-use super::program::Plan;
-use super::{Cancel, ExecConfig, ExecError, ExecOutcome, ExecRequest, MountSource, CANCEL_POLL};
+use super::program::{self, Plan};
+use super::{
+    AllowedPrograms, Cancel, ExecConfig, ExecError, ExecOutcome, ExecRequest, MountSource,
+    CANCEL_POLL,
+};
 
 /// After the kill, how long bwrap gets to exit before it is killed too.
 const ESCALATE_AFTER: Duration = Duration::from_secs(2);
@@ -588,4 +592,29 @@ fn supervise(
         stderr: err.finish(),
         peak_processes: None,
     })
+}
+
+/// Runs `true` in a sandbox: proves that namespaces can be made here.
+pub(super) fn trial_run(
+    info: &BwrapInfo,
+    cfg: &ExecConfig,
+    search_path: &OsStr,
+) -> Result<(), String> {
+    let Ok(t) = program::resolve("true", search_path) else {
+        return Ok(()); // nothing to try with; the first real run will tell
+    };
+    let mut req = ExecRequest::new([t.to_string_lossy().into_owned()]);
+    req.programs = AllowedPrograms::Any;
+    req.timeout = Duration::from_secs(20);
+    let plan = program::plan(&req, search_path).map_err(|e| e.to_string())?;
+    match run(info, cfg, &req, &plan, None) {
+        Ok(o) if o.exit_code == Some(0) => Ok(()),
+        Ok(o) => Err(format!(
+            "a trial sandbox running `true` ended with {:?}/{:?}: {}",
+            o.exit_code,
+            o.signal,
+            o.stderr.text.trim()
+        )),
+        Err(e) => Err(format!("a trial sandbox failed ({}): {e}", info.version)),
+    }
 }

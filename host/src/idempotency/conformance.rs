@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{
-    Claim, Record, Settlement, State, Store, StoreError, StoreErrorKind, DEFAULT_RETENTION,
+    Claim, KeyRecord, Settlement, State, Store, StoreError, StoreErrorKind, DEFAULT_RETENTION,
     REASON_LEASE_EXPIRED,
 };
 
@@ -79,7 +79,7 @@ fn in_doubt(reason: &str) -> Claim {
     }
 }
 
-fn record(store: &dyn Store, key: &str) -> Record {
+fn record(store: &dyn Store, key: &str) -> KeyRecord {
     store
         .get(key)
         .unwrap()
@@ -409,7 +409,7 @@ pub(crate) fn list_by_state(b: &Backend) {
     s.complete(&c, fc, "obs").unwrap();
     let fd = acquire(&*s, &d, "d", LONG);
     s.mark_in_doubt(&d, fd, "why").unwrap();
-    let ours = |records: Vec<Record>| -> Vec<(String, State)> {
+    let ours = |records: Vec<KeyRecord>| -> Vec<(String, State)> {
         records
             .into_iter()
             .filter(|r| [&a, &c, &d].contains(&&r.key))

@@ -6,7 +6,7 @@
 //! A call is identified by
 //! `HMAC-SHA256(host_key, trajectory_id | turn | call_id | tool | JCS(args))`
 //! ([`derive_key`]), where `JCS(args)` is the RFC 8785 canonical form of the
-//! arguments ([`crate::canonical`]) and every part is length-prefixed, so no
+//! arguments ([`crate::json::canonical`]) and every part is length-prefixed, so no
 //! two different tuples frame to the same bytes. The key is deterministic: the
 //! same logical call gets the same key after a restart. The host key makes
 //! keys unguessable by anyone who does not hold it. Beside the key, the store
@@ -75,19 +75,50 @@ pub mod postgres;
 pub mod sqlite;
 mod stored;
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use hmac::{Hmac, Mac};
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{self, CanonError};
+use crate::json::canonical::{self, CanonError};
 
 pub use self::postgres::PostgresStore;
 pub use self::sqlite::SqliteStore;
+pub use crate::store_error::{State, StoreError, StoreErrorKind, UnknownState};
+
+/// Where a call's idempotency key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// A key the caller chose.
+    Explicit(String),
+    /// Derived from the logical call: the same trajectory, turn, call id,
+    /// tool and canonical arguments give the same key, also after a restart.
+    Derived {
+        trajectory_id: String,
+        turn: u64,
+        call_id: String,
+    },
+}
+
+impl KeySource {
+    /// The logical call this source names, as the journal records it: the
+    /// same trajectory, turn and call id, or the same explicit key.
+    pub fn logical_key(&self) -> String {
+        match self {
+            KeySource::Explicit(k) => format!("key:{k}"),
+            KeySource::Derived {
+                trajectory_id,
+                turn,
+                call_id,
+            } => format!(
+                "call:{}:{trajectory_id}:{turn}:{}:{call_id}",
+                trajectory_id.len(),
+                call_id.len()
+            ),
+        }
+    }
+}
 
 /// How long completed records are kept by default: 24 hours.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -181,54 +212,6 @@ pub fn call_key(
     })
 }
 
-/// The stored state of a record ("unseen" is the absence of one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// Claimed; the owner is running the call under a lease.
-    InFlight,
-    /// The observation is stored and replayed to repeats.
-    Completed,
-    /// The effect is unknown; repeats are refused until settled.
-    InDoubt,
-}
-
-impl State {
-    /// Every state, in lifecycle order.
-    pub const ALL: [State; 3] = [State::InFlight, State::Completed, State::InDoubt];
-
-    /// Stable snake_case name, also the value stored in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::InFlight => "in_flight",
-            State::Completed => "completed",
-            State::InDoubt => "in_doubt",
-        }
-    }
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A state name that is not one of [`State::as_str`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown idempotency state {0:?}")]
-pub struct UnknownState(pub String);
-
-impl FromStr for State {
-    type Err = UnknownState;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        State::ALL
-            .into_iter()
-            .find(|state| state.as_str() == s)
-            .ok_or_else(|| UnknownState(s.to_owned()))
-    }
-}
-
 /// The answer to [`Store::claim`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -269,9 +252,10 @@ pub enum Settlement {
     NotDone,
 }
 
-/// One stored record.
+/// The record stored under one idempotency key: what the call was, its
+/// state, and (once completed) the observation a repeat gets back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub struct KeyRecord {
     /// The idempotency key.
     pub key: String,
     /// The tool called.
@@ -294,138 +278,6 @@ pub struct Record {
     pub observation: Option<String>,
     /// Why the record is (or was) in doubt.
     pub reason: Option<String>,
-}
-
-/// The class of a store failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoreErrorKind {
-    /// The store could not be opened or reached: do not run the call.
-    Unavailable,
-    /// A newer owner holds the record (or it was settled and claimed again).
-    StaleFence,
-    /// No live record under the key.
-    NotFound,
-    /// The record is not in a state that allows the operation.
-    WrongState,
-    /// An argument is unusable (a zero lease, a duration too large).
-    InvalidArgument,
-    /// The database refused a statement.
-    Backend,
-    /// A stored row could not be read back.
-    Corrupt,
-}
-
-impl StoreErrorKind {
-    /// Stable snake_case identifier of the kind.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoreErrorKind::Unavailable => "unavailable",
-            StoreErrorKind::StaleFence => "stale_fence",
-            StoreErrorKind::NotFound => "not_found",
-            StoreErrorKind::WrongState => "wrong_state",
-            StoreErrorKind::InvalidArgument => "invalid_argument",
-            StoreErrorKind::Backend => "backend",
-            StoreErrorKind::Corrupt => "corrupt",
-        }
-    }
-}
-
-impl fmt::Display for StoreErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A store failure. Any error from [`Store::claim`] means: do not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// The store could not be opened, reached or initialized.
-    #[error("idempotency store unavailable: {message}")]
-    Unavailable {
-        /// What failed.
-        message: String,
-    },
-    /// The caller's fence is not the record's: a newer owner took over.
-    #[error("stale fence {fence} for key {key}: the record now has fence {current}")]
-    StaleFence {
-        /// The key.
-        key: String,
-        /// The caller's fence.
-        fence: u64,
-        /// The record's fence.
-        current: u64,
-    },
-    /// No live record under the key.
-    #[error("no idempotency record for key {key}")]
-    NotFound {
-        /// The key.
-        key: String,
-    },
-    /// The record's state forbids the operation.
-    #[error("cannot {operation} key {key}: the record is {state}")]
-    WrongState {
-        /// The key.
-        key: String,
-        /// The operation attempted.
-        operation: &'static str,
-        /// The record's state.
-        state: State,
-    },
-    /// An unusable argument.
-    #[error("invalid argument: {message}")]
-    InvalidArgument {
-        /// What is wrong.
-        message: String,
-    },
-    /// The database refused a statement.
-    #[error("idempotency store error: {message}")]
-    Backend {
-        /// The database's message.
-        message: String,
-    },
-    /// A stored row could not be read back.
-    #[error("corrupt idempotency record {key}: {message}")]
-    Corrupt {
-        /// The key.
-        key: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl StoreError {
-    /// The class of failure.
-    pub fn kind(&self) -> StoreErrorKind {
-        match self {
-            StoreError::Unavailable { .. } => StoreErrorKind::Unavailable,
-            StoreError::StaleFence { .. } => StoreErrorKind::StaleFence,
-            StoreError::NotFound { .. } => StoreErrorKind::NotFound,
-            StoreError::WrongState { .. } => StoreErrorKind::WrongState,
-            StoreError::InvalidArgument { .. } => StoreErrorKind::InvalidArgument,
-            StoreError::Backend { .. } => StoreErrorKind::Backend,
-            StoreError::Corrupt { .. } => StoreErrorKind::Corrupt,
-        }
-    }
-
-    pub(crate) fn unavailable(message: impl fmt::Display) -> StoreError {
-        StoreError::Unavailable {
-            message: message.to_string(),
-        }
-    }
-
-    pub(crate) fn backend(message: impl fmt::Display) -> StoreError {
-        StoreError::Backend {
-            message: message.to_string(),
-        }
-    }
-
-    pub(crate) fn corrupt(key: &str, message: impl fmt::Display) -> StoreError {
-        StoreError::Corrupt {
-            key: key.to_owned(),
-            message: message.to_string(),
-        }
-    }
 }
 
 /// A persistent idempotency store. Implementations are synchronous and
@@ -475,10 +327,10 @@ pub trait Store: Send + Sync {
     fn settle(&self, key: &str, settlement: Settlement) -> Result<(), StoreError>;
 
     /// The live record under `key` (`None` if absent or expired).
-    fn get(&self, key: &str) -> Result<Option<Record>, StoreError>;
+    fn get(&self, key: &str) -> Result<Option<KeyRecord>, StoreError>;
 
     /// Live records, all or in one state, oldest first.
-    fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError>;
+    fn list(&self, state: Option<State>) -> Result<Vec<KeyRecord>, StoreError>;
 
     /// Deletes completed records whose retention has passed (store clock);
     /// returns how many.
@@ -619,7 +471,7 @@ mod tests {
         let err = call_key(HOST_KEY, "t", 1, "c", "x", &json!({"n": u64::MAX})).unwrap_err();
         assert_eq!(
             err.kind(),
-            crate::canonical::CanonErrorKind::IntegerOutOfRange
+            crate::json::canonical::CanonErrorKind::IntegerOutOfRange
         );
     }
 

@@ -46,6 +46,9 @@
 //!     ON toolhost_idempotency (expires_at) WHERE expires_at IS NOT NULL;
 //! ```
 
+mod journal;
+mod ledger;
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -53,7 +56,7 @@ use postgres::{Client, Config, NoTls, Row, Statement};
 
 use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
 use super::{
-    duration_ms, Claim, Record, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
+    duration_ms, Claim, KeyRecord, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
 };
 
 /// How long [`PostgresStore::connect`] waits for the server when the URL
@@ -86,7 +89,7 @@ CREATE INDEX IF NOT EXISTS toolhost_idempotency_by_expiry
     ON toolhost_idempotency (expires_at) WHERE expires_at IS NOT NULL;
 ";
 
-/// Columns read into a [`Record`].
+/// Columns read into a [`KeyRecord`].
 const COLUMNS: &str = "key, tool, args_digest, state, fence, created_at, updated_at, \
                        lease_until, expires_at, observation, reason";
 
@@ -403,7 +406,7 @@ impl Store for PostgresStore {
         })
     }
 
-    fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<KeyRecord>, StoreError> {
         self.with(|client, sql| {
             client
                 .execute(&sql.expire_lease, &[&key, &REASON_LEASE_EXPIRED])
@@ -416,7 +419,7 @@ impl Store for PostgresStore {
         })
     }
 
-    fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError> {
+    fn list(&self, state: Option<State>) -> Result<Vec<KeyRecord>, StoreError> {
         self.with(|client, sql| {
             client
                 .execute(&sql.expire_all_leases, &[&REASON_LEASE_EXPIRED])
@@ -523,8 +526,8 @@ fn owner_failure(
     }
 }
 
-/// Reads a row of the [`COLUMNS`] into a [`Record`].
-fn to_record(row: &Row) -> Result<Record, StoreError> {
+/// Reads a row of the [`COLUMNS`] into a [`KeyRecord`].
+fn to_record(row: &Row) -> Result<KeyRecord, StoreError> {
     let key: String = row.try_get("key").map_err(map_err)?;
     let corrupt = |e: postgres::Error| StoreError::corrupt(&key, e);
     let state = row.try_get("state").map_err(corrupt)?;

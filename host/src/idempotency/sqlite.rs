@@ -51,6 +51,9 @@
 //! ) STRICT;  -- one row: ('fence', <highest fence of a deleted record>)
 //! ```
 
+mod journal;
+mod ledger;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -61,7 +64,7 @@ use rusqlite::{
 
 use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
 use super::{
-    duration_ms, Claim, Record, Settlement, State, Store, StoreError, DEFAULT_RETENTION,
+    duration_ms, Claim, KeyRecord, Settlement, State, Store, StoreError, DEFAULT_RETENTION,
     REASON_LEASE_EXPIRED,
 };
 
@@ -93,7 +96,7 @@ CREATE TABLE IF NOT EXISTS idempotency_meta (
 INSERT OR IGNORE INTO idempotency_meta (name, value) VALUES ('fence', 0);
 ";
 
-/// Columns read into a [`Record`], in order.
+/// Columns read into a [`KeyRecord`], in order.
 const COLUMNS: &str = "key, tool, args_digest, state, fence, created_ms, updated_ms, \
                        lease_until_ms, expires_ms, observation, reason";
 
@@ -446,14 +449,14 @@ impl Store for SqliteStore {
         })
     }
 
-    fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
+    fn get(&self, key: &str) -> Result<Option<KeyRecord>, StoreError> {
         self.write(|tx, now| {
             expire_leases(tx, now, Some(key))?;
             select_record(tx, key, now)
         })
     }
 
-    fn list(&self, state: Option<State>) -> Result<Vec<Record>, StoreError> {
+    fn list(&self, state: Option<State>) -> Result<Vec<KeyRecord>, StoreError> {
         self.write(|tx, now| {
             expire_leases(tx, now, None)?;
             let sql = format!(
@@ -524,7 +527,7 @@ fn stored_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
 
 /// The record under `key` unless it expired before `now` (pass `i64::MIN`
 /// to read it regardless).
-fn select_record(conn: &Connection, key: &str, now: i64) -> Result<Option<Record>, StoreError> {
+fn select_record(conn: &Connection, key: &str, now: i64) -> Result<Option<KeyRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM idempotency WHERE key = ?2 AND {LIVE}");
     let row = conn
         .prepare_cached(&sql)

@@ -1,5 +1,5 @@
 //! What both stores derive from a stored row, whatever the driver: the
-//! [`Record`] its columns decode to, a claim's answer from a record that is
+//! [`KeyRecord`] its columns decode to, a claim's answer from a record that is
 //! already there, the check before a settle, and the error that explains an
 //! owner's guarded write that touched no row.
 //!
@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Claim, Record, State, StoreError};
+use super::{Claim, KeyRecord, State, StoreError};
 
 /// A row's columns as the driver read them, before validation. Times are
 /// already [`SystemTime`]s (each store converts its own column type).
@@ -28,13 +28,13 @@ pub(super) struct StoredRow {
 }
 
 impl StoredRow {
-    /// Validates the row into a [`Record`].
+    /// Validates the row into a [`KeyRecord`].
     ///
     /// # Errors
     ///
     /// [`StoreError::Corrupt`] for an unknown state, a negative fence or an
     /// observation that is not UTF-8 (checked in that order).
-    pub(super) fn into_record(self) -> Result<Record, StoreError> {
+    pub(super) fn into_record(self) -> Result<KeyRecord, StoreError> {
         let key = self.key;
         let state = self
             .state
@@ -46,7 +46,7 @@ impl StoredRow {
             .map(String::from_utf8)
             .transpose()
             .map_err(|e| StoreError::corrupt(&key, format!("observation is not UTF-8: {e}")))?;
-        Ok(Record {
+        Ok(KeyRecord {
             key,
             tool: self.tool,
             args_digest: self.args_digest,
@@ -88,7 +88,7 @@ pub(super) enum Existing {
 /// The answer to a claim of `args_digest` that found `record` under its key
 /// (the store has ruled out an expired completed record, which it takes
 /// over instead).
-pub(super) fn answer_existing(record: Record, args_digest: &str) -> Existing {
+pub(super) fn answer_existing(record: KeyRecord, args_digest: &str) -> Existing {
     if record.args_digest != args_digest {
         return Existing::Answer(Claim::Conflict {
             stored_digest: record.args_digest,
@@ -114,7 +114,7 @@ pub(super) fn answer_existing(record: Record, args_digest: &str) -> Existing {
 ///
 /// [`StoreError::NotFound`] without a record, [`StoreError::WrongState`]
 /// for one that is not in doubt.
-pub(super) fn settleable(key: &str, record: Option<Record>) -> Result<Record, StoreError> {
+pub(super) fn settleable(key: &str, record: Option<KeyRecord>) -> Result<KeyRecord, StoreError> {
     let record = record.ok_or_else(|| StoreError::NotFound {
         key: key.to_owned(),
     })?;

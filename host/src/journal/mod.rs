@@ -43,8 +43,6 @@
 //!               attempt, first_try, idempotency_key, host)
 //! ```
 
-pub mod postgres;
-pub mod sqlite;
 pub mod stats;
 
 use std::sync::mpsc;
@@ -56,7 +54,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Tool;
-use crate::idempotency::StoreError;
+use crate::store_error::StoreError;
 
 /// Longest a queued entry waits for others to share its transaction.
 pub const LINGER: Duration = Duration::from_millis(50);
@@ -209,7 +207,7 @@ impl ResultOutput {
             ResultOutput::Value(v) => v,
             // Read and hashed in one pass where that is certain to give
             // the same hash (see `canonical::text`), else parsed first.
-            ResultOutput::Text(text) => match crate::canonical::canonical_sha256_text(text) {
+            ResultOutput::Text(text) => match crate::json::canonical::canonical_sha256_text(text) {
                 Some(digest) => return hex::encode(digest),
                 None => match serde_json::from_str::<Value>(text) {
                     Ok(v) => {
@@ -220,7 +218,7 @@ impl ResultOutput {
                 },
             },
         };
-        let digest = crate::canonical::canonical_sha256(value)
+        let digest = crate::json::canonical::canonical_sha256(value)
             .unwrap_or_else(|_| Sha256::digest(value.to_string().as_bytes()).into());
         hex::encode(digest)
     }
@@ -237,26 +235,9 @@ pub fn unix_us(t: SystemTime) -> i64 {
 pub fn args_sha256(args: &str) -> String {
     let canonical = serde_json::from_str::<Value>(args)
         .ok()
-        .and_then(|v| crate::canonical::canonicalize(&v).ok());
+        .and_then(|v| crate::json::canonical::canonicalize(&v).ok());
     let bytes = canonical.as_deref().unwrap_or(args).as_bytes();
     hex::encode(Sha256::digest(bytes))
-}
-
-/// The logical call a key source names: the same trajectory, turn and call
-/// id, or the same explicit idempotency key.
-pub fn logical_key(source: &crate::effects::KeySource) -> String {
-    match source {
-        crate::effects::KeySource::Explicit(k) => format!("key:{k}"),
-        crate::effects::KeySource::Derived {
-            trajectory_id,
-            turn,
-            call_id,
-        } => format!(
-            "call:{}:{trajectory_id}:{turn}:{}:{call_id}",
-            trajectory_id.len(),
-            call_id.len()
-        ),
-    }
 }
 
 /// A summary of the arguments that holds no content: for valid arguments,

@@ -5,8 +5,10 @@
 //!
 //! [`StoreLedger`] is the [`BudgetLedger`] of a
 //! [`Host`](crate::pipeline::Host) with a record store
-//! ([`Records`](crate::effects::Records)). Over a [`LedgerBackend`] (one
-//! per database, in [`sqlite`] and [`postgres`]) it adds:
+//! ([`EffectGuard`](crate::effects::EffectGuard)). Over a [`LedgerBackend`]
+//! (one per database, kept beside the store it writes in:
+//! [`SqliteStore`](crate::idempotency::SqliteStore),
+//! [`PostgresStore`](crate::idempotency::PostgresStore)) it adds:
 //!
 //! - **admission in one transaction**: every budget of the chain is read
 //!   and charged under one write lock (SQLite `BEGIN IMMEDIATE`; PostgreSQL
@@ -39,16 +41,13 @@
 //! (`toolhost_`-prefixed in PostgreSQL.) Ids are lowercase hex; times are
 //! unix seconds of the host's clock, the clock tokens are verified by.
 
-pub mod postgres;
-pub mod sqlite;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::budget::{issued_state, Admission, BudgetError, BudgetLedger, Issued, IssuedState};
 use crate::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
-use crate::idempotency::StoreError;
+use crate::store_error::StoreError;
 
 /// Longest time a revocation made elsewhere can go unseen by a call.
 pub const REVOCATION_STALENESS: Duration = Duration::from_secs(1);

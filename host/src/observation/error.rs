@@ -8,8 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::clip::{clip_head_tail, clip_short};
 use super::hygiene::strip_control;
-use super::render::{clip_head_tail, clip_short};
 use super::{Status, MAX_DETAIL_BYTES, MAX_MESSAGE_BYTES};
 
 /// Whether, and when, the same call may be sent again.

@@ -102,7 +102,7 @@ pub fn guest_text(bytes: &[u8]) -> String {
 
 /// Whether `s` holds anything [`strip_control`] would change.
 pub(super) fn needs_cleaning(s: &str) -> bool {
-    use crate::swar;
+    use toolhost_compact_json::swar;
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {

@@ -59,22 +59,26 @@ use serde_json::Value;
 
 use crate::descriptor::SideEffect;
 
+mod clip;
 mod error;
 mod hygiene;
+pub mod messages;
 mod render;
 
+pub(crate) use clip::clip_bounds;
+use clip::clip_short;
+pub use clip::{clip_head_tail, DEFAULT_TRUNCATION_HINT};
 pub use error::{
     is_json_pointer, is_valid_code, tool_details, tool_field, ErrorCode, ErrorInfo, Retry,
 };
 pub use hygiene::{
     escape_invisible, escape_invisible_json, guest_text, is_invisible, strip_control,
 };
-pub(crate) use render::clip_bounds;
-pub use render::{clip_head_tail, DEFAULT_TRUNCATION_HINT, UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 use render::{
-    clip_short, render_error_paragraph, render_error_paragraph_for, render_json,
-    render_plugin_text, wrap_untrusted, PARTIAL_PREFIX,
+    render_error_paragraph, render_error_paragraph_for, render_json, render_plugin_text,
+    wrap_untrusted, PARTIAL_PREFIX,
 };
+pub use render::{UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
 
 /// Version of the observation shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -400,7 +404,7 @@ impl Observation {
         max_text_bytes: usize,
     ) -> Observation {
         let mut obs = Observation::base(call_id, tool, level, Status::Ok);
-        obs.usage.output_bytes = crate::compact::compact_len(&output) as u64;
+        obs.usage.output_bytes = crate::json::compact::compact_len(&output) as u64;
         obs.output = Some(output);
         obs.with_plugin_text(text, max_text_bytes)
     }
@@ -539,7 +543,7 @@ impl Observation {
                 let head_end = crate::boundary::Boundaries::of(content.as_bytes())
                     .last_within(0, head_end)
                     .unwrap_or(head_end);
-                let text = render::join_head_tail(content, head_end, tail_start);
+                let text = clip::join_head_tail(content, head_end, tail_start);
                 (text, head_end, head_end + (total - tail_start))
             }
             None => (content.to_owned(), total, total),
@@ -807,7 +811,7 @@ impl Observation {
     }
 
     /// The observation as a person at the command line reads it: a
-    /// refusal ([`crate::messages::is_refusal`]) ends by naming the flag or
+    /// refusal ([`messages::is_refusal`]) ends by naming the flag or
     /// token caveat that grants what was refused, instead of telling a
     /// model to ask the user. `is_dir` says whether a workspace-relative
     /// path is a directory (a grant names one). Anything else, and a text
@@ -817,11 +821,11 @@ impl Observation {
         let Some(e) = &self.error else {
             return self;
         };
-        if self.output.is_some() || self.untrusted || !crate::messages::is_refusal(self.status, e) {
+        if self.output.is_some() || self.untrusted || !messages::is_refusal(self.status, e) {
             return self;
         }
         let mut text = String::with_capacity(e.message.len() + 200);
-        let reader = crate::messages::Reader::Person { is_dir };
+        let reader = messages::Reader::Person { is_dir };
         render_error_paragraph_for(&mut text, self.status, self.effects.level, e, reader);
         self.text = text;
         self

@@ -35,7 +35,7 @@ use super::{conflict, declared_keys, Key};
 use crate::call::CallOptions;
 use crate::catalog::Catalog;
 use crate::descriptor::SideEffect;
-use crate::effects::KeySource;
+use crate::idempotency::KeySource;
 use crate::observation::{ErrorCode, Observation, Status};
 
 /// Version of the batch result shape.

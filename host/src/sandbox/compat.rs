@@ -34,10 +34,10 @@ use wasmtime::Store;
 
 use super::bindings;
 use super::{
-    ProbeOutcome, SandboxError, State, ToolDescriptorText, ToolError, ToolOutput, CONTRACT,
-    CONTRACT_PACKAGE, CONTRACT_VERSION,
+    read_descriptor, read_wit_descriptor, ProbeOutcome, SandboxError, State, ToolError, ToolOutput,
+    CONTRACT, CONTRACT_PACKAGE, CONTRACT_VERSION,
 };
-use crate::descriptor::{Needs, SideEffect};
+use crate::descriptor::{Described, Needs, SideEffect, ToolDescriptor};
 
 /// The previous contract (package and version, `wit/v0.1.0/toolhost.wit`),
 /// which this host still implements.
@@ -228,35 +228,37 @@ same_types!(bindings::with_effects::toolhost::plugin::types);
 same_types!(v0_1::plugin::toolhost::plugin::types);
 same_types!(v0_1::with_effects::toolhost::plugin::types);
 
-impl From<v0_1::plugin::toolhost::plugin::types::ToolDescriptor> for ToolDescriptorText {
-    fn from(d: v0_1::plugin::toolhost::plugin::types::ToolDescriptor) -> Self {
-        use v0_1::plugin::toolhost::plugin::types::SideEffect as Wit;
-        ToolDescriptorText {
-            name: d.name,
-            title: d.title,
-            description: d.description,
-            input_schema: d.input_schema,
-            output_schema: d.output_schema,
-            side_effect: match d.side_effect {
-                Wit::ReadOnly => SideEffect::ReadOnly,
-                Wit::Idempotent => SideEffect::Idempotent,
-                Wit::Reversible => SideEffect::Reversible,
-                Wit::Irreversible => SideEffect::Irreversible,
-            },
-            needs: Needs {
-                fs_read: d.needs.fs_read,
-                fs_write: d.needs.fs_write,
-                network_hosts: d.needs.network_hosts,
-                // 0.1.0 cannot declare programs: its tools run none.
-                exec: Vec::new(),
-            },
-            error_codes: d.error_codes,
-            default_timeout_ms: d.default_timeout_ms,
-            max_output_bytes: d.max_output_bytes,
-            supports_dry_run: d.supports_dry_run,
-            supports_probe: d.supports_probe,
-        }
-    }
+/// Reads a descriptor of the previous contract ([`super::read_descriptor`]).
+fn read_v0_1_descriptor(
+    d: v0_1::plugin::toolhost::plugin::types::ToolDescriptor,
+) -> (Described, usize) {
+    use v0_1::plugin::toolhost::plugin::types::SideEffect as Wit;
+    let desc = ToolDescriptor {
+        name: d.name,
+        title: d.title,
+        description: d.description,
+        input_schema: serde_json::Value::Null,
+        output_schema: None,
+        side_effect: match d.side_effect {
+            Wit::ReadOnly => SideEffect::ReadOnly,
+            Wit::Idempotent => SideEffect::Idempotent,
+            Wit::Reversible => SideEffect::Reversible,
+            Wit::Irreversible => SideEffect::Irreversible,
+        },
+        needs: Needs {
+            fs_read: d.needs.fs_read,
+            fs_write: d.needs.fs_write,
+            network_hosts: d.needs.network_hosts,
+            // 0.1.0 cannot declare programs: its tools run none.
+            exec: Vec::new(),
+        },
+        error_codes: d.error_codes,
+        default_timeout_ms: d.default_timeout_ms,
+        max_output_bytes: d.max_output_bytes,
+        supports_dry_run: d.supports_dry_run,
+        supports_probe: d.supports_probe,
+    };
+    read_descriptor(desc, d.input_schema, d.output_schema)
 }
 
 /// The `plugin` world's exports, looked up once in the pre-linked
@@ -299,20 +301,21 @@ pub(super) enum Loaded {
 }
 
 impl Loaded {
-    /// The plugin's `describe`, its descriptors as the host reads them.
-    pub fn describe(&self, store: &mut Store<State>) -> wasmtime::Result<Vec<ToolDescriptorText>> {
+    /// The plugin's `describe`, its descriptors as the host reads them,
+    /// each with the bytes of text the plugin sent for it.
+    pub fn describe(&self, store: &mut Store<State>) -> wasmtime::Result<Vec<(Described, usize)>> {
         Ok(match self {
             Loaded::Current(p) => p
                 .toolhost_plugin_tools()
                 .call_describe(store)?
                 .into_iter()
-                .map(ToolDescriptorText::from)
+                .map(read_wit_descriptor)
                 .collect(),
             Loaded::Previous(p) => p
                 .toolhost_plugin_tools()
                 .call_describe(store)?
                 .into_iter()
-                .map(ToolDescriptorText::from)
+                .map(read_v0_1_descriptor)
                 .collect(),
         })
     }

@@ -92,7 +92,7 @@ use wasmtime::{
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::descriptor::{parse_schema_texts, Described, Needs, SideEffect, ToolDescriptor};
 use crate::file_index::{CacheStats, IndexCache};
 use crate::opendir::OpenDir;
 use capture::Capture;
@@ -755,8 +755,10 @@ impl Plugin {
         &self.digest
     }
 
-    /// Reads the plugin's descriptors, under fixed limits.
-    pub fn describe(&self) -> Result<Vec<ToolDescriptorText>, SandboxError> {
+    /// Reads the plugin's descriptors, under fixed limits. A tool whose
+    /// schema text is not JSON is an `Err` of its own; the other tools are
+    /// still read.
+    pub fn describe(&self) -> Result<Vec<Described>, SandboxError> {
         let limits = Limits {
             fuel: 5_000_000_000,
             timeout: DESCRIBE_TIMEOUT,
@@ -790,26 +792,14 @@ impl Plugin {
                 reason: format!("{e:#}"),
             })?;
         let list = plugin.describe(&mut store).map_err(|e| failed(e, &store))?;
-        let bytes: usize = list
-            .iter()
-            .map(|d| {
-                d.name.len()
-                    + d.description.len()
-                    + d.input_schema.len()
-                    + d.output_schema.as_ref().map_or(0, |s| s.len())
-                    + d.title.as_ref().map_or(0, |s| s.len())
-                    + d.error_codes.iter().map(|c| c.len()).sum::<usize>()
-                    + d.needs.network_hosts.iter().map(|c| c.len()).sum::<usize>()
-                    + d.needs.exec.iter().map(|c| c.len()).sum::<usize>()
-            })
-            .sum();
+        let bytes: usize = list.iter().map(|(_, bytes)| bytes).sum();
         if bytes > MAX_DESCRIPTOR_BYTES {
             return Err(SandboxError::DescriptorTooLarge {
                 bytes,
                 limit: MAX_DESCRIPTOR_BYTES,
             });
         }
-        Ok(list)
+        Ok(list.into_iter().map(|(d, _)| d).collect())
     }
 
     /// The state of a store for a run with these grants and limits.
@@ -1154,79 +1144,60 @@ fn describe_trap(e: &wasmtime::Error, _store: &Store<State>) -> String {
     s
 }
 
-/// A descriptor as the plugin sent it: schemas still JSON text.
-#[derive(Debug, Clone)]
-pub struct ToolDescriptorText {
-    pub name: String,
-    pub title: Option<String>,
-    pub description: String,
-    pub input_schema: String,
-    pub output_schema: Option<String>,
-    pub side_effect: SideEffect,
-    pub needs: Needs,
-    pub error_codes: Vec<String>,
-    pub default_timeout_ms: u32,
-    pub max_output_bytes: u32,
-    pub supports_dry_run: bool,
-    pub supports_probe: bool,
-}
-
-impl From<wit::ToolDescriptor> for ToolDescriptorText {
-    fn from(d: wit::ToolDescriptor) -> Self {
-        ToolDescriptorText {
-            name: d.name,
-            title: d.title,
-            description: d.description,
-            input_schema: d.input_schema,
-            output_schema: d.output_schema,
-            side_effect: match d.side_effect {
-                wit::SideEffect::ReadOnly => SideEffect::ReadOnly,
-                wit::SideEffect::Idempotent => SideEffect::Idempotent,
-                wit::SideEffect::Reversible => SideEffect::Reversible,
-                wit::SideEffect::Irreversible => SideEffect::Irreversible,
-            },
-            needs: Needs {
-                fs_read: d.needs.fs_read,
-                fs_write: d.needs.fs_write,
-                network_hosts: d.needs.network_hosts,
-                exec: d.needs.exec,
-            },
-            error_codes: d.error_codes,
-            default_timeout_ms: d.default_timeout_ms,
-            max_output_bytes: d.max_output_bytes,
-            supports_dry_run: d.supports_dry_run,
-            supports_probe: d.supports_probe,
+/// Reads one descriptor as the plugin sent it: `d` with placeholder
+/// schemas, and the schema texts. Returns the descriptor with its schemas
+/// parsed (or the tool's name and why one is not JSON) and the bytes of
+/// text the plugin sent for it, which [`MAX_DESCRIPTOR_BYTES`] bounds.
+fn read_descriptor(
+    mut d: ToolDescriptor,
+    input_schema: String,
+    output_schema: Option<String>,
+) -> (Described, usize) {
+    let bytes = d.name.len()
+        + d.description.len()
+        + input_schema.len()
+        + output_schema.as_ref().map_or(0, |s| s.len())
+        + d.title.as_ref().map_or(0, |s| s.len())
+        + d.error_codes.iter().map(|c| c.len()).sum::<usize>()
+        + d.needs.network_hosts.iter().map(|c| c.len()).sum::<usize>()
+        + d.needs.exec.iter().map(|c| c.len()).sum::<usize>();
+    match parse_schema_texts(&input_schema, output_schema.as_deref()) {
+        Ok((input, output)) => {
+            d.input_schema = input;
+            d.output_schema = output;
+            (Ok(d), bytes)
         }
+        Err(reason) => (Err((d.name, reason)), bytes),
     }
 }
 
-impl ToolDescriptorText {
-    /// Parses the schema texts. Errors name the schema that failed.
-    pub fn parse(self) -> Result<ToolDescriptor, String> {
-        let input_schema = serde_json::from_str(&self.input_schema)
-            .map_err(|e| format!("input-schema is not valid JSON: {e}"))?;
-        let output_schema = match &self.output_schema {
-            Some(s) => Some(
-                serde_json::from_str(s)
-                    .map_err(|e| format!("output-schema is not valid JSON: {e}"))?,
-            ),
-            None => None,
-        };
-        Ok(ToolDescriptor {
-            name: self.name,
-            title: self.title,
-            description: self.description,
-            input_schema,
-            output_schema,
-            side_effect: self.side_effect,
-            needs: self.needs,
-            error_codes: self.error_codes,
-            default_timeout_ms: self.default_timeout_ms,
-            max_output_bytes: self.max_output_bytes,
-            supports_dry_run: self.supports_dry_run,
-            supports_probe: self.supports_probe,
-        })
-    }
+/// Reads a descriptor of the current contract ([`read_descriptor`]).
+fn read_wit_descriptor(d: wit::ToolDescriptor) -> (Described, usize) {
+    let desc = ToolDescriptor {
+        name: d.name,
+        title: d.title,
+        description: d.description,
+        input_schema: serde_json::Value::Null,
+        output_schema: None,
+        side_effect: match d.side_effect {
+            wit::SideEffect::ReadOnly => SideEffect::ReadOnly,
+            wit::SideEffect::Idempotent => SideEffect::Idempotent,
+            wit::SideEffect::Reversible => SideEffect::Reversible,
+            wit::SideEffect::Irreversible => SideEffect::Irreversible,
+        },
+        needs: Needs {
+            fs_read: d.needs.fs_read,
+            fs_write: d.needs.fs_write,
+            network_hosts: d.needs.network_hosts,
+            exec: d.needs.exec,
+        },
+        error_codes: d.error_codes,
+        default_timeout_ms: d.default_timeout_ms,
+        max_output_bytes: d.max_output_bytes,
+        supports_dry_run: d.supports_dry_run,
+        supports_probe: d.supports_probe,
+    };
+    read_descriptor(desc, d.input_schema, d.output_schema)
 }
 
 impl Plugin {

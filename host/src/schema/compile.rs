@@ -18,9 +18,9 @@ use std::fmt;
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::ValidationError;
-use serde::Serialize;
 use serde_json::Value;
 
+pub use super::error::{SchemaError, SchemaErrorKind};
 use super::paths::{PathArg, PathField, PathIndex};
 use super::violations::{self, type_name, Violation};
 use super::walk::for_each_subschema_mut;
@@ -28,75 +28,6 @@ use crate::json::clip;
 
 /// The only `$schema` accepted (with or without a trailing `#`).
 pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
-
-/// Why a schema was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SchemaErrorKind {
-    /// The schema is neither an object nor a boolean.
-    NotASchema,
-    /// `$schema` names a draft other than 2020-12.
-    UnsupportedDraft,
-    /// The schema breaks the draft 2020-12 meta-schema or cannot be compiled.
-    Invalid,
-    /// A `$ref` points outside the document or to nothing.
-    UnresolvedRef,
-    /// An `x-toolhost-path` annotation is malformed or cannot be tracked.
-    PathAnnotation,
-}
-
-impl SchemaErrorKind {
-    /// Stable snake_case identifier of the kind.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SchemaErrorKind::NotASchema => "not_a_schema",
-            SchemaErrorKind::UnsupportedDraft => "unsupported_draft",
-            SchemaErrorKind::Invalid => "invalid",
-            SchemaErrorKind::UnresolvedRef => "unresolved_ref",
-            SchemaErrorKind::PathAnnotation => "path_annotation",
-        }
-    }
-}
-
-impl fmt::Display for SchemaErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A schema that cannot be compiled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{message}{}", pointer_suffix(.pointer))]
-pub struct SchemaError {
-    /// The class of failure.
-    pub kind: SchemaErrorKind,
-    /// What is wrong.
-    pub message: String,
-    /// JSON Pointer into the schema where the problem is, when known.
-    pub pointer: Option<String>,
-}
-
-fn pointer_suffix(pointer: &Option<String>) -> String {
-    match pointer.as_deref() {
-        None => String::new(),
-        Some("") => " (at the schema root)".into(),
-        Some(p) => format!(" (at {p})"),
-    }
-}
-
-impl SchemaError {
-    pub(super) fn new(
-        kind: SchemaErrorKind,
-        message: impl Into<String>,
-        pointer: Option<String>,
-    ) -> Self {
-        SchemaError {
-            kind,
-            message: message.into(),
-            pointer,
-        }
-    }
-}
 
 /// A compiled draft 2020-12 schema. Cheap to share: `Send + Sync`.
 pub struct CompiledSchema {

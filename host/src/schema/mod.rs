@@ -10,8 +10,9 @@
 //!
 //! The modules, one concept each:
 //!
-//! - [`compile`]: the draft check, format-implied integer bounds, the
-//!   validator, and [`SchemaError`] for a schema that cannot be compiled;
+//! - [`compile`]: the draft check, format-implied integer bounds and the
+//!   validator;
+//! - `error`: [`SchemaError`], for a schema that cannot be compiled;
 //! - [`violations`]: validator errors turned into model-correctable
 //!   [`Violation`]s (unions resolved the way a model thinks about them);
 //! - [`paths`]: the path-argument index, built at compile time, failing
@@ -20,6 +21,7 @@
 //!   what a subschema says about its values — shared with [`crate::lint`].
 
 pub mod compile;
+mod error;
 pub mod paths;
 pub mod violations;
 pub(crate) mod walk;

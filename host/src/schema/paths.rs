@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::compile::{SchemaError, SchemaErrorKind};
+use super::error::{SchemaError, SchemaErrorKind};
 use super::walk::{for_each_subschema, resolve_ref, schema_types, walk_children};
 use crate::json::push_pointer_token;
 

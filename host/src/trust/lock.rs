@@ -8,7 +8,7 @@
 //! dry-run and probe support — with a `digest` over that definition.
 //!
 //! The definition digest is `sha256:` + hex SHA-256 of the RFC 8785
-//! canonical JSON ([`crate::canonical`]) of this object (every member always
+//! canonical JSON ([`crate::json::canonical`]) of this object (every member always
 //! present, `null` where absent):
 //!
 //! ```json
@@ -46,8 +46,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{excerpt, is_sha256_digest, sha256_digest};
-use crate::canonical::{canonicalize, CanonError};
 use crate::descriptor::{Needs, SideEffect, ToolDescriptor};
+use crate::json::canonical::{canonicalize, CanonError};
 use crate::json::{parse_strict, push_pointer_token};
 
 /// The lock file's name in a plugins directory.
@@ -130,65 +130,29 @@ pub enum LockError {
     Serialize(String),
 }
 
-/// A tool's definition: exactly what the definition digest covers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolDefinition {
-    pub name: String,
-    pub title: Option<String>,
-    pub description: String,
-    pub input_schema: Value,
-    pub output_schema: Option<Value>,
-    pub side_effect: SideEffect,
-    pub needs: Needs,
-    pub error_codes: Vec<String>,
-    pub default_timeout_ms: u32,
-    pub max_output_bytes: u32,
-    pub supports_dry_run: bool,
-    pub supports_probe: bool,
+/// The RFC 8785 canonical JSON of a tool's definition: every field of its
+/// [`ToolDescriptor`], which is exactly what the definition digest covers.
+///
+/// # Errors
+///
+/// [`LockError::Canonical`] when a schema holds an integer beyond ±2^53
+/// or nests too deep.
+pub fn definition_json(definition: &ToolDescriptor) -> Result<String, LockError> {
+    let value =
+        serde_json::to_value(definition).map_err(|e| LockError::Serialize(e.to_string()))?;
+    canonicalize(&value).map_err(|source| LockError::Canonical {
+        tool: definition.name.clone(),
+        source,
+    })
 }
 
-impl From<&ToolDescriptor> for ToolDefinition {
-    fn from(d: &ToolDescriptor) -> Self {
-        ToolDefinition {
-            name: d.name.clone(),
-            title: d.title.clone(),
-            description: d.description.clone(),
-            input_schema: d.input_schema.clone(),
-            output_schema: d.output_schema.clone(),
-            side_effect: d.side_effect,
-            needs: d.needs.clone(),
-            error_codes: d.error_codes.clone(),
-            default_timeout_ms: d.default_timeout_ms,
-            max_output_bytes: d.max_output_bytes,
-            supports_dry_run: d.supports_dry_run,
-            supports_probe: d.supports_probe,
-        }
-    }
-}
-
-impl ToolDefinition {
-    /// The RFC 8785 canonical JSON of the definition.
-    ///
-    /// # Errors
-    ///
-    /// [`LockError::Canonical`] when a schema holds an integer beyond ±2^53
-    /// or nests too deep.
-    pub fn canonical_json(&self) -> Result<String, LockError> {
-        let value = serde_json::to_value(self).map_err(|e| LockError::Serialize(e.to_string()))?;
-        canonicalize(&value).map_err(|source| LockError::Canonical {
-            tool: self.name.clone(),
-            source,
-        })
-    }
-
-    /// `sha256:` + hex SHA-256 of [`ToolDefinition::canonical_json`].
-    ///
-    /// # Errors
-    ///
-    /// As [`ToolDefinition::canonical_json`].
-    pub fn digest(&self) -> Result<String, LockError> {
-        Ok(sha256_digest(self.canonical_json()?.as_bytes()))
-    }
+/// `sha256:` + hex SHA-256 of [`definition_json`].
+///
+/// # Errors
+///
+/// As [`definition_json`].
+pub fn definition_digest(definition: &ToolDescriptor) -> Result<String, LockError> {
+    Ok(sha256_digest(definition_json(definition)?.as_bytes()))
 }
 
 /// Who signed a plugin, as [`super::signature`] reports it.
@@ -214,7 +178,7 @@ impl From<&super::signature::Signer> for Signer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
     pub digest: String,
-    pub definition: ToolDefinition,
+    pub definition: ToolDescriptor,
 }
 
 impl ToolEntry {
@@ -222,10 +186,10 @@ impl ToolEntry {
     ///
     /// # Errors
     ///
-    /// [`LockError::Canonical`] as in [`ToolDefinition::digest`].
-    pub fn new(definition: ToolDefinition) -> Result<ToolEntry, LockError> {
+    /// [`LockError::Canonical`] as in [`definition_digest`].
+    pub fn new(definition: ToolDescriptor) -> Result<ToolEntry, LockError> {
         Ok(ToolEntry {
-            digest: definition.digest()?,
+            digest: definition_digest(&definition)?,
             definition,
         })
     }
@@ -264,7 +228,7 @@ impl PluginEntry {
     ) -> Result<PluginEntry, LockError> {
         let mut tools = descriptors
             .iter()
-            .map(|d| ToolEntry::new(ToolDefinition::from(d)))
+            .map(|d| ToolEntry::new(d.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         tools.sort_by(|a, b| a.definition.name.cmp(&b.definition.name));
         if let Some(pair) = tools
@@ -781,7 +745,7 @@ impl RawPlugin {
                     message: e.to_string(),
                 })
             };
-            let definition = ToolDefinition {
+            let definition = ToolDescriptor {
                 input_schema: schema("input_schema", &raw.input_schema)?,
                 output_schema: raw
                     .output_schema
@@ -804,7 +768,7 @@ impl RawPlugin {
                 supports_dry_run: raw.supports_dry_run,
                 supports_probe: raw.supports_probe,
             };
-            let computed = definition.digest()?;
+            let computed = definition_digest(&definition)?;
             if computed != raw.digest {
                 return Err(LockError::Inconsistent {
                     plugin: plugin.clone(),
@@ -841,7 +805,7 @@ impl RawPlugin {
 
 // ----- definition diffs ------------------------------------------------------
 
-fn diff_definitions(old: &ToolDefinition, new: &ToolDefinition, out: &mut Vec<Change>) {
+fn diff_definitions(old: &ToolDescriptor, new: &ToolDescriptor, out: &mut Vec<Change>) {
     let tool = &old.name;
     let mut field = |field: &str, old: String, new: String| {
         out.push(Change::Field(FieldChange {
@@ -1090,17 +1054,19 @@ lines. When not to: to search for text (use grep_search). Side effect: none.";
     #[test]
     fn definition_digest_is_a_fixed_function_of_the_definition() {
         let d = descriptor("file_view", "Reads a file.");
-        let def = ToolDefinition::from(&d);
-        let canonical = def.canonical_json().unwrap();
+        let canonical = definition_json(&d).unwrap();
         assert_eq!(
             canonical,
             r#"{"default_timeout_ms":5000,"description":"Reads a file.","error_codes":["not_found"],"input_schema":{"additionalProperties":false,"properties":{"path":{"description":"Workspace-relative path.","maxLength":1024,"type":"string"}},"required":["path"],"type":"object"},"max_output_bytes":65536,"name":"file_view","needs":{"fs_read":true,"fs_write":false,"network_hosts":[]},"output_schema":{"type":"object"},"side_effect":"read-only","supports_dry_run":false,"supports_probe":false,"title":"Title of file_view"}"#
         );
         // Golden value: changing what the digest covers is a format change
         // (bump LOCK_VERSION).
-        assert_eq!(def.digest().unwrap(), sha256_digest(canonical.as_bytes()));
         assert_eq!(
-            def.digest().unwrap(),
+            definition_digest(&d).unwrap(),
+            sha256_digest(canonical.as_bytes())
+        );
+        assert_eq!(
+            definition_digest(&d).unwrap(),
             "sha256:524558eed91e2e4bc551c5b879d0320402d22a20f8a640475cbb565a6a48294b"
         );
         // Key order and whitespace of the schema do not matter.
@@ -1112,15 +1078,15 @@ lines. When not to: to search for text (use grep_search). Side effect: none.";
         )
         .unwrap();
         assert_eq!(
-            ToolDefinition::from(&reordered).digest().unwrap(),
-            def.digest().unwrap()
+            definition_digest(&reordered).unwrap(),
+            definition_digest(&d).unwrap()
         );
     }
 
     #[test]
     fn every_field_is_covered_by_the_digest() {
         let base = descriptor("file_view", VIEW);
-        let digest = |d: &ToolDescriptor| ToolDefinition::from(d).digest().unwrap();
+        let digest = |d: &ToolDescriptor| definition_digest(d).unwrap();
         let base_digest = digest(&base);
         type Edit = (&'static str, Box<dyn Fn(&mut ToolDescriptor)>);
         let edits: Vec<Edit> = vec![

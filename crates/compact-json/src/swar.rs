@@ -2,8 +2,8 @@
 //!
 //! Text that toolhost scans on every call (an output's strings, the
 //! model-facing text) is mostly bytes that need nothing done; testing them
-//! one at a time, with a branch or a table lookup each, was a visible part
-//! of a large call. These masks test eight bytes with a few integer
+//! one at a time, with a branch or a table lookup each, costs more than the
+//! rest of the scan. These masks test eight bytes with a few integer
 //! operations. Each function returns a mask with the high bit (0x80) of
 //! every matching byte set and every other bit clear; all are exact in
 //! every byte (no carry or borrow crosses into the next byte), so the bits
@@ -17,28 +17,28 @@ const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// The eight bytes at `bytes[at..at + 8]` as a word, if there are eight.
 #[inline]
-pub(crate) fn word(bytes: &[u8], at: usize) -> Option<u64> {
+pub fn word(bytes: &[u8], at: usize) -> Option<u64> {
     let eight: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
     Some(u64::from_le_bytes(eight))
 }
 
 /// The bytes of `word` equal to `byte`.
 #[inline]
-pub(crate) fn eq(word: u64, byte: u8) -> u64 {
+pub fn eq(word: u64, byte: u8) -> u64 {
     let x = word ^ (ONES * u64::from(byte));
     !(((x & LOW) + LOW) | x) & HIGH
 }
 
 /// The bytes of `word` below `bound` (at most 0x80).
 #[inline]
-pub(crate) fn below(word: u64, bound: u8) -> u64 {
+pub fn below(word: u64, bound: u8) -> u64 {
     debug_assert!(bound <= 0x80);
     !(((word & LOW) + ONES * u64::from(0x80 - bound)) | word) & HIGH
 }
 
 /// The index (0–7) of the first byte marked in a non-zero `mask`.
 #[inline]
-pub(crate) fn first(mask: u64) -> usize {
+pub fn first(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
 

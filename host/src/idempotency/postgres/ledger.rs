@@ -9,11 +9,11 @@
 
 use postgres::Client;
 
-use super::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
+use super::{map_err, PostgresStore};
 use crate::budget::{Admission, BudgetError, Issue, Issued};
 use crate::capability::{BudgetId, CallBudget, TokenId};
-use crate::idempotency::postgres::{map_err, PostgresStore};
-use crate::idempotency::StoreError;
+use crate::ledger::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
+use crate::store_error::StoreError;
 
 /// Advisory-lock id guarding the ledger's schema creation.
 const SCHEMA_LOCK: i64 = 0x746f_6f6c_6c65_6467;

@@ -22,8 +22,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::error::{ErrorCode, ErrorInfo, Retry};
+use super::Status;
 use crate::descriptor::SideEffect;
-use crate::observation::{ErrorCode, ErrorInfo, Retry, Status};
 
 /// Who reads the advice.
 #[derive(Clone, Copy)]

@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use sha2::{Digest, Sha256};
 
-use crate::json::{self, JsonError, MAX_DEPTH, MAX_SAFE_INTEGER};
+use super::strict::{self as json, JsonError, MAX_DEPTH, MAX_SAFE_INTEGER};
 
 mod text;
 pub use text::canonical_sha256_text;
@@ -282,7 +282,7 @@ fn write_string(s: &str, out: &mut impl Sink) {
     loop {
         // Eight bytes at a time to the next one that needs an escape (source
         // text holds a quote or backslash every few dozen bytes at most).
-        at = crate::compact::skip_clean_words(bytes, at);
+        at = crate::json::compact::skip_clean_words(bytes, at);
         let Some(&byte) = bytes.get(at) else {
             break;
         };
@@ -414,7 +414,7 @@ fn check_value(value: &Value, depth: usize) -> Result<(), Found<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::JsonErrorKind;
+    use crate::json::strict::JsonErrorKind;
     use serde_json::json;
 
     fn canon(text: &str) -> String {

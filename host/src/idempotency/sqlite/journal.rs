@@ -5,9 +5,9 @@
 
 use rusqlite::{params, params_from_iter, types::Value as Sql};
 
-use super::{entry_from_row, Entry, Filter, JournalBackend, COLUMNS};
-use crate::idempotency::sqlite::{map_err, SqliteStore};
-use crate::idempotency::StoreError;
+use super::{map_err, SqliteStore};
+use crate::journal::{entry_from_row, Entry, Filter, JournalBackend, COLUMNS};
+use crate::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS call_journal (

@@ -5,11 +5,11 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
+use super::{map_err, SqliteStore};
 use crate::budget::{Admission, BudgetError, Issue, Issued};
 use crate::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
-use crate::idempotency::sqlite::{map_err, SqliteStore};
-use crate::idempotency::StoreError;
+use crate::ledger::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
+use crate::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS capability_budget (

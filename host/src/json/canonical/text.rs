@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use sha2::{Digest, Sha256};
 
 use super::{utf16_order, write_string};
-use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
+use crate::json::strict::{MAX_DEPTH, MAX_SAFE_INTEGER};
 
 /// Nesting beyond which this pass leaves the text to the parsing way
 /// (serde_json's own recursion limit sits near [`MAX_DEPTH`], and where
@@ -323,7 +323,7 @@ impl<'a> Writer<'a> {
 /// `at` (eight bytes at a time), or the end.
 fn next_special(bytes: &[u8], mut at: usize) -> usize {
     loop {
-        at = crate::compact::skip_clean_words(bytes, at);
+        at = crate::json::compact::skip_clean_words(bytes, at);
         match bytes.get(at) {
             Some(b'"' | b'\\' | 0..=0x1f) | None => return at,
             Some(_) => at += 1,
