@@ -936,11 +936,11 @@ fn recorder(
 }
 
 /// The record store and the key that derives idempotency keys.
-fn records(p: &PluginArgs) -> Result<toolhost::effects::Records> {
+fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
     let key = root_key(p)?;
     let store = open_store(p)?;
     Ok(
-        toolhost::effects::Records::new(store, &key.derive("idempotency"))
+        toolhost::effects::EffectGuard::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
     )

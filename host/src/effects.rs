@@ -90,10 +90,6 @@ pub struct EffectGuard {
     ledger: Option<Arc<dyn crate::budget::BudgetLedger>>,
 }
 
-/// [`EffectGuard`] under the name the binary and the MCP server use.
-#[doc(hidden)]
-pub type Records = EffectGuard;
-
 impl EffectGuard {
     pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> EffectGuard {
         EffectGuard {

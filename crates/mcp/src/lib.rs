@@ -100,7 +100,7 @@ use tokio::sync::broadcast;
 
 use toolhost::capability::RootKey;
 use toolhost::catalog::{Catalog, Source};
-use toolhost::effects::Records;
+use toolhost::effects::EffectGuard;
 use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::sandbox::{LoadEvent, Sandbox};
@@ -457,7 +457,7 @@ pub(crate) struct State {
     /// `--lazy-tools`: sessions list `find_tools` and what it found.
     pub lazy: bool,
     /// The idempotency record store every generation's host uses.
-    pub records: Option<Records>,
+    pub records: Option<EffectGuard>,
     /// The artifact store every generation's host spills to.
     pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
     /// The journal, breaker and metrics every generation's host shares.
@@ -513,7 +513,7 @@ impl State {
 fn load(
     sandbox: &Sandbox,
     plugins: &Plugins,
-    records: Option<&Records>,
+    records: Option<&EffectGuard>,
     recorder: &toolhost::record::Recorder,
     artifacts: Option<&Arc<toolhost::artifact::Artifacts>>,
     client: &toolhost::delegation::ClientConfig,
@@ -567,7 +567,7 @@ pub fn run(
     plugins: Plugins,
     args: ServeOptions,
     root_key: Option<RootKey>,
-    records: Option<Records>,
+    records: Option<EffectGuard>,
     recorder: toolhost::record::Recorder,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
@@ -628,7 +628,7 @@ pub fn serve(
     plugins: Plugins,
     args: ServeOptions,
     policy: Arc<dyn SessionPolicy>,
-    records: Option<Records>,
+    records: Option<EffectGuard>,
     recorder: toolhost::record::Recorder,
 ) -> Result<()> {
     if let Some(addr) = args.http {
