@@ -18,7 +18,8 @@
 //!   then the steps from name to observation, over
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
-//!   calls (keys, records, plans); [`resource`]: resource keys, the locks
+//!   calls (keys, records, plans); [`approval`]: the calls a person
+//!   approves, kept in the record store; [`resource`]: resource keys, the locks
 //!   that keep conflicting calls apart, and batches, over
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
@@ -62,6 +63,7 @@
 //! - [`toolname`]: the one grammar of tool names, namespaces (`fs.read`)
 //!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
+pub mod approval;
 pub mod artifact;
 pub mod boundary;
 pub mod breaker;

@@ -246,6 +246,10 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
                 "This is a fault in the host, not in the call; report it to the user \
                  rather than repeating the call."
             }
+            Some(ErrorCode::ApprovalDeclined) => {
+                "The person declined this call and nothing ran; do not repeat it. Tell \
+                 the user, or take another approach."
+            }
             _ => "Repeating the same call will fail the same way; change approach.",
         },
         Retry::AfterCorrection => match host {
@@ -266,6 +270,11 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
             Some(ErrorCode::StalePlan) => {
                 "Plan the call again and have the new plan confirmed; the old plan token \
                  no longer approves it."
+            }
+            Some(ErrorCode::ApprovalPending) => {
+                "Nothing ran: a person must approve this call first. Tell the user the \
+                 approval id and the command in the details, then, once approved, call \
+                 again with the same arguments and the approval id."
             }
             Some(ErrorCode::IdempotencyKeyRequired) => {
                 "Call again with an idempotency key, as said above; the arguments are fine."
