@@ -283,6 +283,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
         &[
             "--allow-write",
             "pub",
+            "--self-approve",
             "--allow-exec",
             "wc",
             "--allow-net",

@@ -359,3 +359,48 @@ impl Row {
         })
     }
 }
+
+/// The call journal's entry of a decision (`toolhost log` shows it): the
+/// tool and arguments' digest of the call decided, status `approved` or
+/// `declined`, and in `args_summary.approval` who decided, when, the plan
+/// digest, the outcome and the note.
+pub fn journal_entry(a: &Approval) -> crate::journal::Entry {
+    let at_ms = a.decided_ms.unwrap_or_else(now_ms);
+    let at_us = to_i64(at_ms).saturating_mul(1000);
+    let outcome = match a.state {
+        State::Approved => "approved",
+        State::Denied => "declined",
+        State::Pending => "pending",
+    };
+    crate::journal::Entry {
+        call_id: format!("approval:{}", a.id),
+        trajectory: None,
+        turn: None,
+        tool: a.tool.clone(),
+        token_id: a.token_chain.last().cloned(),
+        token_chain: a.token_chain.clone(),
+        started_at: at_us,
+        ended_at: at_us,
+        status: outcome.to_string(),
+        error_code: None,
+        args_sha256: a.args_digest.clone(),
+        args_summary: serde_json::json!({
+            "approval": {
+                "id": a.id,
+                "outcome": outcome,
+                "decided_by": a.decided_by,
+                "decided_at": crate::journal::format_us(at_us),
+                "plan_digest": a.plan_digest,
+                "requested_by": a.requested_by,
+                "note": a.note,
+            }
+        }),
+        result_sha256: None,
+        output_bytes: 0,
+        attempt: 1,
+        first_try: true,
+        idempotency_key: None,
+        host: crate::journal::host_name(),
+        logical_key: None,
+    }
+}

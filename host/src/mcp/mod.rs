@@ -171,6 +171,13 @@ pub struct ServeArgs {
     /// right; needs the root key).
     #[arg(long)]
     pub allow_delegate: bool,
+    /// Let clients on the command-line grants approve their own plans of
+    /// irreversible calls (the `self_approve` right): a plan token from
+    /// their own dry run then runs the call with no person asked. Without
+    /// it such a call ends `approval_pending` until a person runs
+    /// `toolhost approvals approve`.
+    #[arg(long)]
+    pub self_approve: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
     #[arg(skip)]
@@ -608,6 +615,7 @@ pub fn run(
             net: &args.allow_net,
             exec: &args.allow_exec,
             delegate: args.allow_delegate,
+            self_approve: args.self_approve,
         },
     )
     .context("the command-line grants")?;
