@@ -101,7 +101,10 @@ pub(crate) fn run(cmd: &ApprovalsCommand, p: &PluginArgs) -> Result<ExitCode> {
             match approvals.decide(id.trim(), approve, &by, note.as_deref())? {
                 Decided::Done(a) => {
                     journal(&store, &a);
-                    emit(serde_json::to_string_pretty(&shown(&a, approval::now_ms()))?)?;
+                    emit(serde_json::to_string_pretty(&shown(
+                        &a,
+                        approval::now_ms(),
+                    ))?)?;
                 }
                 Decided::NotFound => bail!("no approval `{id}` in this record store"),
                 Decided::NotPending(a) => {
@@ -124,10 +127,9 @@ fn find(approvals: &Approvals, id: &str) -> Result<Approval> {
     if !approval::is_id(id) {
         bail!("`{id}` is not an approval id (32 hex digits, from an `approval_pending` result)");
     }
-    approvals
-        .backend()?
-        .get(id)?
-        .with_context(|| format!("no approval `{id}` in this record store (is --store the host's?)"))
+    approvals.backend()?.get(id)?.with_context(|| {
+        format!("no approval `{id}` in this record store (is --store the host's?)")
+    })
 }
 
 /// What a person reads of an approval.

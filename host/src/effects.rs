@@ -433,7 +433,12 @@ impl Records {
     ) -> Box<Observation> {
         let name = p.tool.descriptor.name.as_str();
         let fail = |code: ErrorCode, msg: String| {
-            Box::new(Observation::failure(&p.call_id, name, p.level, code.info(msg)))
+            Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                p.level,
+                code.info(msg),
+            ))
         };
         let Some(approvals) = &self.approvals else {
             return fail(
@@ -552,10 +557,7 @@ impl Records {
                 )))
             }
             _ if a.expired(now) && a.used_by.as_deref() != Some(key) => {
-                return fail(
-                    ErrorCode::StalePlan,
-                    crate::messages::approval_expired(&a),
-                )
+                return fail(ErrorCode::StalePlan, crate::messages::approval_expired(&a))
             }
             approval::State::Pending => return Err(Box::new(pending(p, &a, true))),
             approval::State::Approved => {}

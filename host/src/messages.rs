@@ -461,7 +461,10 @@ pub fn approval_unknown(id: &str) -> String {
 pub fn approval_declined(a: &crate::approval::Approval) -> String {
     let by = a.decided_by.as_deref().unwrap_or("a person");
     match a.note.as_deref() {
-        Some(note) => format!("{by} declined approval {} of this call: \"{note}\"; nothing ran", a.id),
+        Some(note) => format!(
+            "{by} declined approval {} of this call: \"{note}\"; nothing ran",
+            a.id
+        ),
         None => format!("{by} declined approval {} of this call; nothing ran", a.id),
     }
 }

@@ -319,9 +319,9 @@ impl Host {
             if let Err(e) = crate::paths::RelPath::parse(arg.value) {
                 return fail(e.to_error_info(Some(&arg.pointer)));
             }
-            let ask_grants = scope.ask_grants.filter(|_| {
-                access == Access::Write && scope.capability.asks_for_write(arg.value)
-            });
+            let ask_grants = scope
+                .ask_grants
+                .filter(|_| access == Access::Write && scope.capability.asks_for_write(arg.value));
             let denied = scope.capability.check_path(arg.value, access);
             let grants = match (&denied, ask_grants) {
                 (Err(_), Some(elevated)) => {
@@ -685,7 +685,12 @@ impl Host {
         let tool = t.descriptor.name.as_str();
         let level = t.descriptor.side_effect;
         let fail = |code: ErrorCode, msg: String| {
-            Box::new(Observation::failure(&p.call_id, tool, level, code.info(msg)))
+            Box::new(Observation::failure(
+                &p.call_id,
+                tool,
+                level,
+                code.info(msg),
+            ))
         };
         if !t.descriptor.supports_dry_run {
             return Ok((Value::Null, Vec::new(), Vec::new()));

@@ -53,16 +53,26 @@ fn opts(key: &str, approval: Option<&str>, plan_token: Option<&str>) -> CallOpti
 fn token_session(ws: &Ws, caveats: &[&str]) -> Session {
     let c: Vec<Caveat> = caveats.iter().map(|c| c.parse().unwrap()).collect();
     let token = Token::mint(test_key(), &c).unwrap();
-    Session::open(test_key(), &token.encode(), Workspace::open(ws.dir.path()).unwrap()).unwrap()
+    Session::open(
+        test_key(),
+        &token.encode(),
+        Workspace::open(ws.dir.path()).unwrap(),
+    )
+    .unwrap()
 }
 
 /// The approval id of an `approval_pending` observation.
 #[track_caller]
 fn pending_id(obs: &Value) -> String {
     let err = expect_error(obs, "error", "approval_pending");
-    let id = err["details"]["approval_id"].as_str().expect("an approval id");
+    let id = err["details"]["approval_id"]
+        .as_str()
+        .expect("an approval id");
     assert!(
-        err["message"].as_str().unwrap().contains(&format!("toolhost approvals approve {id}")),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("toolhost approvals approve {id}")),
         "{err}"
     );
     id.to_string()
@@ -81,11 +91,29 @@ fn a_plan_token_of_its_own_no_longer_approves_without_self_approve() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let planned = plan_in(&f.host, &agent, "file_delete", DELETE_OLD, &CallOptions::default());
-    let token = expect_ok(&planned)["plan_token"].as_str().unwrap().to_string();
-    let obs = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", None, Some(&token)));
+    let planned = plan_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &CallOptions::default(),
+    );
+    let token = expect_ok(&planned)["plan_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, Some(&token)),
+    );
     let id = pending_id(&obs);
-    assert!(ws.path("old.txt").exists(), "the agent approved its own deletion");
+    assert!(
+        ws.path("old.txt").exists(),
+        "the agent approved its own deletion"
+    );
     // The pending approval holds the host's own dry run of the call.
     let a = f.approvals.backend().unwrap().get(&id).unwrap().unwrap();
     assert_eq!(a.tool, "file_delete");
@@ -94,9 +122,24 @@ fn a_plan_token_of_its_own_no_longer_approves_without_self_approve() {
 
     // With the right, the same flow runs as before.
     let pipeline = self_approving(&ws);
-    let planned = plan_in(&f.host, &pipeline, "file_delete", DELETE_OLD, &CallOptions::default());
-    let token = expect_ok(&planned)["plan_token"].as_str().unwrap().to_string();
-    expect_ok(&run_in(&f.host, &pipeline, "file_delete", DELETE_OLD, &opts("k2", None, Some(&token))));
+    let planned = plan_in(
+        &f.host,
+        &pipeline,
+        "file_delete",
+        DELETE_OLD,
+        &CallOptions::default(),
+    );
+    let token = expect_ok(&planned)["plan_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    expect_ok(&run_in(
+        &f.host,
+        &pipeline,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k2", None, Some(&token)),
+    ));
     assert!(!ws.path("old.txt").exists());
 }
 
@@ -106,24 +149,57 @@ fn an_approved_call_runs_once_and_the_id_is_spent() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let id = pending_id(&run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", None, None)));
+    let id = pending_id(&run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, None),
+    ));
     // Not decided yet: still pending, nothing runs.
-    let again = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None));
+    let again = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    );
     assert_eq!(pending_id(&again), id);
     assert!(ws.path("old.txt").exists());
 
     approve(&f, &id);
-    expect_ok(&run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None)));
+    expect_ok(&run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    ));
     assert!(!ws.path("old.txt").exists());
     // The same call again is replayed, not run.
     ws.write("old.txt", "a\n");
-    let replay = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None));
+    let replay = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    );
     assert_eq!(replay["effects"]["replayed"], true, "{replay:#}");
     assert!(ws.path("old.txt").exists());
     // Another call (another key) with the spent id: refused, nothing runs.
-    let other = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k2", Some(&id), None));
+    let other = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k2", Some(&id), None),
+    );
     let err = expect_error(&other, "error", "stale_plan");
-    assert!(err["message"].as_str().unwrap().contains("another call"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("another call"),
+        "{err}"
+    );
     assert!(ws.path("old.txt").exists());
 }
 
@@ -133,15 +209,30 @@ fn a_declined_call_is_approval_declined_and_not_retried() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let id = pending_id(&run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", None, None)));
+    let id = pending_id(&run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, None),
+    ));
     f.approvals
         .decide(&id, false, "cli:tester", Some("keep it"))
         .unwrap();
-    let obs = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None));
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    );
     let err = expect_error(&obs, "error", "approval_declined");
     assert_eq!(err["retry"], "never", "{err}");
     assert_eq!(err["correctable"], false, "{err}");
-    assert!(err["message"].as_str().unwrap().contains("keep it"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("keep it"),
+        "{err}"
+    );
     assert!(ws.path("old.txt").exists());
     // A decided approval cannot be decided again.
     assert!(matches!(
@@ -156,28 +247,55 @@ fn another_token_chain_cannot_use_the_approval() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let asker = token_session(&ws, &["tool=file_delete", "right=read,write", "write=."]);
-    let id = pending_id(&run_in(&f.host, &asker, "file_delete", DELETE_OLD, &opts("k1", None, None)));
+    let id = pending_id(&run_in(
+        &f.host,
+        &asker,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, None),
+    ));
     approve(&f, &id);
     // Another token with the same grants, and a delegate of the asker: both
     // refused, and the approval is not spent by them.
     let other = token_session(&ws, &["tool=file_delete", "right=read,write", "write=."]);
     let (child, _) = asker.delegate(&[]).unwrap();
     for s in [&other, &child] {
-        let obs = run_in(&f.host, s, "file_delete", DELETE_OLD, &opts("k-other", Some(&id), None));
+        let obs = run_in(
+            &f.host,
+            s,
+            "file_delete",
+            DELETE_OLD,
+            &opts("k-other", Some(&id), None),
+        );
         let err = expect_error(&obs, "denied", "denied");
         assert!(
-            err["message"].as_str().unwrap().contains("another capability token"),
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("another capability token"),
             "{err}"
         );
         assert!(ws.path("old.txt").exists());
     }
     // Other arguments under the asker's own token: refused too.
     ws.write("new.txt", "b\n");
-    let obs = run_in(&f.host, &asker, "file_delete", r#"{"path":"new.txt"}"#, &opts("k2", Some(&id), None));
+    let obs = run_in(
+        &f.host,
+        &asker,
+        "file_delete",
+        r#"{"path":"new.txt"}"#,
+        &opts("k2", Some(&id), None),
+    );
     expect_error(&obs, "denied", "denied");
     assert!(ws.path("new.txt").exists());
     // The asker itself still can.
-    expect_ok(&run_in(&f.host, &asker, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None)));
+    expect_ok(&run_in(
+        &f.host,
+        &asker,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    ));
     assert!(!ws.path("old.txt").exists());
 }
 
@@ -187,21 +305,49 @@ fn forged_unknown_and_expired_ids_run_nothing() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    for forged in ["0123456789abcdef0123456789abcdef", "../../records", "' OR 1=1 --"] {
-        let obs = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k0", Some(forged), None));
+    for forged in [
+        "0123456789abcdef0123456789abcdef",
+        "../../records",
+        "' OR 1=1 --",
+    ] {
+        let obs = run_in(
+            &f.host,
+            &agent,
+            "file_delete",
+            DELETE_OLD,
+            &opts("k0", Some(forged), None),
+        );
         let err = expect_error(&obs, "denied", "denied");
-        assert!(err["message"].as_str().unwrap().contains("no approval"), "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains("no approval"),
+            "{err}"
+        );
     }
-    let id = pending_id(&run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", None, None)));
+    let id = pending_id(&run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, None),
+    ));
     std::thread::sleep(Duration::from_millis(5));
     // Too late to approve, and the retry says it expired.
     assert!(matches!(
         f.approvals.decide(&id, true, "cli:tester", None).unwrap(),
         Decided::NotPending(_)
     ));
-    let obs = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None));
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    );
     let err = expect_error(&obs, "error", "stale_plan");
-    assert!(err["message"].as_str().unwrap().contains("expired"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("expired"),
+        "{err}"
+    );
     assert!(ws.path("old.txt").exists());
 }
 
@@ -211,10 +357,22 @@ fn a_target_changed_since_the_plan_is_stale_and_nothing_runs() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let id = pending_id(&run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", None, None)));
+    let id = pending_id(&run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", None, None),
+    ));
     approve(&f, &id);
     ws.write("old.txt", "a\nchanged after the person looked\n");
-    let obs = run_in(&f.host, &agent, "file_delete", DELETE_OLD, &opts("k1", Some(&id), None));
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts("k1", Some(&id), None),
+    );
     expect_error(&obs, "error", "stale_plan");
     assert_eq!(ws.read("old.txt"), b"a\nchanged after the person looked\n");
 }
@@ -228,24 +386,57 @@ fn ask_write_asks_inside_its_prefix_and_denies_outside_both() {
     ws.write("etc/c.txt", "status: draft\n");
     let agent = token_session(
         &ws,
-        &["tool=file_edit", "right=read,write", "write=pub", "ask_write=docs"],
+        &[
+            "tool=file_edit",
+            "right=read,write",
+            "write=pub",
+            "ask_write=docs",
+        ],
     );
-    let edit = |path: &str| json!({"path": path, "old_str": "draft", "new_str": "final"}).to_string();
+    let edit =
+        |path: &str| json!({"path": path, "old_str": "draft", "new_str": "final"}).to_string();
     // Inside the write prefixes: runs (reversible, no approval).
-    expect_ok(&run_in(&f.host, &agent, "file_edit", &edit("pub/a.txt"), &opts("e1", None, None)));
+    expect_ok(&run_in(
+        &f.host,
+        &agent,
+        "file_edit",
+        &edit("pub/a.txt"),
+        &opts("e1", None, None),
+    ));
     // Outside both: denied as before.
-    let obs = run_in(&f.host, &agent, "file_edit", &edit("etc/c.txt"), &opts("e2", None, None));
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_edit",
+        &edit("etc/c.txt"),
+        &opts("e2", None, None),
+    );
     expect_error(&obs, "denied", "denied");
     // Under the ask prefix: asks, even though the tool is reversible.
-    let obs = run_in(&f.host, &agent, "file_edit", &edit("docs/b.txt"), &opts("e3", None, None));
+    let obs = run_in(
+        &f.host,
+        &agent,
+        "file_edit",
+        &edit("docs/b.txt"),
+        &opts("e3", None, None),
+    );
     let id = pending_id(&obs);
     assert!(
-        obs["error"]["message"].as_str().unwrap().contains("ask_write"),
+        obs["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ask_write"),
         "{obs:#}"
     );
     assert_eq!(ws.read("docs/b.txt"), b"status: draft\n");
     approve(&f, &id);
-    expect_ok(&run_in(&f.host, &agent, "file_edit", &edit("docs/b.txt"), &opts("e3", Some(&id), None)));
+    expect_ok(&run_in(
+        &f.host,
+        &agent,
+        "file_edit",
+        &edit("docs/b.txt"),
+        &opts("e3", Some(&id), None),
+    ));
     assert_eq!(ws.read("docs/b.txt"), b"status: final\n");
     assert_eq!(ws.read("etc/c.txt"), b"status: draft\n");
 }
@@ -254,7 +445,11 @@ fn ask_write_asks_inside_its_prefix_and_denies_outside_both() {
 fn attenuation_and_delegation_cannot_add_self_approve() {
     let parent = Token::mint(
         test_key(),
-        &["tool=*".parse().unwrap(), "right=read,write".parse().unwrap(), "write=.".parse().unwrap()],
+        &[
+            "tool=*".parse().unwrap(),
+            "right=read,write".parse().unwrap(),
+            "write=.".parse().unwrap(),
+        ],
     )
     .unwrap();
     let err = parent
@@ -268,10 +463,19 @@ fn attenuation_and_delegation_cannot_add_self_approve() {
     // The `delegate` tool hands it down only when asked for and held.
     let holder = Token::mint(
         test_key(),
-        &["tool=*".parse().unwrap(), "right=read,write,delegate,self_approve".parse().unwrap(), "write=.".parse().unwrap()],
+        &[
+            "tool=*".parse().unwrap(),
+            "right=read,write,delegate,self_approve".parse().unwrap(),
+            "write=.".parse().unwrap(),
+        ],
     )
     .unwrap();
-    let s = Session::open(test_key(), &holder.encode(), Workspace::open(ws.dir.path()).unwrap()).unwrap();
+    let s = Session::open(
+        test_key(),
+        &holder.encode(),
+        Workspace::open(ws.dir.path()).unwrap(),
+    )
+    .unwrap();
     let now = std::time::SystemTime::now();
     let without: toolhost::delegation::DelegateArgs =
         serde_json::from_value(json!({"tools": ["file_delete"], "write": ["."]})).unwrap();
@@ -279,8 +483,10 @@ fn attenuation_and_delegation_cannot_add_self_approve() {
         .delegate(&toolhost::delegation::caveats_for(&without, now).unwrap())
         .unwrap();
     assert!(!child.grant().self_approves(), "handed down unasked");
-    let with: toolhost::delegation::DelegateArgs =
-        serde_json::from_value(json!({"tools": ["file_delete"], "write": ["."], "self_approve": true})).unwrap();
+    let with: toolhost::delegation::DelegateArgs = serde_json::from_value(
+        json!({"tools": ["file_delete"], "write": ["."], "self_approve": true}),
+    )
+    .unwrap();
     let (child, _) = s
         .delegate(&toolhost::delegation::caveats_for(&with, now).unwrap())
         .unwrap();
@@ -319,7 +525,15 @@ fn cli_a_person_approves_in_another_process_and_the_journal_says_who() {
     let (dir, st) = (ws.dir.path(), state.path());
     let call = |path: &str, key: &str, approval: Option<&str>| {
         let args = format!(r#"{{"path":"{path}"}}"#);
-        let mut argv = vec!["call", "file_delete", &args, "--allow-write", ".", "--idempotency-key", key];
+        let mut argv = vec![
+            "call",
+            "file_delete",
+            &args,
+            "--allow-write",
+            ".",
+            "--idempotency-key",
+            key,
+        ];
         if let Some(id) = approval {
             argv.extend(["--approval", id]);
         }
@@ -335,7 +549,11 @@ fn cli_a_person_approves_in_another_process_and_the_journal_says_who() {
     let shown = json_of(&toolhost(&["approvals", "show", &id], dir, st));
     assert_eq!(shown["args"]["path"], "old.txt", "{shown:#}");
 
-    let decided = toolhost(&["approvals", "approve", &id, "--note", "looks right"], dir, st);
+    let decided = toolhost(
+        &["approvals", "approve", &id, "--note", "looks right"],
+        dir,
+        st,
+    );
     assert!(decided.status.success(), "{decided:?}");
     assert_eq!(json_of(&decided)["decided_by"], "cli:tester");
     // Deciding twice changes nothing.
@@ -348,7 +566,11 @@ fn cli_a_person_approves_in_another_process_and_the_journal_says_who() {
 
     // Denied: the retry is approval_declined and the file stays.
     let id2 = pending_id(&json_of(&call("keep.txt", "k2", None)));
-    assert!(toolhost(&["approvals", "deny", &id2, "--note", "no"], dir, st).status.success());
+    assert!(
+        toolhost(&["approvals", "deny", &id2, "--note", "no"], dir, st)
+            .status
+            .success()
+    );
     let obs = json_of(&call("keep.txt", "k2", Some(&id2)));
     expect_error(&obs, "error", "approval_declined");
     assert!(ws.path("keep.txt").exists());
@@ -373,7 +595,10 @@ fn cli_a_person_approves_in_another_process_and_the_journal_says_who() {
     // And the table names them.
     let table = toolhost(&["log"], dir, st);
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains(&format!("approval {id} by cli:tester")), "{text}");
+    assert!(
+        text.contains(&format!("approval {id} by cli:tester")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -383,13 +608,31 @@ fn cli_self_approve_keeps_the_plan_token_flow() {
     let state = tempfile::tempdir().unwrap();
     let (dir, st) = (ws.dir.path(), state.path());
     let plan = json_of(&toolhost(
-        &["plan", "file_delete", DELETE_OLD, "--allow-write", ".", "--self-approve"],
+        &[
+            "plan",
+            "file_delete",
+            DELETE_OLD,
+            "--allow-write",
+            ".",
+            "--self-approve",
+        ],
         dir,
         st,
     ));
     let token = plan["output"]["plan_token"].as_str().unwrap();
     let out = toolhost(
-        &["call", "file_delete", DELETE_OLD, "--allow-write", ".", "--self-approve", "--plan-token", token, "--idempotency-key", "k"],
+        &[
+            "call",
+            "file_delete",
+            DELETE_OLD,
+            "--allow-write",
+            ".",
+            "--self-approve",
+            "--plan-token",
+            token,
+            "--idempotency-key",
+            "k",
+        ],
         dir,
         st,
     );
@@ -405,14 +648,27 @@ fn cli_self_approve_keeps_the_plan_token_flow() {
     };
     let plain = minted(&[]);
     let inspected = json_of(&toolhost(&["cap", "inspect", &plain], dir, st));
-    assert!(!inspected.to_string().contains("self_approve"), "{inspected}");
+    assert!(
+        !inspected.to_string().contains("self_approve"),
+        "{inspected}"
+    );
     let with = minted(&["--self-approve"]);
     let inspected = json_of(&toolhost(&["cap", "inspect", &with], dir, st));
-    assert!(inspected["caveats"].to_string().contains("self_approve"), "{inspected}");
+    assert!(
+        inspected["caveats"].to_string().contains("self_approve"),
+        "{inspected}"
+    );
     // Attenuation cannot add it.
-    let out = toolhost(&["cap", "attenuate", &plain, "--right", "self_approve"], dir, st);
+    let out = toolhost(
+        &["cap", "attenuate", &plain, "--right", "self_approve"],
+        dir,
+        st,
+    );
     assert!(!out.status.success(), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("self_approve"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("self_approve"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -422,15 +678,33 @@ fn mcp_without_elicitation_gets_approval_pending_and_retries_with_the_id() {
     let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
     let args = json!({"path": "pub/a.txt"});
     // A plan token of its own does not approve the call.
-    let plan = observation_of(&call_with_meta(&mut s, 1, "file_delete", args.clone(), json!({"dev.toolhost/dry_run": true})));
+    let plan = observation_of(&call_with_meta(
+        &mut s,
+        1,
+        "file_delete",
+        args.clone(),
+        json!({"dev.toolhost/dry_run": true}),
+    ));
     let token = plan["output"]["plan_token"].as_str().unwrap().to_string();
-    let obs = observation_of(&call_with_meta(&mut s, 2, "file_delete", args.clone(), json!({"dev.toolhost/plan_token": token})));
+    let obs = observation_of(&call_with_meta(
+        &mut s,
+        2,
+        "file_delete",
+        args.clone(),
+        json!({"dev.toolhost/plan_token": token}),
+    ));
     let id = pending_id(&obs);
     assert!(setup.ws.path("pub/a.txt").exists());
     // A person approves from a terminal, on the same store and key.
     let store = setup.state.path().join("records.sqlite");
     let out = toolhost_command(
-        &["approvals", "approve", &id, "--store", store.to_str().unwrap()],
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--store",
+            store.to_str().unwrap(),
+        ],
         setup.ws.dir.path(),
     )
     .env("USER", "tester")
@@ -439,12 +713,24 @@ fn mcp_without_elicitation_gets_approval_pending_and_retries_with_the_id() {
     assert!(out.status.success(), "{out:?}");
     let a = serde_json::from_slice::<Value>(&out.stdout).unwrap();
     assert_eq!(a["requested_by"], "mcp:test/1", "{a:#}");
-    let done = observation_of(&call_with_meta(&mut s, 3, "file_delete", args.clone(), json!({"dev.toolhost/approval": id})));
+    let done = observation_of(&call_with_meta(
+        &mut s,
+        3,
+        "file_delete",
+        args.clone(),
+        json!({"dev.toolhost/approval": id}),
+    ));
     assert_eq!(done["status"], "ok", "{done}");
     assert!(!setup.ws.path("pub/a.txt").exists());
     // A replay of the id on a new request (a new key): refused.
     setup.ws.write("pub/a.txt", "again\n");
-    let again = observation_of(&call_with_meta(&mut s, 4, "file_delete", args, json!({"dev.toolhost/approval": id})));
+    let again = observation_of(&call_with_meta(
+        &mut s,
+        4,
+        "file_delete",
+        args,
+        json!({"dev.toolhost/approval": id}),
+    ));
     assert_eq!(again["error"]["code"], "stale_plan", "{again}");
     assert!(setup.ws.path("pub/a.txt").exists());
 }

@@ -499,7 +499,13 @@ fn stdio_cancellation_stops_the_running_instance() {
 }
 
 /// `tools/call` with toolhost's `_meta` keys.
-pub(crate) fn call_with_meta(s: &mut StdioServer, id: i64, tool: &str, args: Value, meta: Value) -> Value {
+pub(crate) fn call_with_meta(
+    s: &mut StdioServer,
+    id: i64,
+    tool: &str,
+    args: Value,
+    meta: Value,
+) -> Value {
     s.request(
         id,
         "tools/call",

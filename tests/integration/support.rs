@@ -261,7 +261,13 @@ pub fn self_approving(ws: &Ws) -> Session {
 }
 
 /// [`call_with`] under [`self_approving`].
-pub fn call_self_approving(host: &Host, ws: &Ws, tool: &str, args: &str, opts: &CallOptions) -> Value {
+pub fn call_self_approving(
+    host: &Host,
+    ws: &Ws,
+    tool: &str,
+    args: &str,
+    opts: &CallOptions,
+) -> Value {
     run_in(host, &self_approving(ws), tool, args, &keyed(opts))
 }
 

@@ -128,7 +128,9 @@ fn one_use_across_connections(open: &(dyn Fn() -> Arc<dyn ApprovalBackend> + Syn
         let handles: Vec<_> = (0..8)
             .map(|i| {
                 let id = id.clone();
-                s.spawn(move || usize::from(open().take(&id, &format!("k{i}")).unwrap() == Take::Taken))
+                s.spawn(move || {
+                    usize::from(open().take(&id, &format!("k{i}")).unwrap() == Take::Taken)
+                })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()

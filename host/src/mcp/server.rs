@@ -475,12 +475,10 @@ impl McpServer {
         opts.approval = meta.approval;
         // Who asks, for a pending approval's record: the client's name and
         // version from its handshake.
-        opts.requested_by = req.peer.and_then(|p| p.peer_info()).map(|info| {
-            format!(
-                "mcp:{}/{}",
-                info.client_info.name, info.client_info.version
-            )
-        });
+        opts.requested_by = req
+            .peer
+            .and_then(|p| p.peer_info())
+            .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
         opts.conversation = Some(self.conversation.to_string());
         Ok(ParsedCall {
             opts,
