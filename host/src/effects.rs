@@ -481,7 +481,7 @@ impl Records {
             note: None,
             used_by: None,
         };
-        if let Err(e) = approvals.backend().and_then(|b| b.insert(&record)) {
+        if let Err(e) = approvals.ask(&record) {
             return fail(
                 ErrorCode::StoreUnavailable,
                 format!("the approval could not be recorded, so the call did not run: {e}"),

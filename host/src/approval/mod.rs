@@ -52,6 +52,11 @@ use crate::idempotency::StoreError;
 /// approved one waits for the agent's retry: 15 minutes.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
 
+/// How long an approval is kept after it expired (for `toolhost approvals
+/// list --all` and `show`): a day. Older ones are deleted when a new one
+/// is asked for.
+pub const KEEP_AFTER_EXPIRY: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Where an approval is in its life (an expired one keeps its state; see
 /// [`Approval::expired`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -253,6 +258,19 @@ impl Approvals {
             let _ = self.init.set(());
         }
         Ok(&*self.backend)
+    }
+
+    /// Stores a new pending approval, and deletes those that expired more
+    /// than [`KEEP_AFTER_EXPIRY`] ago.
+    pub fn ask(&self, approval: &Approval) -> Result<(), StoreError> {
+        let backend = self.backend()?;
+        backend.insert(approval)?;
+        let horizon = approval
+            .created_ms
+            .saturating_sub(KEEP_AFTER_EXPIRY.as_millis() as u64);
+        // Housekeeping only: a failure here does not undo the request.
+        let _ = backend.purge(horizon);
+        Ok(())
     }
 
     /// Approves (or declines) a pending approval now.
