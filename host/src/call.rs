@@ -50,6 +50,9 @@ pub struct CallOptions {
     /// breaker counts its failures together ([`crate::record`]). Default:
     /// the trajectory of `idempotency`.
     pub conversation: Option<String>,
+    /// The MCP URL the request came in on (`http://host:port/mcp`), for
+    /// what the host's `delegate` tool tells a sub-agent.
+    pub request_url: Option<String>,
 }
 
 /// Whether a call runs or is only planned (the tool's dry-run).

@@ -8,9 +8,12 @@
 //! name → strict JSON → schema → paths/grants → sandbox → observation
 //! ```
 //!
+//! Over this library sit two crates: `toolhost-mcp` (the MCP server, stdio
+//! and Streamable HTTP; the only one that imports rmcp) and `toolhost-cli`
+//! (the `toolhost` binary; the only one that imports clap).
+//!
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
-//! - [`mcp`]: the MCP server (stdio and streamable HTTP), over
 //! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
 //!   sub-agents), over
 //! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
@@ -27,8 +30,7 @@
 //! - [`record`]: step 8 around every call — the [`journal`] (every call
 //!   in the record store, `toolhost log`/`stats`), the circuit [`breaker`]
 //!   and the Prometheus [`metrics`] — over
-//! - [`catalog`]: loaded plugins and their tools (and [`cost`]: what their
-//!   definitions cost a model in tokens), over
+//! - [`catalog`]: loaded plugins and their tools, over
 //! - [`sandbox`]: wasmtime engine, compile cache, per-call stores, limits,
 //!   outgoing HTTP,
 //! - [`lint`]: descriptor rules (`report`, `descriptor`, `values`, `names`,
@@ -73,7 +75,6 @@ pub mod canonical;
 pub mod capability;
 pub mod catalog;
 pub mod compact;
-pub mod cost;
 pub mod delegation;
 pub mod descriptor;
 pub mod discovery;
@@ -86,7 +87,6 @@ pub mod journal;
 pub mod json;
 pub mod ledger;
 pub mod lint;
-pub mod mcp;
 pub mod messages;
 pub mod metrics;
 pub mod observation;
@@ -105,4 +105,3 @@ mod swar;
 pub(crate) mod text;
 pub mod toolname;
 pub mod trust;
-pub mod warmup;

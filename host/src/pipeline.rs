@@ -65,6 +65,20 @@ pub struct Host {
     artifacts: Option<Arc<crate::artifact::Artifacts>>,
     /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
     recorder: crate::record::Recorder,
+    /// How a sub-agent reaches this host: with it, sessions whose token
+    /// holds the `delegate` right may call the host's `delegate` tool
+    /// ([`crate::delegation`]).
+    delegation: Option<crate::delegation::ClientConfig>,
+}
+
+/// One of the host's own tools, as [`Host::run`] dispatches it.
+enum HostTool<'a> {
+    /// `find_tools` ([`crate::discovery`]).
+    FindTools,
+    /// `artifact_view` over this store ([`crate::artifact`]).
+    ArtifactView(&'a crate::artifact::Artifacts),
+    /// `delegate`, telling the sub-agent how to reach this host.
+    Delegate(&'a crate::delegation::ClientConfig),
 }
 
 impl Host {
@@ -82,7 +96,17 @@ impl Host {
             executor: crate::exec_call::default_executor(),
             artifacts: None,
             recorder: crate::record::Recorder::default(),
+            delegation: None,
         }
+    }
+
+    /// Serves the host's `delegate` tool to sessions whose token holds the
+    /// `delegate` right; `client` is what its results tell a sub-agent
+    /// (the request's own URL, [`CallOptions::request_url`], fills in a
+    /// missing HTTP address).
+    pub fn with_delegation(mut self, client: crate::delegation::ClientConfig) -> Host {
+        self.delegation = Some(client);
+        self
     }
 
     /// Runs native programs with `executor` instead of the process-wide
@@ -134,7 +158,7 @@ impl Host {
         self
     }
 
-    pub(crate) fn budgets(&self) -> &dyn crate::budget::BudgetLedger {
+    pub fn budgets(&self) -> &dyn crate::budget::BudgetLedger {
         &*self.budgets
     }
 
@@ -857,26 +881,49 @@ impl Host {
         }
     }
 
-    /// The host's own tools, when `tool` names one and no plugin tool of
-    /// that name shadows it: `find_tools` over what this session may see
-    /// ([`crate::discovery`]) and `artifact_view` of this token's spilled
-    /// results ([`crate::artifact`]). No plugin runs, so no budget is
-    /// charged, but the token must be live. `None`: a catalog tool.
+    /// Whether `tool` is one of the host's own tools for `session`: a call
+    /// of it runs through [`run`](Self::run) like any other, but no plugin
+    /// is involved.
+    pub fn serves_host_tool(&self, session: &Session, tool: &str) -> bool {
+        self.host_tool_of(session, tool).is_some()
+    }
+
+    /// The host's own tool `tool` names for `session`, if any: `delegate`
+    /// when this host delegates and the session's token may (it shadows a
+    /// plugin tool of that name), else `find_tools` and `artifact_view`
+    /// when no plugin tool of that name shadows them.
+    fn host_tool_of(&self, session: &Session, tool: &str) -> Option<HostTool<'_>> {
+        if tool == crate::delegation::TOOL_NAME {
+            if let Some(client) = self.delegation.as_ref() {
+                if crate::delegation::may_delegate(Some(session)) {
+                    return Some(HostTool::Delegate(client));
+                }
+            }
+        }
+        if self.catalog().get(tool).is_some() {
+            return None;
+        }
+        match tool {
+            crate::discovery::TOOL_NAME => Some(HostTool::FindTools),
+            crate::artifact::TOOL_NAME => self.artifacts.as_deref().map(HostTool::ArtifactView),
+            _ => None,
+        }
+    }
+
+    /// Runs one of the host's own tools ([`host_tool_of`](Self::host_tool_of)).
+    /// No plugin runs, so no budget is charged, but the token must be
+    /// live. `None`: a catalog tool.
     fn host_tool(
         &self,
         session: &Session,
         tool: &str,
         args: &str,
         opts: &CallOptions,
+        mode: Mode,
     ) -> Option<Observation> {
+        let which = self.host_tool_of(session, tool)?;
         let call_id = opts.call_id.clone().unwrap_or_default();
         let text_bytes = opts.max_text_bytes.unwrap_or(DEFAULT_TEXT_BYTES);
-        let artifacts = match tool {
-            _ if self.catalog().get(tool).is_some() => return None,
-            crate::discovery::TOOL_NAME => None,
-            crate::artifact::TOOL_NAME => Some(self.artifacts.as_deref()?),
-            _ => return None,
-        };
         if let Err(info) = session.check_live(self.budgets()) {
             return Some(Observation::failure(
                 &call_id,
@@ -885,18 +932,36 @@ impl Host {
                 *info,
             ));
         }
-        Some(match artifacts {
-            Some(store) => crate::artifact::view(
+        Some(match which {
+            HostTool::ArtifactView(store) => crate::artifact::view(
                 store,
                 &session.grant().binding_hex(),
                 args,
                 &call_id,
                 text_bytes,
             ),
-            None => {
+            HostTool::FindTools => {
                 let index =
                     crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
                 crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+            }
+            // A dry run hands out no token.
+            HostTool::Delegate(_) if mode == Mode::Plan => Observation::failure(
+                &call_id,
+                tool,
+                SideEffect::ReadOnly,
+                ErrorCode::InvalidArguments
+                    .info("`delegate` has no dry run: call it without dry_run to make the token"),
+            ),
+            HostTool::Delegate(client) => {
+                let mut client = client.clone();
+                if client.http_url.is_none() {
+                    client.http_url = opts.request_url.clone();
+                }
+                if client.workspace.is_none() {
+                    client.workspace = Some(session.workspace().root().display().to_string());
+                }
+                crate::delegation::delegate(session, self.budgets(), args, &client, &call_id)
             }
         })
     }
@@ -912,7 +977,7 @@ impl Host {
         cancel: Option<&CancelToken>,
     ) -> Observation {
         let call_id = opts.call_id.clone().unwrap_or_default();
-        if let Some(obs) = self.host_tool(session, tool, args, &opts) {
+        if let Some(obs) = self.host_tool(session, tool, args, &opts, mode) {
             return obs;
         }
         let admission = match session.admit(

@@ -35,7 +35,7 @@ pub struct Recorder {
 }
 
 /// Who is calling, as the record needs it.
-pub(crate) struct Caller<'a> {
+pub struct Caller<'a> {
     pub tool: &'a str,
     pub args: &'a str,
     pub opts: &'a CallOptions,
@@ -158,7 +158,7 @@ impl Recorder {
     /// Records a call refused before it reached the pipeline (an MCP
     /// `tools/call` of a tool the session cannot see, answered with a
     /// protocol error): journaled and counted like any refusal.
-    pub(crate) fn refusal(
+    pub fn refusal(
         &self,
         catalog: &Catalog,
         c: &Caller<'_>,

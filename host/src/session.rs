@@ -453,14 +453,14 @@ impl Session {
 
     /// The gates every use of the token passes, a host tool's too: it has
     /// not expired and no id of its chain is revoked.
-    pub(crate) fn check_live(&self, ledger: &dyn BudgetLedger) -> Result<(), Box<ErrorInfo>> {
+    pub fn check_live(&self, ledger: &dyn BudgetLedger) -> Result<(), Box<ErrorInfo>> {
         self.liveness(ledger).map_err(NotLive::into_info)
     }
 
     /// [`check_live`](Self::check_live), telling a token that is no good
     /// (expired, revoked) from a ledger that cannot say (the HTTP layer
     /// answers the first 401 and the second 503).
-    pub(crate) fn liveness(&self, ledger: &dyn BudgetLedger) -> Result<(), NotLive> {
+    pub fn liveness(&self, ledger: &dyn BudgetLedger) -> Result<(), NotLive> {
         let now = SystemTime::now();
         self.grant
             .check_time(now)
@@ -527,7 +527,7 @@ impl Session {
 
 /// Why a session's token may not be used now ([`Session::liveness`]).
 #[derive(Debug)]
-pub(crate) enum NotLive {
+pub enum NotLive {
     /// The token expired, or an id of its chain is revoked.
     Dead(Box<ErrorInfo>),
     /// The ledger cannot say whether it is revoked (fails closed).

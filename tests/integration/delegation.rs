@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolhost::capability::{Caveat, RootKey, Token};
@@ -737,6 +737,19 @@ fn stdio_allow_delegate_hands_out_a_child_whose_pasted_stdio_config_runs() {
         .map(|c| c["component"].as_str().unwrap())
         .collect();
     assert_eq!(components, ["right", "read", "net"], "{err}");
+    // A dry run hands out no token.
+    let dry = crate::mcp::observation_of(&server.request(
+        20,
+        "tools/call",
+        serde_json::json!({"name": "delegate", "arguments": {"tools": ["file_view"], "read": ["pub"]},
+            "_meta": {"dev.toolhost/dry_run": true}}),
+    ));
+    let err = expect_error(&dry, "error", "invalid_arguments");
+    assert!(
+        err["message"].as_str().unwrap().contains("no dry run"),
+        "{err}"
+    );
+    assert!(!dry.to_string().contains("\"token\""), "{dry}");
     let obs = crate::mcp::observation_of(&server.call(
         3,
         "delegate",
@@ -778,6 +791,43 @@ fn stdio_allow_delegate_hands_out_a_child_whose_pasted_stdio_config_runs() {
     };
     expect_ok(&call(&mut child, 2));
     assert_spent(&call(&mut child, 3), "max_calls", "1");
+
+    // `delegate` runs through the host's call path: both calls of it are in
+    // the journal, under the session's token, with their outcomes.
+    let store = setup.state.path().join("records.sqlite");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let entries = loop {
+        let out = toolhost_command(
+            &["log", "--json", "--tool", "delegate", "--store"],
+            setup.ws.dir.path(),
+        )
+        .arg(&store)
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if entries.as_array().unwrap().len() >= 2 || Instant::now() > deadline {
+            break entries;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut outcomes: Vec<(&str, Option<&str>)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["status"].as_str().unwrap(), e["error_code"].as_str()))
+        .collect();
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [("denied", Some("denied")), ("ok", None)],
+        "{entries}"
+    );
+    assert!(entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["token_id"].is_string() && e["tool"] == "delegate"));
 }
 
 #[test]

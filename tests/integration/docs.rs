@@ -24,7 +24,7 @@
 //!
 //! What the harness changes, all in one place ([`rewrite`]): the build
 //! steps (`cargo test`, `cargo build --release`, `cargo install --locked
-//! --path host`) are what built this binary and are not repeated, `cargo run
+//! --path cli`) are what built this binary and are not repeated, `cargo run
 //! --release --` is that binary, `target/release/toolhost` links to it, and
 //! the fixed port 8080 of the examples becomes a free one, and
 //! `/path/to/project` a fresh directory holding a README.md. A line that
@@ -159,7 +159,7 @@ fn free_port() -> u16 {
 const BUILD_STEPS: [&str; 3] = [
     "cargo test",
     "cargo build --release",
-    "cargo install --locked --path host",
+    "cargo install --locked --path cli",
 ];
 
 /// The one place the harness changes what a block says (see the module

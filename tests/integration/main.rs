@@ -41,6 +41,7 @@ mod plans;
 mod provenance;
 mod python_sdk;
 mod redaction;
+mod reference;
 mod reference_tools;
 mod resources;
 mod run_command;

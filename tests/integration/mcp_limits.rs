@@ -87,7 +87,7 @@ fn http_an_initialize_flood_is_capped_and_memory_stays_flat() {
     );
     assert_eq!(
         opened,
-        toolhost::mcp::DEFAULT_MAX_SESSIONS_PER_TOKEN,
+        toolhost_mcp::DEFAULT_MAX_SESSIONS_PER_TOKEN,
         "clients without a token share one allowance"
     );
     assert!(
@@ -230,7 +230,7 @@ fn http_sleeping_calls_free_their_slots_at_the_deadline() {
     let setup = Setup::new(&["tp_hostile"]);
     let server = HttpServer::start(&setup, &["--timeout-ms", &DEADLINE.as_millis().to_string()]);
     // The server's own count (it runs on this machine, with our CPU set).
-    let slots = toolhost::mcp::call_slots();
+    let slots = toolhost_mcp::call_slots();
     let call = |id: i64, name: &str, arguments: Value| {
         let reply = stateless_as(
             &server,

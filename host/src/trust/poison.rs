@@ -480,8 +480,8 @@ static RULES: LazyLock<Vec<PatternRule>> = LazyLock::new(|| {
     ]
 });
 
-/// Compiles the rules now rather than on the first scan (see
-/// [`crate::warmup`]).
+/// Compiles the rules now rather than on the first scan (the binary does it
+/// on a thread of its own as it starts).
 pub fn compile_rules() {
     LazyLock::force(&RULES);
 }

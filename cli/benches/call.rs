@@ -30,6 +30,7 @@
 #[path = "../../tests/integration/support.rs"]
 mod support;
 
+#[path = "../../host/benches/stats/mod.rs"]
 mod stats;
 
 /// The allocator of the `toolhost` binary (see `src/main.rs`), so that these

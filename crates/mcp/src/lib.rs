@@ -2,7 +2,7 @@
 //! HTTP.
 //!
 //! A thin adapter on the official Rust SDK (`rmcp`, pinned in
-//! `host/Cargo.toml`); every rmcp type stays inside this module. It serves
+//! `crates/mcp/Cargo.toml`); every rmcp type stays inside this crate. It serves
 //! both protocol eras rmcp speaks: the 2025-11-25 handshake (`initialize`)
 //! and the stateless 2026-07-28 revision (`server/discover`, per-request
 //! `_meta`, `resultType`, list cache hints, `subscriptions/listen`).
@@ -97,13 +97,13 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::capability::RootKey;
-use crate::catalog::{Catalog, Source};
-use crate::effects::Records;
-use crate::paths::{Grants, Workspace};
-use crate::pipeline::{CallOptions, Host};
-use crate::sandbox::{LoadEvent, Sandbox};
-use crate::session::{Session, Verifier};
+use toolhost::capability::RootKey;
+use toolhost::catalog::{Catalog, Source};
+use toolhost::effects::Records;
+use toolhost::paths::{Grants, Workspace};
+use toolhost::pipeline::{CallOptions, Host};
+use toolhost::sandbox::{LoadEvent, Sandbox};
+use toolhost::session::{Session, Verifier};
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -112,64 +112,49 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// How long a 2026-07-28 client may cache a `tools/list` page (`ttlMs`).
 pub const LIST_TTL_MS: u64 = 10_000;
 
-/// `toolhost serve` options.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ServeArgs {
+/// How to serve: transport, grants, limits and HTTP bounds (the `toolhost
+/// serve` command line fills it in).
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
     /// Where results over their output limit are kept
-    /// ([`crate::artifact`]); the binary always gives one. Without it such
+    /// ([`toolhost::artifact`]); the binary always gives one. Without it such
     /// a result is `output_too_large`.
-    #[arg(skip)]
-    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC). One of
     /// --stdio and --http is needed.
-    #[arg(long, conflicts_with = "http")]
     pub stdio: bool,
     /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8080), path /mcp.
-    #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// Allow binding --http to a non-loopback address.
-    #[arg(long)]
     pub allow_remote: bool,
     /// Workspace root; argument paths are relative to it.
-    #[arg(long, default_value = ".")]
     pub workspace: PathBuf,
     /// Grant read access to a path under the workspace (repeatable).
-    #[arg(long = "allow-read", value_name = "PATH")]
     pub allow_read: Vec<String>,
     /// Grant read and write access to a path under the workspace (repeatable).
-    #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<String>,
     /// Grant a network origin, `scheme://host[:port]` (repeatable).
-    #[arg(long = "allow-net", value_name = "ORIGIN")]
     pub allow_net: Vec<String>,
     /// Grant a native program, by name (looked up on PATH) or absolute
     /// path (repeatable).
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
     pub allow_exec: Vec<String>,
     /// Wall-clock limit of every call (default: each tool's own).
-    #[arg(long, value_name = "N")]
     pub timeout_ms: Option<u64>,
     /// Fuel limit of every call (default: 2e9).
-    #[arg(long, value_name = "N")]
     pub fuel: Option<u64>,
     /// Memory limit of every call, in MiB (default: 256).
-    #[arg(long, value_name = "N")]
     pub memory_mb: Option<u64>,
     /// Output size limit of every call (default: each tool's own).
-    #[arg(long, value_name = "N")]
     pub max_output_bytes: Option<usize>,
     /// Capability token of the stdio client (HTTP clients send theirs as
     /// `Authorization: Bearer …`). Verified with the host's root key.
-    #[arg(long, value_name = "TOKEN", env = "TOOLHOST_TOKEN")]
     pub token: Option<String>,
     /// Refuse clients without a valid capability token (HTTP 401) instead of
     /// giving them the command-line grants.
-    #[arg(long)]
     pub require_token: bool,
     /// Give clients on the command-line grants the `delegate` tool (they
     /// then run under a token minted from those grants with the `delegate`
     /// right; needs the root key).
-    #[arg(long)]
     pub allow_delegate: bool,
     /// Let clients on the command-line grants approve their own plans of
     /// irreversible calls (the `self_approve` right): a plan token from
@@ -180,39 +165,30 @@ pub struct ServeArgs {
     pub self_approve: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
-    #[arg(skip)]
-    pub client: crate::delegation::ClientConfig,
+    pub client: toolhost::delegation::ClientConfig,
     /// Largest incoming message, in bytes.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
     /// Tools per tools/list page.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE)]
     pub page_size: usize,
     /// Lazy discovery: a session's tools/list starts with `find_tools`
     /// alone; the tools it finds join that session's list, announced with
     /// notifications/tools/list_changed.
-    #[arg(long)]
     pub lazy_tools: bool,
     /// How long the plugin directory must stay quiet after a change before
     /// the catalog is reloaded (and the polling period where the OS gives
     /// no change notifications), in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_ms: u64,
     /// HTTP: most sessions (2025-11-25 handshakes) open at once.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
     /// HTTP: most sessions open at once per token (a token made from
     /// another with an id of its own has its own allowance, and all the
     /// tokens made from one minted token share one more; clients without a
     /// token share one allowance).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_TOKEN)]
     pub max_sessions_per_token: usize,
     /// HTTP: a session with nothing running for this long is closed.
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_SESSION_IDLE_MS)]
     pub session_idle_ms: u64,
     /// HTTP: time a client has to send a request's headers, and again its
     /// body; also how long an idle connection is kept.
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
     pub request_timeout_ms: u64,
 }
 
@@ -233,11 +209,11 @@ pub struct Plugins {
     /// Every `*.wasm` here (watched).
     pub dir: Option<PathBuf>,
     /// Single component files, each maybe under a namespace
-    /// ([`crate::toolname`]).
-    pub files: Vec<crate::toolname::PluginSpec>,
+    /// ([`toolhost::toolname`]).
+    pub files: Vec<toolhost::toolname::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
-    pub trust: Option<crate::trust::policy::TrustPolicy>,
+    pub trust: Option<toolhost::trust::policy::TrustPolicy>,
 }
 
 impl Plugins {
@@ -271,7 +247,7 @@ pub struct SessionScope {
 impl SessionScope {
     /// Whether the session may see and call `tool`.
     pub fn allows(&self, tool: &str) -> bool {
-        if tool == crate::delegation::TOOL_NAME && self.may_delegate() {
+        if tool == toolhost::delegation::TOOL_NAME && self.may_delegate() {
             return true;
         }
         self.session.grant().allows_tool(tool)
@@ -279,14 +255,14 @@ impl SessionScope {
 
     /// Whether the session may call every tool (its token says `tool=*`).
     pub fn allows_every_tool(&self) -> bool {
-        crate::capability::ToolPattern::parse("*")
+        toolhost::capability::ToolPattern::parse("*")
             .is_ok_and(|all| self.session.grant().tools().covers(&all))
     }
 
     /// Whether the session gets the host's `delegate` tool (its token holds
-    /// the `delegate` right; see [`crate::delegation`]).
+    /// the `delegate` right; see [`toolhost::delegation`]).
     pub fn may_delegate(&self) -> bool {
-        crate::delegation::may_delegate(Some(&self.session))
+        toolhost::delegation::may_delegate(Some(&self.session))
     }
 }
 
@@ -309,7 +285,7 @@ pub trait SessionPolicy: Send + Sync + 'static {
 /// Verified sessions are cached by token text, least recently used first
 /// out ([`MAX_CACHED_SESSIONS`]): the cache saves verifying a token on
 /// every request and holds nothing that matters for security, since the
-/// `max_calls` counts live host-wide ([`crate::budget`]) and a token
+/// `max_calls` counts live host-wide ([`toolhost::budget`]) and a token
 /// evicted or seen again under new text counts against the same caveats.
 pub struct TokenPolicy {
     pub verifier: Box<dyn Verifier + Send + Sync>,
@@ -459,13 +435,13 @@ impl Generation {
     }
 
     /// The published definition of `name` as an rmcp value.
-    pub(super) fn rmcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+    pub(crate) fn rmcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         self.parsed[self.position(name)?].clone()
     }
 
     /// Whether calls of `name` carry `Mcp-Param-*` headers (its published
     /// input schema declares one); false for a name not in the list.
-    pub(super) fn header_params(&self, name: &str) -> bool {
+    pub(crate) fn header_params(&self, name: &str) -> bool {
         self.position(name).is_some_and(|i| self.header_params[i])
     }
 }
@@ -482,11 +458,11 @@ pub(crate) struct State {
     /// The idempotency record store every generation's host uses.
     pub records: Option<Records>,
     /// The artifact store every generation's host spills to.
-    pub artifacts: Option<Arc<crate::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
     /// The journal, breaker and metrics every generation's host shares.
-    pub recorder: crate::record::Recorder,
+    pub recorder: toolhost::record::Recorder,
     /// What `delegate` results say about reaching this host.
-    pub client: crate::delegation::ClientConfig,
+    pub client: toolhost::delegation::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
     pub http_url: std::sync::OnceLock<String>,
     /// Calls running at once: two per core. Many more only make instances
@@ -533,8 +509,9 @@ fn load(
     sandbox: &Sandbox,
     plugins: &Plugins,
     records: Option<&Records>,
-    recorder: &crate::record::Recorder,
-    artifacts: Option<&Arc<crate::artifact::Artifacts>>,
+    recorder: &toolhost::record::Recorder,
+    artifacts: Option<&Arc<toolhost::artifact::Artifacts>>,
+    client: &toolhost::delegation::ClientConfig,
 ) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
@@ -548,9 +525,9 @@ fn load(
         }
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
-        crate::metrics::note_load(&event);
+        toolhost::metrics::note_load(&event);
         if let LoadEvent::Compiling { .. } = event {
-            log!("{}", crate::messages::compiling(plugin));
+            log!("{}", toolhost::messages::compiling(plugin));
         }
     });
     for problem in catalog.warnings() {
@@ -562,7 +539,9 @@ fn load(
             None => warn!("toolhost: warning: {problem}"),
         }
     }
-    let mut host = Host::new(sandbox.clone(), catalog).with_recorder(recorder.clone());
+    let mut host = Host::new(sandbox.clone(), catalog)
+        .with_recorder(recorder.clone())
+        .with_delegation(client.clone());
     if let Some(a) = artifacts {
         host = host.with_artifacts(a.clone());
     }
@@ -581,10 +560,10 @@ fn load(
 pub fn run(
     sandbox: Sandbox,
     plugins: Plugins,
-    args: ServeArgs,
+    args: ServeOptions,
     root_key: Option<RootKey>,
     records: Option<Records>,
-    recorder: crate::record::Recorder,
+    recorder: toolhost::record::Recorder,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
@@ -606,10 +585,10 @@ pub fn run(
         Some(key) => key,
         None => RootKey::generate().context("a key for the command-line grants")?,
     };
-    let session = crate::delegation::command_line_session(
+    let session = toolhost::delegation::command_line_session(
         &key,
         &workspace,
-        crate::delegation::CommandLineGrants {
+        toolhost::delegation::CommandLineGrants {
             read: &args.allow_read,
             write: &args.allow_write,
             net: &args.allow_net,
@@ -643,10 +622,10 @@ pub fn started() -> bool {
 pub fn serve(
     sandbox: Sandbox,
     plugins: Plugins,
-    args: ServeArgs,
+    args: ServeOptions,
     policy: Arc<dyn SessionPolicy>,
     records: Option<Records>,
-    recorder: crate::record::Recorder,
+    recorder: toolhost::record::Recorder,
 ) -> Result<()> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && !args.allow_remote {
@@ -659,6 +638,7 @@ pub fn serve(
         records.as_ref(),
         &recorder,
         args.artifacts.as_ref(),
+        &args.client,
     );
     // A plugin named on the command line that does not load stops the
     // server at start (on a later reload it is only logged).

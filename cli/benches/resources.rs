@@ -18,6 +18,7 @@
 #[path = "../../tests/integration/support.rs"]
 mod support;
 
+#[path = "../../host/benches/stats/mod.rs"]
 mod stats;
 
 use std::time::Duration;

@@ -25,10 +25,10 @@ use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
 use super::{call_meta, listing, Generation, SessionScope, State, LIST_TTL_MS};
-use crate::effects::KeySource;
-use crate::observation::{Observation, Status};
-use crate::pipeline::{new_call_id, Call, CallOptions, Mode};
-use crate::sandbox::{CancelToken, Limits};
+use toolhost::effects::KeySource;
+use toolhost::observation::{Observation, Status};
+use toolhost::pipeline::{new_call_id, Call, CallOptions, Mode};
+use toolhost::sandbox::{CancelToken, Limits};
 
 /// Most stderr lines forwarded as log messages per call.
 const MAX_LOG_LINES: usize = 100;
@@ -169,12 +169,12 @@ impl McpServer {
         if let Some(t) = obs
             .truncated
             .as_ref()
-            .filter(|_| name != crate::artifact::TOOL_NAME)
+            .filter(|_| name != toolhost::artifact::TOOL_NAME)
         {
             if let Some(id) = &t.artifact {
                 blocks.push(json!({
                     "type": "resource_link",
-                    "uri": crate::artifact::uri(id),
+                    "uri": toolhost::artifact::uri(id),
                     "name": format!("{name} output {id}"),
                     "description": "the whole output of this call, as JSON",
                     "mimeType": "application/json",
@@ -219,40 +219,20 @@ impl McpServer {
             .unwrap_or_else(|| parsed.to_string())
     }
 
-    /// The host's `delegate` tool for this session ([`crate::delegation`]);
-    /// the HTTP configuration names the URL this request came in on.
-    fn delegate(
-        &self,
-        req: &CallRequest<'_>,
-        scope: &SessionScope,
-        host: &crate::pipeline::Host,
-        arguments: &str,
-    ) -> Observation {
-        let mut config = self.state.client.clone();
-        config.http_url = self.state.http_url.get().cloned();
-        if let Some(parts) = req.parts.filter(|_| config.http_url.is_none()) {
-            if let Some(authority) = parts
-                .headers
-                .get(http::header::HOST)
-                .and_then(|h| h.to_str().ok())
-            {
-                config.http_url = Some(format!("http://{authority}/mcp"));
-            }
+    /// The MCP URL this request came in on: the served address, else (a
+    /// request on the direct route before the address is known) its `Host`
+    /// header's.
+    fn request_url(&self, req: &CallRequest<'_>) -> Option<String> {
+        if let Some(url) = self.state.http_url.get() {
+            return Some(url.clone());
         }
-        if config.workspace.is_none() {
-            config.workspace = Some(scope.session.workspace().root().display().to_string());
-        }
-        let session = &scope.session;
-        let call_id = call_meta::parse(req.meta)
-            .ok()
-            .and_then(|m| m.call_id)
-            .unwrap_or_else(new_call_id);
-        crate::delegation::delegate(session, host.budgets(), arguments, &config, &call_id)
+        let authority = req.parts?.headers.get(http::header::HOST)?.to_str().ok()?;
+        Some(format!("http://{authority}/mcp"))
     }
 
     /// What a call adds to this session's list: `artifact_view` after its
     /// first spilled result and, in lazy mode, the top strong hits of a
-    /// `find_tools` call ([`crate::discovery::to_reveal`]). A change is announced with
+    /// `find_tools` call ([`toolhost::discovery::to_reveal`]). A change is announced with
     /// `notifications/tools/list_changed` (before the result, so the client
     /// can list again as soon as it reads it). A stateless HTTP request
     /// has no session to add them to (its handler is made for it and
@@ -262,13 +242,13 @@ impl McpServer {
             return;
         };
         let mut found: Vec<String> = Vec::new();
-        if self.state.lazy && name == crate::discovery::TOOL_NAME {
+        if self.state.lazy && name == toolhost::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
-                found.extend(crate::discovery::to_reveal(tools));
+                found.extend(toolhost::discovery::to_reveal(tools));
             }
         }
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
-            found.push(crate::artifact::TOOL_NAME.to_string());
+            found.push(toolhost::artifact::TOOL_NAME.to_string());
         }
         let added = {
             let mut revealed = self.revealed.lock().unwrap_or_else(|e| e.into_inner());
@@ -298,17 +278,10 @@ impl McpServer {
 
 /// Whether `name` is the host's own `artifact_view` on this host: it spills
 /// and no plugin tool of that name shadows it.
-fn is_host_artifact_tool(host: &crate::pipeline::Host, name: &str) -> bool {
-    name == crate::artifact::TOOL_NAME
+fn is_host_artifact_tool(host: &toolhost::pipeline::Host, name: &str) -> bool {
+    name == toolhost::artifact::TOOL_NAME
         && host.artifacts().is_some()
         && host.catalog().get(name).is_none()
-}
-
-/// Whether `name` is one of the host's own tools that `Host::run` serves
-/// (`artifact_view`, `find_tools`) and no plugin tool shadows.
-fn is_host_tool(host: &crate::pipeline::Host, name: &str) -> bool {
-    is_host_artifact_tool(host, name)
-        || (name == crate::discovery::TOOL_NAME && host.catalog().get(name).is_none())
 }
 
 fn is_stateless(cx: &RequestContext<RoleServer>) -> bool {
@@ -357,11 +330,6 @@ impl McpServer {
         let _running = self.state.running.acquire().await;
         let scope = self.scope(req.parts)?;
         let generation = self.state.current();
-        // Dispatch: the host's own `delegate` tool, or a catalog tool.
-        if name == crate::delegation::TOOL_NAME && scope.may_delegate() {
-            let obs = self.delegate(req, &scope, &generation.host, &arguments);
-            return self.finish(req, name, obs).await;
-        }
         let parsed = match self.parse_call(req, &generation, &scope, name) {
             Ok(parsed) => parsed,
             Err(e) => {
@@ -385,12 +353,12 @@ impl McpServer {
         name: &str,
         arguments: &str,
     ) {
-        use crate::observation::ErrorCode;
-        let opts = crate::pipeline::CallOptions {
+        use toolhost::observation::ErrorCode;
+        let opts = toolhost::pipeline::CallOptions {
             conversation: Some(self.conversation.to_string()),
             ..Default::default()
         };
-        let caller = crate::record::Caller {
+        let caller = toolhost::record::Caller {
             tool: name,
             args: arguments,
             opts: &opts,
@@ -430,7 +398,7 @@ impl McpServer {
             .catalog()
             .get(name)
             .filter(|_| scope.allows(name));
-        let host_tool = tool.is_none() && is_host_tool(&generation.host, name);
+        let host_tool = tool.is_none() && generation.host.serves_host_tool(&scope.session, name);
         let Some(budget) = tool
             .map(|t| t.descriptor.default_timeout_ms)
             .or(host_tool.then_some(0))
@@ -480,6 +448,7 @@ impl McpServer {
             .and_then(|p| p.peer_info())
             .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
         opts.conversation = Some(self.conversation.to_string());
+        opts.request_url = self.request_url(req);
         Ok(ParsedCall {
             opts,
             mode: if meta.dry_run { Mode::Plan } else { Mode::Run },
@@ -488,7 +457,7 @@ impl McpServer {
         })
     }
 
-    /// The one executor: [`Host::run`](crate::pipeline::Host::run) off the
+    /// The one executor: [`Host::run`](toolhost::pipeline::Host::run) off the
     /// runtime's async work, stoppable by the client's cancellation. Where
     /// it runs depends only on progress: a call without progress on the
     /// warm call thread (else the blocking pool; on this worker when the
@@ -722,7 +691,7 @@ impl ServerHandler for McpServer {
         .expect("static capabilities");
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(crate::messages::SERVER_INSTRUCTIONS)
+            .with_instructions(toolhost::messages::SERVER_INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -750,19 +719,19 @@ impl ServerHandler for McpServer {
             && generation
                 .host
                 .catalog()
-                .get(crate::discovery::TOOL_NAME)
+                .get(toolhost::discovery::TOOL_NAME)
                 .is_none()
         {
-            find_def = crate::discovery::tool_definition();
-            let name = crate::discovery::TOOL_NAME;
+            find_def = toolhost::discovery::tool_definition();
+            let name = toolhost::discovery::TOOL_NAME;
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &find_def));
         }
         // The host's own `delegate` tool (it shadows a plugin's of that name).
         let delegate_def;
         if scope.may_delegate() {
-            delegate_def = crate::delegation::tool_definition();
-            let name = crate::delegation::TOOL_NAME;
+            delegate_def = toolhost::delegation::tool_definition();
+            let name = toolhost::delegation::TOOL_NAME;
             visible.retain(|(n, _)| n != name);
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &delegate_def));
@@ -770,11 +739,11 @@ impl ServerHandler for McpServer {
         // The host's own `artifact_view`, once a result of this session
         // spilled (until then it would only cost every turn tokens).
         let artifact_def;
-        if is_host_artifact_tool(&generation.host, crate::artifact::TOOL_NAME)
-            && revealed.contains(crate::artifact::TOOL_NAME)
+        if is_host_artifact_tool(&generation.host, toolhost::artifact::TOOL_NAME)
+            && revealed.contains(toolhost::artifact::TOOL_NAME)
         {
-            artifact_def = crate::artifact::tool_definition();
-            let name = crate::artifact::TOOL_NAME;
+            artifact_def = toolhost::artifact::tool_definition();
+            let name = toolhost::artifact::TOOL_NAME;
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &artifact_def));
         }
@@ -783,7 +752,7 @@ impl ServerHandler for McpServer {
             .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
         let mut result = json!({ "tools": page });
         result["_meta"] = json!({
-            listing::META_ENVELOPE_SCHEMA: crate::observation::SCHEMA_ID,
+            listing::META_ENVELOPE_SCHEMA: toolhost::observation::SCHEMA_ID,
         });
         // A session sees the refusals of tools it could call; a refused
         // plugin whose tools are unknown only when it may call anything.
@@ -836,10 +805,10 @@ impl ServerHandler for McpServer {
         let Some(store) = generation.host.artifacts() else {
             return Err(not_found(format!("no resource `{uri}`")));
         };
-        let Some(id) = crate::artifact::id_of_uri(&uri) else {
+        let Some(id) = toolhost::artifact::id_of_uri(&uri) else {
             return Err(not_found(format!(
                 "no resource `{uri}`: this server serves only {}<id> of spilled results",
-                crate::artifact::URI_PREFIX
+                toolhost::artifact::URI_PREFIX
             )));
         };
         if let Err(e) = scope.session.check_live(generation.host.budgets()) {
@@ -847,11 +816,11 @@ impl ServerHandler for McpServer {
         }
         let owner = scope.session.grant().binding_hex();
         let artifact = store.read(id, &owner).map_err(|e| match e {
-            crate::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
+            toolhost::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
                 e.to_string(),
                 Some(json!({"uri": uri.clone(), "code": "denied"})),
             ),
-            crate::artifact::ArtifactError::Io { .. } => {
+            toolhost::artifact::ArtifactError::Io { .. } => {
                 ErrorData::internal_error(e.to_string(), None)
             }
             _ => not_found(e.to_string()),

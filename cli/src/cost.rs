@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::json;
 use tiktoken_rs::CoreBPE;
 
-use crate::descriptor::ToolDescriptor;
+use toolhost::descriptor::ToolDescriptor;
 
 /// The tokenizer the counts are made with.
 pub const TOKENIZER: &str = "o200k_base";
@@ -88,7 +88,7 @@ pub fn definition_text(d: &ToolDescriptor) -> String {
     json!({
         "name": d.name,
         "description": d.description,
-        "parameters": crate::mcp::listing::published_schema(&d.input_schema),
+        "parameters": toolhost_mcp::listing::published_schema(&d.input_schema),
     })
     .to_string()
 }
@@ -108,7 +108,7 @@ pub fn catalog_cost<'a>(
         })
         .collect::<Result<Vec<_>, CostError>>()?;
     let per_turn_tokens: u64 = tools.iter().map(|t| t.tokens).sum();
-    let find = crate::discovery::tool_definition();
+    let find = toolhost::discovery::tool_definition();
     let lazy_turn = count_tokens(
         &json!({
             "name": find["name"],
@@ -170,7 +170,7 @@ impl CatalogCost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::{Needs, SideEffect};
+    use toolhost::descriptor::{Needs, SideEffect};
 
     fn tool(name: &str, description: &str) -> ToolDescriptor {
         ToolDescriptor {

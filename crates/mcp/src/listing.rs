@@ -16,7 +16,7 @@
 //! | the envelope (status, error, effects, usage, logs, …) | `_meta["dev.toolhost/observation"]`: the observation without `output` and `text` |
 //!
 //! The envelope's schema is published once: `schemas/observation.schema.json`
-//! (`$id` [`crate::observation::SCHEMA_ID`], named in the `_meta` of every
+//! (`$id` [`toolhost::observation::SCHEMA_ID`], named in the `_meta` of every
 //! `tools/list` result under [`META_ENVELOPE_SCHEMA`]), never repeated in a
 //! tool's `outputSchema`.
 
@@ -25,8 +25,8 @@ use base64::Engine;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::Tool;
-use crate::descriptor::SideEffect;
+use toolhost::catalog::Tool;
+use toolhost::descriptor::SideEffect;
 
 /// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
 pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
@@ -53,7 +53,7 @@ pub const META_REFUSED: &str = "dev.toolhost/refused";
 /// `visible` says whether a refusal of that tool (`None`: of a whole
 /// plugin) may be shown to the caller.
 pub fn refused(
-    catalog: &crate::catalog::Catalog,
+    catalog: &toolhost::catalog::Catalog,
     visible: &dyn Fn(Option<&str>) -> bool,
 ) -> Vec<Value> {
     catalog
@@ -196,7 +196,7 @@ fn rewrite_root_refs(v: &mut Value) {
 /// call's output limit, kept as an artifact): what was cut, the artifact
 /// (its id and its MCP resource URI) and the `artifact_view` call that
 /// reads it from where the text's head ends. `None` for anything else.
-pub fn spill_content(t: &crate::observation::Truncation) -> Option<Value> {
+pub fn spill_content(t: &toolhost::observation::Truncation) -> Option<Value> {
     let truncated = serde_json::json!({
         "original_bytes": t.original_bytes,
         "kept_bytes": t.kept_bytes,
@@ -208,7 +208,7 @@ pub fn spill_content(t: &crate::observation::Truncation) -> Option<Value> {
             "truncated": truncated,
             "artifact": {
                 "id": id,
-                "uri": crate::artifact::uri(id),
+                "uri": toolhost::artifact::uri(id),
                 "mimeType": "application/json",
             },
             "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
@@ -224,7 +224,7 @@ pub fn spill_content(t: &crate::observation::Truncation) -> Option<Value> {
 /// is one; the [spill object](spill_content) of a spilled `ok` answer) and
 /// the `_meta` object carrying the envelope.
 pub fn call_result_parts(
-    mut obs: crate::observation::Observation,
+    mut obs: toolhost::observation::Observation,
 ) -> serde_json::Result<(String, Option<Value>, Map<String, Value>)> {
     // The output and the text move out; only the rest is serialized.
     let output = obs.output.take().filter(|v| !v.is_null()).or_else(|| {
@@ -355,7 +355,7 @@ pub fn content_blocks(output: Option<&Value>) -> Vec<Value> {
 /// markers), for an untrusted observation: the model reads those blocks
 /// first, so they carry the same marker as the observation's `text`.
 pub fn mark_untrusted(blocks: &mut [Value]) {
-    use crate::observation::{UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
+    use toolhost::observation::{UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
     for b in blocks {
         if b.get("type").and_then(Value::as_str) != Some("text") {
             continue;
@@ -412,13 +412,13 @@ mod tests {
         let v = jsonschema::validator_for(&published).expect("its references resolve");
         let output = json!({"matches": [{"line": 1}], "again": [], "child": {"matches": []}});
         assert!(v.is_valid(&output), "{:?}", v.iter_errors(&output).next());
-        let t = crate::observation::Truncation {
+        let t = toolhost::observation::Truncation {
             original_bytes: 10,
             kept_bytes: 4,
             omitted_bytes: 6,
             hint: "h".into(),
             artifact: Some("a".repeat(32)),
-            follow_up: Some(crate::observation::FollowUp {
+            follow_up: Some(toolhost::observation::FollowUp {
                 tool: "artifact_view".into(),
                 arguments: json!({"artifact": "a".repeat(32), "offset": 4}),
             }),
@@ -442,7 +442,7 @@ mod tests {
         }
         // An output over the limit that was not kept: what was cut, no
         // artifact; admitted too.
-        let unkept = crate::observation::Truncation {
+        let unkept = toolhost::observation::Truncation {
             artifact: None,
             follow_up: None,
             ..t.clone()
@@ -451,7 +451,7 @@ mod tests {
         assert!(unkept.get("artifact").is_none());
         assert!(v.is_valid(&unkept), "{unkept}");
         // An artifact without its follow-up is neither.
-        let half = crate::observation::Truncation {
+        let half = toolhost::observation::Truncation {
             follow_up: None,
             ..t
         };
@@ -533,7 +533,7 @@ mod tests {
 
     #[test]
     fn call_result_splits_text_output_and_envelope() {
-        use crate::observation::Observation;
+        use toolhost::observation::Observation;
         let obs = Observation::ok("c1", "t", SideEffect::ReadOnly, json!({"n": 1}), 100)
             .with_plugin_text("one item", 100);
         let (text, output, meta) = call_result_parts(obs.clone()).unwrap();

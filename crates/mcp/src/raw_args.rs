@@ -4,7 +4,7 @@
 //! rmcp turns each message into `serde_json` values before the handler
 //! runs, and `serde_json` keeps the last of two equal keys: `{"path": "a",
 //! "path": "b"}` would arrive as `{"path": "b"}`, which the pipeline's
-//! strict parse ([`crate::json`]) exists to refuse. So the transports look
+//! strict parse ([`toolhost::json`]) exists to refuse. So the transports look
 //! at every message first: when it is a `tools/call` whose `arguments` text
 //! fails the strict parse, that text is kept ([`Kept`]), keyed by request
 //! id, and the handler hands it to the pipeline instead of rmcp's value;
@@ -80,7 +80,7 @@ fn kept_from(m: Message<'_>) -> Option<RawArguments> {
         return None;
     }
     let text = m.params?.arguments?.get();
-    if crate::json::parse_strict(text).is_ok() {
+    if toolhost::json::parse_strict(text).is_ok() {
         return None;
     }
     Some(RawArguments {

@@ -54,10 +54,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod approvals_cmd;
 mod cap_cmd;
 mod config;
+mod cost;
 mod log_cmd;
 mod plugin_cmd;
+#[cfg(test)]
+mod reference;
 mod render;
+mod serve_args;
 mod serve_failure;
+mod warmup;
+
+use serve_args::ServeArgs;
 
 #[derive(Parser)]
 #[command(
@@ -283,7 +290,7 @@ enum Command {
     /// "arguments", "idempotency_key"?}) and print one result envelope.
     Batch(BatchArgs),
     /// Serve the tools over MCP (stdio or Streamable HTTP).
-    Serve(toolhost::mcp::ServeArgs),
+    Serve(ServeArgs),
     /// Plan a side-effecting call (its dry-run) and print the plan with the
     /// plan token that approves it.
     Plan(CallArgs),
@@ -541,8 +548,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // Every command below loads plugins: without a cache directory to
     // remember clean descriptors in, the poisoning rules compile beside it.
     let third_party = cli.plugins.plugins_dir.is_some() || !cli.plugins.plugins.is_empty();
-    toolhost::warmup::in_background(third_party && config.cache_dir.is_none());
-    toolhost::warmup::redactor_in_background(matches!(
+    warmup::in_background(third_party && config.cache_dir.is_none());
+    warmup::redactor_in_background(matches!(
         cli.command,
         Command::Call(_) | Command::Batch(_) | Command::Serve(_) | Command::Plan(_)
     ));
@@ -595,7 +602,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(s) => host.visible_tools(s).collect(),
                 None => host.catalog().tools().collect(),
             };
-            let cost = toolhost::cost::catalog_cost(tools.iter().map(|t| &t.descriptor), turns)?;
+            let cost = cost::catalog_cost(tools.iter().map(|t| &t.descriptor), turns)?;
             if json {
                 emit(serde_json::to_string_pretty(&cost)?)?;
             } else {
@@ -694,7 +701,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => {
             let stdio = args.http.is_none();
             match serve(sandbox, &cli.plugins, args) {
-                Err(e) if !toolhost::mcp::started() => {
+                Err(e) if !toolhost_mcp::started() => {
                     let reason = format!("{e:#}");
                     eprintln!("toolhost serve: not started: {reason}");
                     if stdio {
@@ -709,26 +716,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 /// `toolhost serve`.
-fn serve(sandbox: Sandbox, p: &PluginArgs, mut args: toolhost::mcp::ServeArgs) -> Result<ExitCode> {
-    args.client = client_config(p, &args.workspace);
+fn serve(sandbox: Sandbox, p: &PluginArgs, args: ServeArgs) -> Result<ExitCode> {
+    let client = client_config(p, &args.workspace);
     let policy = p.trust_policy();
     // A lock or signers file that cannot be read stops the server before it
     // starts (a later reload that fails refuses the third-party plugins
     // instead).
     policy.prepare().context("trust policy")?;
-    let plugins = toolhost::mcp::Plugins {
+    let plugins = toolhost_mcp::Plugins {
         builtin: !p.no_builtin,
         dir: p.plugins_dir.clone(),
         files: p.plugins.clone(),
         trust: Some(policy),
     };
     let records = records(p)?;
-    args.artifacts = Some(artifacts(p)?);
+    let args = args.into_options(artifacts(p)?, client);
     let metrics = args
         .http
         .is_some()
         .then(|| std::sync::Arc::new(toolhost::metrics::Metrics::new()));
-    toolhost::mcp::run(
+    toolhost_mcp::run(
         sandbox,
         plugins,
         args,

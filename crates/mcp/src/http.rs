@@ -40,8 +40,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use super::server::McpServer;
 use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
-use crate::capability::Right;
-use crate::session::NotLive;
+use toolhost::capability::Right;
+use toolhost::session::NotLive;
 
 type Body = BoxBody<Bytes, Infallible>;
 type Service = StreamableHttpService<McpServer, Sessions>;
@@ -94,14 +94,14 @@ async fn metrics(state: &Arc<State>) -> Response<Body> {
     let text = tokio::task::spawn_blocking(move || {
         let counts = records
             .as_ref()
-            .map(|r| crate::metrics::record_counts(r.store()));
+            .map(|r| toolhost::metrics::record_counts(r.store()));
         m.render(counts.as_deref())
     })
     .await
     .unwrap_or_default();
     Response::builder()
         .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)
+        .header(header::CONTENT_TYPE, toolhost::metrics::CONTENT_TYPE)
         .body(Full::new(Bytes::from(text)).boxed())
         .expect("a valid response")
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{load, Plugins, State};
-use crate::sandbox::Sandbox;
+use toolhost::sandbox::Sandbox;
 
 type Listing = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
 
@@ -31,7 +31,7 @@ fn scan(dir: &Path) -> Listing {
             let name = name.to_string_lossy();
             name.ends_with(".wasm")
                 || name.ends_with(".wasm.sig")
-                || name == crate::trust::lock::LOCK_FILE_NAME
+                || name == toolhost::trust::lock::LOCK_FILE_NAME
         })
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
@@ -153,6 +153,7 @@ pub(super) fn spawn(
                     state.records.as_ref(),
                     &state.recorder,
                     state.artifacts.as_ref(),
+                    &state.client,
                 );
                 let count = next.tools.len();
                 if state.install(next) {

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Which workspace crate may depend on which outside crate.
+
+Reads `cargo metadata` (declared dependencies, build and normal, not dev)
+and fails when a crate depends on a library reserved for another one, so
+the boundaries between the crates are kept by the build, not by review.
+"""
+import json
+import subprocess
+import sys
+
+# outside crate -> the workspace crates allowed to depend on it
+RULES = {
+    "clap": {"toolhost-cli"},
+    "clap_complete": {"toolhost-cli"},
+    "tracing-subscriber": {"toolhost-cli"},
+    "mimalloc": {"toolhost-cli"},
+    "tiktoken-rs": {"toolhost-cli"},
+    "rmcp": {"toolhost-mcp"},
+    "hyper-util": {"toolhost-mcp"},
+    "notify": {"toolhost-mcp"},
+    # The engine and the databases stay in the host library until the
+    # sandbox and the record store are crates of their own.
+    "wasmtime": {"toolhost"},
+    "wasmtime-wasi": {"toolhost"},
+    "wasmtime-wasi-http": {"toolhost"},
+    "wasmtime-wasi-io": {"toolhost"},
+    "rusqlite": {"toolhost"},
+    "postgres": {"toolhost"},
+}
+
+
+def main() -> int:
+    meta = json.loads(
+        subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--no-deps", "--locked"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    broken = []
+    for pkg in meta["packages"]:
+        for dep in pkg["dependencies"]:
+            if dep.get("kind") == "dev":
+                continue
+            allowed = RULES.get(dep["name"])
+            if allowed is not None and pkg["name"] not in allowed:
+                broken.append(
+                    f"{pkg['name']} depends on {dep['name']}, which only "
+                    f"{', '.join(sorted(allowed))} may use"
+                )
+    for line in broken:
+        print(f"crate rule broken: {line}", file=sys.stderr)
+    if not broken:
+        names = sorted(p["name"] for p in meta["packages"])
+        print(f"crate rules hold for {', '.join(names)}")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
