@@ -161,7 +161,6 @@ pub struct ServeOptions {
     /// their own dry run then runs the call with no person asked. Without
     /// it such a call ends `approval_pending` until a person runs
     /// `toolhost approvals approve`.
-    #[arg(long)]
     pub self_approve: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
