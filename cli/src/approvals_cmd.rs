@@ -62,7 +62,8 @@ pub(crate) fn run(cmd: &ApprovalsCommand, p: &PluginArgs) -> Result<ExitCode> {
         .approvals()
         .context("the record store keeps no approvals")?;
     let approvals = Approvals::new(backend)
-        .with_ttl(std::time::Duration::from_millis(p.approval_ttl_ms.max(1)));
+        .with_ttl(std::time::Duration::from_millis(p.approval_ttl_ms.max(1)))
+        .with_journal(store.clone().journal());
     let now = approval::now_ms();
     match cmd {
         ApprovalsCommand::List { all, json } => {
@@ -100,7 +101,6 @@ pub(crate) fn run(cmd: &ApprovalsCommand, p: &PluginArgs) -> Result<ExitCode> {
             let by = approval::cli_user();
             match approvals.decide(id.trim(), approve, &by, note.as_deref())? {
                 Decided::Done(a) => {
-                    journal(&store, &a);
                     emit(serde_json::to_string_pretty(&shown(
                         &a,
                         approval::now_ms(),
@@ -160,22 +160,5 @@ fn targets(a: &Approval) -> String {
         "-".into()
     } else {
         paths.join(",")
-    }
-}
-
-/// Writes the decision to the call journal; a journal that cannot be
-/// written is a warning (the decision itself is kept).
-fn journal(store: &std::sync::Arc<dyn toolhost::idempotency::Store>, a: &Approval) {
-    let written = store
-        .clone()
-        .journal()
-        .context("the record store keeps no call journal")
-        .and_then(|j| {
-            j.init()?;
-            j.append(&mut [approval::journal_entry(a)])?;
-            Ok(())
-        });
-    if let Err(e) = written {
-        eprintln!("toolhost: warning: the decision is not in the call journal: {e:#}");
     }
 }

@@ -109,7 +109,10 @@ impl Records {
     pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> Records {
         Records {
             ledger: store.clone().capability_ledger(),
-            approvals: store.clone().approvals().map(Approvals::new),
+            approvals: store
+                .clone()
+                .approvals()
+                .map(|b| Approvals::new(b).with_journal(store.clone().journal())),
             store,
             host_key: host_key.into(),
             lease_margin: LEASE_MARGIN,

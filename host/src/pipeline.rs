@@ -179,6 +179,12 @@ impl Host {
         self.records.as_ref()
     }
 
+    /// The approvals of this host's record store, if it keeps them: where a
+    /// client that can ask a person records the answer.
+    pub fn approvals(&self) -> Option<&crate::approval::Approvals> {
+        self.records.as_ref().and_then(|r| r.approvals())
+    }
+
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }

@@ -229,6 +229,9 @@ pub struct Approvals {
     backend: Arc<dyn ApprovalBackend>,
     init: Arc<OnceLock<()>>,
     ttl: Duration,
+    /// Where each decision is written ([`journal_entry`]).
+    journal: Option<Arc<dyn crate::journal::JournalBackend>>,
+    journal_init: Arc<OnceLock<()>>,
 }
 
 impl Approvals {
@@ -237,7 +240,19 @@ impl Approvals {
             backend,
             init: Arc::new(OnceLock::new()),
             ttl: DEFAULT_APPROVAL_TTL,
+            journal: None,
+            journal_init: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Writes each decision to `journal` (the call journal of the same
+    /// store), where `toolhost log` shows it.
+    pub fn with_journal(
+        mut self,
+        journal: Option<Arc<dyn crate::journal::JournalBackend>>,
+    ) -> Approvals {
+        self.journal = journal;
+        self
     }
 
     /// How long a pending approval waits, and an approved one stays usable
@@ -273,7 +288,8 @@ impl Approvals {
         Ok(())
     }
 
-    /// Approves (or declines) a pending approval now.
+    /// Approves (or declines) a pending approval now; a decision is written
+    /// to the journal.
     pub fn decide(
         &self,
         id: &str,
@@ -283,7 +299,21 @@ impl Approvals {
     ) -> Result<Decided, StoreError> {
         let now = now_ms();
         let until = now.saturating_add(self.ttl.as_millis() as u64);
-        self.backend()?.decide(id, approve, by, note, now, until)
+        let decided = self.backend()?.decide(id, approve, by, note, now, until)?;
+        if let (Decided::Done(a), Some(journal)) = (&decided, &self.journal) {
+            let written = match self.journal_init.get() {
+                Some(()) => Ok(()),
+                None => journal.init().map(|()| {
+                    let _ = self.journal_init.set(());
+                }),
+            }
+            .and_then(|()| journal.append(&mut [journal_entry(a)]));
+            if let Err(e) = written {
+                // The decision stands; only its journal line is missing.
+                tracing::warn!("approval {} is not in the call journal: {e}", a.id);
+            }
+        }
+        Ok(decided)
     }
 }
 
