@@ -78,6 +78,7 @@ macro_rules! warn {
 pub mod call_meta;
 mod compact_out;
 mod direct;
+mod elicit;
 mod http;
 pub mod listing;
 mod raw_args;
