@@ -734,3 +734,132 @@ fn mcp_without_elicitation_gets_approval_pending_and_retries_with_the_id() {
     assert_eq!(again["error"]["code"], "stale_plan", "{again}");
     assert!(setup.ws.path("pub/a.txt").exists());
 }
+
+/// A stdio server whose client declares form elicitation.
+fn asking_client(setup: &crate::mcp::Setup) -> crate::mcp::StdioServer {
+    let mut s = crate::mcp::StdioServer::start(setup, &["--allow-write", "pub"]);
+    let init = s.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+               "clientInfo": {"name": "asker", "version": "2"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s
+}
+
+/// Calls `file_delete` on `path`, waits for the server's question, lets
+/// `before_answer` run, answers with `result` and returns the call's
+/// observation and the question.
+fn delete_asking(
+    s: &mut crate::mcp::StdioServer,
+    id: i64,
+    path: &str,
+    before_answer: impl FnOnce(),
+    result: Value,
+) -> (Value, Value) {
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "file_delete", "arguments": {"path": path}}}));
+    let question = s.wait_for("elicitation/create", |v| {
+        v["method"] == "elicitation/create"
+    });
+    before_answer();
+    s.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": result}));
+    (crate::mcp::observation_of(&s.response(id)), question)
+}
+
+#[test]
+fn mcp_elicitation_asks_the_person_and_runs_only_what_they_approved() {
+    let setup = crate::mcp::Setup::new(&[]);
+    for f in ["pub/a.txt", "pub/b.txt", "pub/c.txt", "pub/d.txt"] {
+        setup.ws.write(f, "keep?\n");
+    }
+    let mut s = asking_client(&setup);
+
+    // Accept: the plan in plain words, then the deletion runs.
+    let (obs, question) = delete_asking(
+        &mut s,
+        1,
+        "pub/a.txt",
+        || {},
+        json!({"action": "accept", "content": {"approve": true, "note": "fine"}}),
+    );
+    let params = &question["params"];
+    assert_eq!(params["mode"], "form", "{question}");
+    let message = params["message"].as_str().unwrap();
+    assert!(
+        message.contains("file_delete") && message.contains("pub/a.txt"),
+        "{message}"
+    );
+    assert!(message.contains("Plan:"), "{message}");
+    assert_eq!(
+        params["requestedSchema"]["required"],
+        json!(["approve"]),
+        "{question}"
+    );
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert!(!setup.ws.path("pub/a.txt").exists());
+
+    // Decline: approval_declined, the file stays.
+    let (obs, _) = delete_asking(&mut s, 2, "pub/b.txt", || {}, json!({"action": "decline"}));
+    assert_eq!(obs["error"]["code"], "approval_declined", "{obs}");
+    assert!(setup.ws.path("pub/b.txt").exists());
+    // Accepting the form but saying no is a decline too.
+    let (obs, _) = delete_asking(
+        &mut s,
+        3,
+        "pub/b.txt",
+        || {},
+        json!({"action": "accept", "content": {"approve": false}}),
+    );
+    assert_eq!(obs["error"]["code"], "approval_declined", "{obs}");
+    assert!(setup.ws.path("pub/b.txt").exists());
+
+    // Cancel: nothing decided; the id a person can still settle.
+    let (obs, _) = delete_asking(&mut s, 4, "pub/c.txt", || {}, json!({"action": "cancel"}));
+    assert_eq!(obs["error"]["code"], "approval_pending", "{obs}");
+    assert!(setup.ws.path("pub/c.txt").exists());
+
+    // The target changes between the question and the answer: stale.
+    let ws = &setup.ws;
+    let (obs, _) = delete_asking(
+        &mut s,
+        5,
+        "pub/d.txt",
+        || {
+            ws.write("pub/d.txt", "changed while the person read the plan\n");
+        },
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    assert_eq!(obs["error"]["code"], "stale_plan", "{obs}");
+    assert_eq!(
+        ws.read("pub/d.txt"),
+        b"changed while the person read the plan\n"
+    );
+
+    // The journal says who approved, through which client.
+    let store = setup.state.path().join("records.sqlite");
+    let out = toolhost_command(
+        &["log", "--json", "--store", store.to_str().unwrap()],
+        ws.dir.path(),
+    )
+    .output()
+    .unwrap();
+    let log: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let decided: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            e["args_summary"]["approval"]
+                .as_object()
+                .map(|_| &e["args_summary"]["approval"])
+        })
+        .collect();
+    assert_eq!(decided.len(), 4, "{log:#}");
+    assert_eq!(decided[0]["decided_by"], "mcp:asker/2 (elicitation)");
+    assert_eq!(decided[0]["outcome"], "approved");
+    assert_eq!(decided[0]["note"], "fine");
+    assert_eq!(decided[1]["outcome"], "declined");
+}

@@ -62,10 +62,7 @@ pub(super) fn can_ask(peer: &Peer<RoleServer>) -> bool {
 /// Who answers through this client: its name and version.
 pub(super) fn who(peer: &Peer<RoleServer>) -> String {
     match peer.peer_info() {
-        Some(info) => format!(
-            "mcp:{}/{}",
-            info.client_info.name, info.client_info.version
-        ),
+        Some(info) => format!("mcp:{}/{}", info.client_info.name, info.client_info.version),
         None => "mcp:unknown".into(),
     }
 }
@@ -88,7 +85,9 @@ pub(super) fn question(tool: &str, arguments: &str, details: &Value) -> String {
         }
     }
     match &details["plan"] {
-        Value::Null => text.push_str("The tool describes no plan; the call acts on the targets above.\n"),
+        Value::Null => {
+            text.push_str("The tool describes no plan; the call acts on the targets above.\n")
+        }
         plan => {
             let shown = plan.to_string();
             let clipped = if shown.len() > MAX_PLAN_BYTES {
@@ -131,7 +130,10 @@ pub(super) async fn ask(peer: &Peer<RoleServer>, message: String, wait: Duration
         message,
         requested_schema: form(),
     };
-    let result = match peer.create_elicitation_with_timeout(params, Some(wait)).await {
+    let result = match peer
+        .create_elicitation_with_timeout(params, Some(wait))
+        .await
+    {
         Ok(r) => r,
         Err(e) => {
             tracing::info!("the client gave no approval answer: {e}");

@@ -388,7 +388,9 @@ impl McpServer {
         let now = toolhost::approval::now_ms();
         let left = details["expires_at_ms"]
             .as_u64()
-            .map_or(elicit::MAX_WAIT, |t| Duration::from_millis(t.saturating_sub(now)));
+            .map_or(elicit::MAX_WAIT, |t| {
+                Duration::from_millis(t.saturating_sub(now))
+            });
         let question = elicit::question(name, arguments, details);
         let answer = tokio::select! {
             a = elicit::ask(peer, question, left.min(elicit::MAX_WAIT)) => a,
