@@ -863,3 +863,69 @@ fn mcp_elicitation_asks_the_person_and_runs_only_what_they_approved() {
     assert_eq!(decided[0]["note"], "fine");
     assert_eq!(decided[1]["outcome"], "declined");
 }
+
+/// The official Python SDK client with an elicitation callback, over stdio
+/// and Streamable HTTP: accept runs the deletion once, decline and cancel
+/// leave the file.
+fn python_sdk_elicitation(http: bool) {
+    use crate::sdk_clients::{client, run_client, Sdk};
+    let setup = crate::mcp::Setup::new(&[]);
+    for f in ["pub/a.txt", "pub/b.txt", "pub/c.txt"] {
+        setup.ws.write(f, "keep?\n");
+    }
+    let mut cmd = client(Sdk::Python);
+    cmd.arg("--elicit").arg(
+        json!([
+            {"action": "accept", "content": {"approve": true}},
+            {"action": "decline"},
+            {"action": "cancel"},
+        ])
+        .to_string(),
+    );
+    let _server = if http {
+        let server = crate::mcp::HttpServer::start(&setup, &["--allow-write", "pub"]);
+        cmd.arg("--url")
+            .arg(format!("http://127.0.0.1:{}/mcp", server.port));
+        Some(server)
+    } else {
+        let server = setup.command(&["--stdio", "--allow-write", "pub"]);
+        cmd.arg("--")
+            .arg(server.get_program())
+            .args(server.get_args());
+        None
+    };
+    let delete =
+        |path: &str| json!({"op": "call", "tool": "file_delete", "arguments": {"path": path}});
+    let r = run_client(
+        Sdk::Python,
+        cmd,
+        &json!([
+            delete("pub/a.txt"),
+            delete("pub/b.txt"),
+            delete("pub/c.txt")
+        ]),
+    );
+    let code =
+        |i: usize| r[i]["result"]["_meta"]["dev.toolhost/observation"]["error"]["code"].clone();
+    assert_eq!(r[0]["result"]["isError"], false, "{}", r[0]);
+    let asked = r[0]["elicited"][0]["message"].as_str().unwrap_or_default();
+    assert!(asked.contains("pub/a.txt"), "{}", r[0]);
+    assert!(
+        !setup.ws.path("pub/a.txt").exists(),
+        "the approved deletion ran"
+    );
+    assert_eq!(code(1), "approval_declined", "{}", r[1]);
+    assert!(setup.ws.path("pub/b.txt").exists());
+    assert_eq!(code(2), "approval_pending", "{}", r[2]);
+    assert!(setup.ws.path("pub/c.txt").exists());
+}
+
+#[test]
+fn python_sdk_elicitation_over_stdio() {
+    python_sdk_elicitation(false);
+}
+
+#[test]
+fn python_sdk_elicitation_over_http() {
+    python_sdk_elicitation(true);
+}
