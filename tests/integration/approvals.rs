@@ -929,3 +929,35 @@ fn python_sdk_elicitation_over_stdio() {
 fn python_sdk_elicitation_over_http() {
     python_sdk_elicitation(true);
 }
+
+/// Calls waiting for a person hold none of the server's slots for calls
+/// running at once: with every slot's worth of questions open, another
+/// call still runs.
+#[test]
+fn mcp_calls_waiting_for_a_person_hold_no_call_slot() {
+    let setup = crate::mcp::Setup::new(&[]);
+    let slots = toolhost_mcp::call_slots();
+    for i in 0..=slots {
+        setup.ws.write(&format!("pub/f{i}.txt"), "keep?\n");
+    }
+    let mut s = asking_client(&setup);
+    for i in 0..=slots {
+        s.send(&json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                       "params": {"name": "file_delete", "arguments": {"path": format!("pub/f{i}.txt")}}}));
+    }
+    let mut questions = Vec::new();
+    for _ in 0..=slots {
+        questions.push(s.wait_for("elicitation/create", |v| {
+            v["method"] == "elicitation/create"
+        }));
+    }
+    let view = crate::mcp::observation_of(&s.call(1, "file_view", json!({"path": "pub/a.txt"})));
+    assert_eq!(view["status"], "ok", "{view}");
+    for q in questions {
+        s.send(&json!({"jsonrpc": "2.0", "id": q["id"], "result": {"action": "cancel"}}));
+    }
+    for i in 0..=slots {
+        let obs = crate::mcp::observation_of(&s.response(100 + i as i64));
+        assert_eq!(obs["error"]["code"], "approval_pending", "{obs}");
+    }
+}

@@ -475,7 +475,8 @@ pub(crate) struct State {
 }
 
 /// How many calls a server runs at once (the semaphore of each session's state): two per
-/// core this process may use. A call holds its slot until it ends, and its
+/// core this process may use. A call holds its slot until it ends (a call
+/// waiting for a person's approval gives it back while it waits), and its
 /// deadline ends it whatever the guest waits on (clocks, polls, I/O; see
 /// `sandbox::deadline`), so a sleeping call cannot keep its slot past it.
 pub fn call_slots() -> usize {

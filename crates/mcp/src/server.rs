@@ -327,7 +327,7 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = self.arguments(req, arguments);
         // Wait for a free core without holding a thread.
-        let _running = self.state.running.acquire().await;
+        let running = self.state.running.acquire().await;
         let scope = self.scope(req.parts)?;
         let generation = self.state.current();
         let parsed = match self.parse_call(req, &generation, &scope, name) {
@@ -349,7 +349,16 @@ impl McpServer {
             )
             .await?;
         let obs = match self
-            .confirm(req, &generation, &scope, name, &arguments, first, obs)
+            .confirm(
+                req,
+                &generation,
+                &scope,
+                name,
+                &arguments,
+                first,
+                obs,
+                running,
+            )
             .await
         {
             Ok(obs) | Err(obs) => obs,
@@ -372,6 +381,7 @@ impl McpServer {
         arguments: &str,
         (opts, mode, budget): (CallOptions, Mode, Duration),
         obs: Observation,
+        running: Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError>,
     ) -> Result<Observation, Observation> {
         let Some(peer) = req.peer.filter(|_| !req.stateless) else {
             return Err(obs);
@@ -392,6 +402,8 @@ impl McpServer {
                 Duration::from_millis(t.saturating_sub(now))
             });
         let question = elicit::question(name, arguments, details);
+        // Waiting for a person holds no slot of the calls running at once.
+        drop(running);
         let answer = tokio::select! {
             a = elicit::ask(peer, question, left.min(elicit::MAX_WAIT)) => a,
             () = req.ct.cancelled() => elicit::Answer::None,
@@ -408,6 +420,7 @@ impl McpServer {
         }
         // The same call again, under the same key, with the approval: it
         // runs bound to the plan the person saw, or says why not.
+        let _running = self.state.running.acquire().await;
         let parsed = ParsedCall {
             opts: CallOptions {
                 approval: Some(id),
