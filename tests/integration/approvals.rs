@@ -961,3 +961,58 @@ fn mcp_calls_waiting_for_a_person_hold_no_call_slot() {
         assert_eq!(obs["error"]["code"], "approval_pending", "{obs}");
     }
 }
+
+/// Two hosts sharing PostgreSQL: the approval one asked for is settled
+/// through the other's store, run by the other once, and refused to the
+/// first under another key.
+#[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+fn two_hosts_sharing_postgres_honour_one_approval_once() {
+    use toolhost::idempotency::postgres::PostgresStore;
+    let url = postgres_url();
+    let host = || {
+        let store: Arc<dyn Store> =
+            Arc::new(PostgresStore::connect(&url, Duration::from_secs(3600)).unwrap());
+        let records = Records::new(store, b"shared-host-key");
+        let approvals = records.approvals().unwrap().clone();
+        (
+            host_with(&[Source::reference()]).with_records(records),
+            approvals,
+        )
+    };
+    let ((a, _), (b, approvals_b)) = (host(), host());
+    let ws = Ws::new();
+    ws.write("old.txt", "a\n");
+    let agent = session(&ws, &WRITE_ALL);
+    let key = |k: &str| format!("{k}-{}", toolhost::approval::new_id().unwrap());
+    let (k1, k2) = (key("k1"), key("k2"));
+    let id = pending_id(&run_in(
+        &a,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts(&k1, None, None),
+    ));
+    assert!(matches!(
+        approvals_b.decide(&id, true, "cli:tester", None).unwrap(),
+        Decided::Done(_)
+    ));
+    expect_ok(&run_in(
+        &b,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts(&k1, Some(&id), None),
+    ));
+    assert!(!ws.path("old.txt").exists());
+    ws.write("old.txt", "a\n");
+    let obs = run_in(
+        &a,
+        &agent,
+        "file_delete",
+        DELETE_OLD,
+        &opts(&k2, Some(&id), None),
+    );
+    expect_error(&obs, "error", "stale_plan");
+    assert!(ws.path("old.txt").exists());
+}
