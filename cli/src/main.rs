@@ -56,12 +56,14 @@ mod cap_cmd;
 mod config;
 mod cost;
 mod log_cmd;
+mod logging;
 mod plugin_cmd;
 #[cfg(test)]
 mod reference;
 mod render;
 mod serve_args;
 mod serve_failure;
+mod signals;
 mod warmup;
 
 use serve_args::ServeArgs;
@@ -105,6 +107,12 @@ struct PluginArgs {
     /// Do not read or write the compiled-code cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// How the host's own log lines on stderr are written: `text`, or
+    /// `json` (one object per line: time, level, host, message, fields).
+    /// `RUST_LOG` filters them.
+    #[arg(long, value_name = "FORMAT", env = "TOOLHOST_LOG_FORMAT", global = true,
+          value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     /// The host's root key file, created owner-only on first use
     /// (default: ~/.local/share/toolhost/root.key). `TOOLHOST_ROOT_KEY`
     /// (hex) takes precedence.
@@ -467,23 +475,10 @@ struct BatchArgs {
     pretty: bool,
 }
 
-/// The host's own logs (the server's, the journal writer's) go to stderr
-/// through `tracing`, filtered by `RUST_LOG` (default: toolhost's own at
-/// `info`, its dependencies' at `warn`).
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolhost=info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
-}
-
 fn main() -> ExitCode {
-    init_logging();
-    match run(config::parse::<Cli>()) {
+    let cli = config::parse::<Cli>();
+    logging::init(cli.plugins.log_format);
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("toolhost: {e:#}");
@@ -505,11 +500,14 @@ fn emit(text: impl std::fmt::Display) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let shutdown = std::sync::Arc::new(toolhost_mcp::Shutdown::default());
     if let Command::Serve(a) = &cli.command {
         if !a.stdio && a.http.is_none() {
             eprintln!("{}", toolhost::messages::SERVE_NEEDS_TRANSPORT);
             return Ok(ExitCode::from(2));
         }
+        // Before any other thread starts (see `signals`).
+        signals::install(shutdown.clone()).context("handling SIGTERM and SIGINT")?;
     }
     // The cache's secret lives beside the root key; a cache inside the
     // workspace is refused.
@@ -700,7 +698,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(args) => {
             let stdio = args.http.is_none();
-            match serve(sandbox, &cli.plugins, args) {
+            match serve(sandbox, &cli.plugins, args, shutdown) {
                 Err(e) if !toolhost_mcp::started() => {
                     let reason = format!("{e:#}");
                     eprintln!("toolhost serve: not started: {reason}");
@@ -716,7 +714,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 /// `toolhost serve`.
-fn serve(sandbox: Sandbox, p: &PluginArgs, args: ServeArgs) -> Result<ExitCode> {
+fn serve(
+    sandbox: Sandbox,
+    p: &PluginArgs,
+    args: ServeArgs,
+    shutdown: std::sync::Arc<toolhost_mcp::Shutdown>,
+) -> Result<ExitCode> {
     let client = client_config(p, &args.workspace);
     let policy = p.trust_policy();
     // A lock or signers file that cannot be read stops the server before it
@@ -730,7 +733,7 @@ fn serve(sandbox: Sandbox, p: &PluginArgs, args: ServeArgs) -> Result<ExitCode> 
         trust: Some(policy),
     };
     let records = records(p)?;
-    let args = args.into_options(artifacts(p)?, client);
+    let args = args.into_options(artifacts(p)?, client, shutdown);
     let metrics = args
         .http
         .is_some()

@@ -4,10 +4,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolhost::artifact::Artifacts;
 use toolhost::delegation::ClientConfig;
-use toolhost_mcp::ServeOptions;
+use toolhost_mcp::{ServeOptions, Shutdown};
 
 /// `toolhost serve` options (the command line of [`ServeOptions`]).
 #[derive(clap::Args, Debug, Clone)]
@@ -102,15 +103,26 @@ pub struct ServeArgs {
     /// body; also how long an idle connection is kept.
     #[arg(long, value_name = "MS", default_value_t = toolhost_mcp::DEFAULT_REQUEST_TIMEOUT_MS)]
     pub request_timeout_ms: u64,
+    /// On SIGTERM or SIGINT, how long running calls may take to finish
+    /// (new ones are refused; a second signal stops at once).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub shutdown_grace_ms: u64,
 }
 
 impl ServeArgs {
     /// The server's options: these flags, where oversized results are kept,
     /// and how a sub-agent reaches this host.
-    pub fn into_options(self, artifacts: Arc<Artifacts>, client: ClientConfig) -> ServeOptions {
+    pub fn into_options(
+        self,
+        artifacts: Arc<Artifacts>,
+        client: ClientConfig,
+        shutdown: Arc<Shutdown>,
+    ) -> ServeOptions {
         ServeOptions {
             artifacts: Some(artifacts),
             client,
+            shutdown: Some(shutdown),
+            shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
             stdio: self.stdio,
             http: self.http,
             allow_remote: self.allow_remote,

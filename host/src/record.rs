@@ -27,6 +27,10 @@ use crate::pipeline::CallOptions;
 
 /// The journal, breaker and metrics of a host; cheap to clone, so every
 /// generation of a server's host shares one.
+/// How long a side-effecting call's answer waits for its journal entry to
+/// be written.
+const DURABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Clone, Default, Debug)]
 pub struct Recorder {
     pub journal: Option<Journal>,
@@ -151,6 +155,22 @@ impl Recorder {
         }
         if let Some(j) = &r.journal {
             j.append(pending(catalog, c, &obs, started, elapsed));
+            // The entry of a call that may have acted is written before its
+            // answer leaves the host, so a host killed right after answering
+            // has it. A read-only call's entry is written with the next batch
+            // (within the writer's batching window).
+            let level = catalog
+                .get(c.tool)
+                .map_or(crate::descriptor::SideEffect::ReadOnly, |t| {
+                    t.descriptor.side_effect
+                });
+            if level != crate::descriptor::SideEffect::ReadOnly && !j.flush(DURABLE_WAIT) {
+                tracing::warn!(
+                    "toolhost: the journal entry of {} was not written within {:?}",
+                    c.tool,
+                    DURABLE_WAIT
+                );
+            }
         }
         obs
     }

@@ -853,3 +853,77 @@ fn journals_of_two_hosts_sharing_postgres_merge_into_one_stats() {
         .clone();
     assert!(fv["calls"].as_u64().unwrap() >= 4, "{all}");
 }
+
+/// A journal backend that takes `delay` to write each batch.
+struct SlowBackend {
+    inner: Arc<dyn journal::JournalBackend>,
+    delay: Duration,
+}
+
+impl journal::JournalBackend for SlowBackend {
+    fn init(&self) -> Result<(), toolhost::idempotency::StoreError> {
+        self.inner.init()
+    }
+    fn append(
+        &self,
+        entries: &mut [journal::Entry],
+    ) -> Result<(), toolhost::idempotency::StoreError> {
+        std::thread::sleep(self.delay);
+        self.inner.append(entries)
+    }
+    fn query(
+        &self,
+        filter: &Filter,
+    ) -> Result<Vec<journal::Entry>, toolhost::idempotency::StoreError> {
+        self.inner.query(filter)
+    }
+    fn prune(&self, before_us: i64) -> Result<u64, toolhost::idempotency::StoreError> {
+        self.inner.prune(before_us)
+    }
+}
+
+#[test]
+fn a_side_effecting_call_is_journaled_before_it_answers() {
+    let ws = Ws::new();
+    ws.write("a.txt", "one\n");
+    let store_path = ws.path("state/records.sqlite");
+    std::fs::create_dir_all(store_path.parent().unwrap()).unwrap();
+    let store = sqlite(&store_path);
+    let backend: Arc<dyn journal::JournalBackend> = Arc::new(SlowBackend {
+        inner: store.journal().unwrap(),
+        delay: Duration::from_millis(400),
+    });
+    let journal = Journal::start(backend.clone(), JournalOptions::default()).unwrap();
+    let host = host_with(&[Source::reference()]).with_recorder(Recorder {
+        journal: Some(journal.clone()),
+        ..Recorder::default()
+    });
+    let count = |tool: &str| {
+        let all = backend.query(&Filter::default()).unwrap();
+        all.iter().filter(|e| e.tool == tool).count()
+    };
+    // Read-only: answered before the batch is written.
+    let obs = call(&host, &ws, "file_view", &view_args("a.txt"), &READ_ALL);
+    expect_ok(&obs);
+    assert_eq!(
+        count("file_view"),
+        0,
+        "a read-only entry waits for its batch"
+    );
+    // Side-effecting: its entry is in the store when the answer is back.
+    let obs = call(
+        &host,
+        &ws,
+        "file_edit",
+        r#"{"path":"a.txt","old_str":"one","new_str":"two"}"#,
+        &WRITE_ALL,
+    );
+    expect_ok(&obs);
+    assert_eq!(
+        count("file_edit"),
+        1,
+        "the side-effecting call's entry is written"
+    );
+    assert!(journal.flush(FLUSH));
+    assert_eq!(count("file_view"), 1);
+}

@@ -36,6 +36,7 @@ mod messages;
 mod model_text;
 mod namespaces;
 mod network;
+mod operations;
 mod paging;
 mod plans;
 mod provenance;

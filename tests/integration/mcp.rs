@@ -105,7 +105,7 @@ pub(crate) fn lines_of(stream: impl Read + Send + 'static) -> Receiver<String> {
 
 /// A `toolhost serve --stdio` child and a line-oriented JSON-RPC client.
 pub(crate) struct StdioServer {
-    child: Child,
+    pub(crate) child: Child,
     stdin: ChildStdin,
     out: Receiver<String>,
     /// Messages read while waiting for something else.

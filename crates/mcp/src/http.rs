@@ -235,13 +235,28 @@ async fn route(
 ) -> Result<Response<Body>, Infallible> {
     let max_message_bytes = front.limits.max_message_bytes;
     let path = req.uri().path();
-    if path != "/mcp" && path != "/metrics" {
+    if !matches!(path, "/mcp" | "/metrics" | "/healthz" | "/readyz") {
         return Ok(plain(
             StatusCode::NOT_FOUND,
-            "not found; the MCP endpoint is /mcp (metrics: /metrics)",
+            "not found; the MCP endpoint is /mcp (metrics: /metrics, health: /healthz, /readyz)",
         ));
     }
     if let Some(resp) = refused_headers(&req, front.check_host) {
+        return Ok(resp);
+    }
+    match path {
+        // The process is up and answering.
+        "/healthz" => return Ok(plain(StatusCode::OK, "ok")),
+        "/readyz" => return Ok(readiness(&front.state).await),
+        _ => {}
+    }
+    if front.state.shutdown.requested() {
+        let mut resp = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down; send the request to another server",
+        );
+        resp.headers_mut()
+            .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
         return Ok(resp);
     }
     let declared = req
@@ -379,7 +394,41 @@ async fn route(
         .await)
 }
 
-/// Accepts connections on `addr` until the process stops.
+/// `/readyz`: 200 when this server takes calls — not draining, its record
+/// store answers within a second (when it has one) and its catalog holds
+/// tools — else 503 naming what is not ready. Nothing about the calls or
+/// the store's content is said, so it needs no token.
+async fn readiness(state: &Arc<State>) -> Response<Body> {
+    if state.shutdown.requested() {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, "draining: shutting down");
+    }
+    if state.current().tools.is_empty() {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, "no tools loaded");
+    }
+    if let Some(records) = state.records.clone() {
+        let probe =
+            tokio::task::spawn_blocking(move || records.store().get("toolhost/readyz").map(|_| ()));
+        match tokio::time::timeout(std::time::Duration::from_secs(1), probe).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("record store unavailable: {}", e.kind()),
+                )
+            }
+            Ok(Err(_)) | Err(_) => {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "record store unavailable: no answer within 1 s",
+                )
+            }
+        }
+    }
+    plain(StatusCode::OK, "ready")
+}
+
+/// Accepts connections on `addr` until a stop is asked (see `shutdown`),
+/// then lets the running calls finish and returns.
 pub(super) async fn serve(
     addr: SocketAddr,
     allow_remote: bool,
@@ -421,8 +470,13 @@ pub(super) async fn serve(
         anonymous_metrics: local.ip().is_loopback(),
     });
     log!("toolhost: serving MCP on http://{local}/mcp");
+    let shutdown = front.state.shutdown.clone();
     loop {
-        let (stream, _) = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.wait() => break,
+        };
+        let (stream, _) = match accepted {
             Ok(c) => c,
             Err(e) => {
                 log!("toolhost: accept failed: {e}");
@@ -446,6 +500,16 @@ pub(super) async fn serve(
                 .await;
         });
     }
+    // No new connections; requests on open ones are answered 503.
+    drop(listener);
+    log!(
+        "toolhost: stopping: {} call(s) running, listener closed",
+        shutdown.in_flight()
+    );
+    if !shutdown.drained(front.state.shutdown_grace).await {
+        warn!("toolhost: calls still running after the grace period; stopping anyway");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -85,6 +85,7 @@ mod raw_args;
 mod request_ids;
 mod server;
 mod sessions;
+mod shutdown;
 mod warm;
 mod watch;
 
@@ -105,6 +106,8 @@ use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::sandbox::{LoadEvent, Sandbox};
 use toolhost::session::{Session, Verifier};
+
+pub use shutdown::Shutdown;
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -190,6 +193,11 @@ pub struct ServeOptions {
     /// HTTP: time a client has to send a request's headers, and again its
     /// body; also how long an idle connection is kept.
     pub request_timeout_ms: u64,
+    /// A stop asked from outside (the binary's signal handler): the server
+    /// drains and returns (see [`Shutdown`]).
+    pub shutdown: Option<Arc<Shutdown>>,
+    /// How long running calls may take to finish after a stop is asked.
+    pub shutdown_grace: Duration,
 }
 
 /// Default `--max-sessions`.
@@ -472,6 +480,10 @@ pub(crate) struct State {
     pub running: tokio::sync::Semaphore,
     /// The permits `running` started with ([`call_slots`]).
     pub slots: usize,
+    /// A stop asked from outside, and the calls still running.
+    pub shutdown: Arc<Shutdown>,
+    /// How long running calls may take to finish after a stop.
+    pub shutdown_grace: Duration,
 }
 
 /// How many calls a server runs at once (the semaphore of each session's state): two per
@@ -678,6 +690,8 @@ pub fn serve(
         lazy: args.lazy_tools,
         running: tokio::sync::Semaphore::new(slots),
         slots,
+        shutdown: args.shutdown.clone().unwrap_or_default(),
+        shutdown_grace: args.shutdown_grace,
     });
     if let Some(dir) = plugins.dir.clone() {
         watch::spawn(

@@ -284,6 +284,10 @@ fn is_host_artifact_tool(host: &toolhost::pipeline::Host, name: &str) -> bool {
         && host.catalog().get(name).is_none()
 }
 
+/// The JSON-RPC error of a call that arrives while the server drains
+/// (implementation-defined server error range).
+pub(crate) const SHUTTING_DOWN: i32 = -32000;
+
 fn is_stateless(cx: &RequestContext<RoleServer>) -> bool {
     cx.protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
@@ -325,6 +329,16 @@ impl McpServer {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Counted from here, so a stop waits for it (see `shutdown`); once
+        // a stop is asked, nothing new starts.
+        let _in_flight = self.state.shutdown.call();
+        if self.state.shutdown.requested() {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(SHUTTING_DOWN),
+                "the server is shutting down; the call did not run (send it to another server)",
+                None,
+            ));
+        }
         let arguments = self.arguments(req, arguments);
         // Wait for a free core without holding a thread.
         let running = self.state.running.acquire().await;
@@ -1015,15 +1029,30 @@ pub(super) async fn serve_stdio(
         AsyncRwTransport::new(stdin, rmcp_out).with_max_line_length(max_message_bytes),
         out,
     ));
+    let shutdown = state.shutdown.clone();
+    let grace = state.shutdown_grace;
     let mut server = McpServer::new(state, Some(scope)).with_warm_thread();
     server.kept = kept;
     let running = server
         .serve(transport)
         .await
         .map_err(|e| anyhow::anyhow!("MCP session failed to start: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| anyhow::anyhow!("MCP session ended with an error: {e}"))?;
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        ended = &mut waiting => {
+            ended.map_err(|e| anyhow::anyhow!("MCP session ended with an error: {e}"))?;
+        }
+        () = shutdown.wait() => {
+            // Read no further requests; let the running calls answer.
+            log!("toolhost: stopping: {} call(s) running", shutdown.in_flight());
+            if !shutdown.drained(grace).await {
+                warn!("toolhost: calls still running after the grace period; stopping anyway");
+            }
+            cancel.cancel();
+            let _ = waiting.await;
+        }
+    }
     Ok(())
 }
