@@ -3,7 +3,7 @@
 //! are `toolhost::capability`).
 //!
 //! ```text
-//! toolhost cap mint [--tool T] [--read P] [--write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--audience DIR] [--delegate]
+//! toolhost cap mint [--tool T] [--read P] [--write P] [--ask-write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--audience DIR] [--delegate] [--self-approve]
 //! toolhost cap attenuate TOKEN [same caveat flags: each can only narrow]
 //! toolhost cap inspect TOKEN
 //! toolhost cap revoke TOKEN|ID
@@ -47,6 +47,10 @@ pub(crate) struct CaveatArgs {
     /// A workspace path prefix the token may write (and read).
     #[arg(long = "write", value_name = "PREFIX")]
     write: Vec<String>,
+    /// A workspace path prefix the token may write once a person approved
+    /// the call (needs the write right; repeatable).
+    #[arg(long = "ask-write", value_name = "PREFIX")]
+    ask_write: Vec<String>,
     /// A network origin, scheme://host:port.
     #[arg(long = "net", value_name = "ORIGIN")]
     net: Vec<String>,
@@ -86,6 +90,7 @@ impl CaveatArgs {
             ("--right", &self.rights),
             ("--read", &self.read),
             ("--write", &self.write),
+            ("--ask-write", &self.ask_write),
             ("--net", &self.net),
             ("--exec", &self.exec),
         ] {
@@ -101,10 +106,10 @@ impl CaveatArgs {
         }
         let mut rights = self.rights.clone();
         if imply_rights {
-            if !self.read.is_empty() || !self.write.is_empty() {
+            if !self.read.is_empty() || !self.write.is_empty() || !self.ask_write.is_empty() {
                 rights.push("read".into());
             }
-            if !self.write.is_empty() {
+            if !self.write.is_empty() || !self.ask_write.is_empty() {
                 rights.push("write".into());
             }
             if !self.net.is_empty() {
@@ -128,6 +133,9 @@ impl CaveatArgs {
         }
         if !self.write.is_empty() {
             texts.push(format!("write={}", self.write.join(",")));
+        }
+        if !self.ask_write.is_empty() {
+            texts.push(format!("ask_write={}", self.ask_write.join(",")));
         }
         if !self.net.is_empty() {
             texts.push(format!("net={}", self.net.join(",")));
@@ -183,6 +191,13 @@ pub(crate) enum CapCommand {
         /// `delegate` tool.
         #[arg(long)]
         delegate: bool,
+        /// Grant the `self_approve` right: the holder approves its own
+        /// plans of irreversible calls (and of `--ask-write` writes) with
+        /// the plan token of its own dry run, no person asked. For
+        /// unattended pipelines; without it such calls wait for
+        /// `toolhost approvals approve`.
+        #[arg(long)]
+        self_approve: bool,
     },
     /// Narrow a token by appending caveats (no key needed); prints the
     /// token. The child gets an id of its own (an `id` caveat).
@@ -211,10 +226,14 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
         CapCommand::Mint {
             caveats: flags,
             delegate,
+            self_approve,
         } => {
             let mut flags_rights = flags.caveats(true)?;
             if *delegate {
-                add_delegate_right(&mut flags_rights);
+                add_right(&mut flags_rights, toolhost::capability::Right::Delegate);
+            }
+            if *self_approve {
+                add_right(&mut flags_rights, toolhost::capability::Right::SelfApprove);
             }
             let mut caveats = flags_rights;
             if caveats.is_empty() {
@@ -303,11 +322,11 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `right=delegate` added to the minted rights (or a rights caveat of its
-/// own when the flags named none).
-fn add_delegate_right(caveats: &mut Vec<Caveat>) {
-    use toolhost::capability::{Right, Rights};
-    let delegate = Rights::of(&[Right::Delegate]);
+/// `right` added to the minted rights (or a rights caveat of its own when
+/// the flags named none).
+fn add_right(caveats: &mut Vec<Caveat>, right: toolhost::capability::Right) {
+    use toolhost::capability::Rights;
+    let delegate = Rights::of(&[right]);
     match caveats.iter_mut().find_map(|c| match c {
         Caveat::Rights(r) => Some(r),
         _ => None,

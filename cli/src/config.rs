@@ -87,7 +87,7 @@ const PATH_KEYS: [&str; 10] = [
 
 /// Flags that are not settings: the file's own, and those that name one
 /// call or its output format.
-const NOT_SETTINGS: [&str; 10] = [
+const NOT_SETTINGS: [&str; 11] = [
     "config",
     "help",
     "version",
@@ -96,6 +96,7 @@ const NOT_SETTINGS: [&str; 10] = [
     "turn",
     "idempotency_key",
     "plan_token",
+    "approval",
     "json",
     "pretty",
 ];

@@ -115,8 +115,9 @@ pub struct LogArgs {
     /// Only calls started since WHEN: 30m, 2h, 7d, or an RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     since: Option<String>,
-    /// Only calls with this status: ok, error, denied, partial, unknown.
-    #[arg(long, value_name = "S", value_parser = ["ok", "error", "denied", "partial", "unknown"])]
+    /// Only calls with this status: ok, error, denied, partial, unknown;
+    /// or a person's decisions on approvals: approved, declined.
+    #[arg(long, value_name = "S", value_parser = ["ok", "error", "denied", "partial", "unknown", "approved", "declined"])]
     status: Option<String>,
     /// The newest N entries (0: all).
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -164,7 +165,15 @@ pub fn log(store: Arc<dyn Store>, a: LogArgs) -> Result<ExitCode> {
                 (Some(t), Some(n)) => format!("{t}/{n}"),
                 _ => "-".into(),
             },
-            e.call_id.clone(),
+            match &e.args_summary["approval"] {
+                // A person's decision: which approval, and who.
+                serde_json::Value::Object(a) => format!(
+                    "approval {} by {}",
+                    a.get("id").and_then(|v| v.as_str()).unwrap_or("?"),
+                    a.get("decided_by").and_then(|v| v.as_str()).unwrap_or("?")
+                ),
+                _ => e.call_id.clone(),
+            },
         ]);
     }
     crate::emit(table(&rows))?;

@@ -8,6 +8,7 @@
 //! toolhost lint PLUGIN.wasm                      check a plugin's descriptors
 //! toolhost serve --stdio | --http ADDR            serve the tools over MCP
 //! toolhost cap mint|attenuate|inspect|revoke|list capability tokens
+//! toolhost approvals list|show|approve|deny   calls waiting for a person
 //! toolhost plugin lock|verify|list|add|remove|push third-party plugins
 //! ```
 //!
@@ -50,6 +51,7 @@ use toolhost::trust::policy::TrustPolicy;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod approvals_cmd;
 mod cap_cmd;
 mod config;
 mod cost;
@@ -129,6 +131,10 @@ struct PluginArgs {
     /// How long a plan token (from `toolhost plan`) approves its call.
     #[arg(long, value_name = "MS", default_value_t = 300_000, global = true)]
     plan_ttl_ms: u64,
+    /// How long a call waiting for a person's approval waits, and how
+    /// long an approved one may then be run.
+    #[arg(long, value_name = "MS", default_value_t = 900_000, global = true)]
+    approval_ttl_ms: u64,
     /// Where results over their output limit are kept for the token that
     /// made them, read back with `artifact_view` (default: `artifacts`
     /// beside the root key file, ~/.local/share/toolhost/artifacts).
@@ -248,6 +254,10 @@ struct KeyArgs {
     /// The plan token that approves an irreversible call (from `toolhost plan`).
     #[arg(long, value_name = "TOKEN")]
     plan_token: Option<String>,
+    /// The id of the approval a person gave (`toolhost approvals approve`)
+    /// to the call an `approval_pending` result named.
+    #[arg(long, value_name = "ID", conflicts_with = "plan_token")]
+    approval: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -311,6 +321,9 @@ enum Command {
     /// Capability tokens: mint, attenuate, inspect.
     #[command(subcommand)]
     Cap(cap_cmd::CapCommand),
+    /// Calls waiting for a person's approval: list, show, approve, deny.
+    #[command(subcommand)]
+    Approvals(approvals_cmd::ApprovalsCommand),
     /// Third-party plugins: lock, verify, list, add, remove, push.
     #[command(subcommand)]
     Plugin(plugin_cmd::PluginCommand),
@@ -349,8 +362,15 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets", "self_approve"])]
     token: Option<String>,
+    /// Approve this call's own plan (the `self_approve` right of the
+    /// one-call token): an irreversible call then runs on the plan token of
+    /// `toolhost plan … --self-approve`, no person asked. Without it such a
+    /// call ends `approval_pending` until a person runs `toolhost approvals
+    /// approve`.
+    #[arg(long = "self-approve")]
+    self_approve: bool,
     /// Let this call see secrets: its output, logs and errors are not
     /// redacted and a network tool's arguments may carry a secret (the
     /// `secrets` right of the one-call token).
@@ -511,6 +531,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let p = &cli.plugins;
     match cli.command {
         Command::Cap(cmd) => return cap_cmd::run(&cmd, p),
+        Command::Approvals(cmd) => return approvals_cmd::run(&cmd, p),
         Command::Log(a) => return log_cmd::log(open_store(p)?, a),
         Command::Stats(a) => return log_cmd::stats(open_store(p)?, a),
         Command::Prune(a) => return log_cmd::prune(open_store(p)?, &p.journal, a),
@@ -534,6 +555,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
     match cli.command {
         Command::Cap(_)
+        | Command::Approvals(_)
         | Command::Log(_)
         | Command::Stats(_)
         | Command::Prune(_)
@@ -942,7 +964,8 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
     Ok(
         toolhost::effects::EffectGuard::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
-            .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms)),
+            .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms))
+            .with_approval_ttl(std::time::Duration::from_millis(p.approval_ttl_ms.max(1))),
     )
 }
 
@@ -1021,7 +1044,7 @@ fn grants_session(
     token: Option<&str>,
     workspace: &std::path::Path,
     [allow_read, allow_write, allow_net, allow_exec]: [&Vec<String>; 4],
-    allow_secrets: bool,
+    [allow_secrets, self_approve]: [bool; 2],
 ) -> Result<Session> {
     if let Some(token) = token {
         return open_session(p, token, workspace.to_path_buf());
@@ -1043,6 +1066,7 @@ fn grants_session(
         net: &net,
         exec: &exec,
         secrets: allow_secrets,
+        self_approve,
     };
     // Minted deterministically: a plan and the call it approves
     // (plans are bound to the token) can be two commands.
@@ -1065,7 +1089,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
-        a.allow_secrets,
+        [a.allow_secrets, a.self_approve],
     )?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
@@ -1089,6 +1113,8 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
             _ => None,
         },
         plan_token: a.keys.plan_token.clone(),
+        approval: a.keys.approval.clone(),
+        requested_by: Some("cli".into()),
         ..CallOptions::default()
     };
     let mode = if plan { Mode::Plan } else { Mode::Run };
@@ -1187,7 +1213,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
-        false,
+        [false, false],
     )?;
     let opts = BatchOptions {
         max_parallel: a.max_parallel,

@@ -64,6 +64,13 @@ pub struct ServeArgs {
     /// right; needs the root key).
     #[arg(long)]
     pub allow_delegate: bool,
+    /// Let clients on the command-line grants approve their own plans of
+    /// irreversible calls (the `self_approve` right): a plan token from
+    /// their own dry run then runs the call with no person asked. Without
+    /// it such a call ends `approval_pending` until a person runs
+    /// `toolhost approvals approve`.
+    #[arg(long)]
+    pub self_approve: bool,
     /// Largest incoming message, in bytes.
     #[arg(long, value_name = "N", default_value_t = toolhost_mcp::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
@@ -131,6 +138,7 @@ impl ServeArgs {
             token: self.token,
             require_token: self.require_token,
             allow_delegate: self.allow_delegate,
+            self_approve: self.self_approve,
             max_message_bytes: self.max_message_bytes,
             page_size: self.page_size,
             lazy_tools: self.lazy_tools,

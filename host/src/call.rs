@@ -40,6 +40,12 @@ pub struct CallOptions {
     /// The approval of an irreversible call: the `plan_token` of a
     /// [`Mode::Plan`] call.
     pub plan_token: Option<String>,
+    /// The approval of a call a person approved ([`crate::approval`]): the
+    /// id an `approval_pending` result gave.
+    pub approval: Option<String>,
+    /// Who asks, for a pending approval's record: an MCP client's name and
+    /// version, or `cli`.
+    pub requested_by: Option<String>,
     /// The conversation the call belongs to (an MCP session): the circuit
     /// breaker counts its failures together ([`crate::record`]). Default:
     /// the trajectory of `idempotency`.
@@ -121,6 +127,11 @@ pub(crate) struct Scope<'a> {
     /// against its caveats (so a denial names the caveat), and its fuel
     /// ceiling and expiry cap the call's limits.
     pub capability: &'a crate::capability::Grant,
+    /// The grants with the token's `ask_write` prefixes writable too: the
+    /// mounts of a call that writes there (which then needs an approval).
+    pub ask_grants: Option<&'a Grants>,
+    /// The ids of the token's chain, oldest first.
+    pub chain: &'a [crate::capability::TokenId],
 }
 
 /// A call that passed steps 1–4, ready for the sandbox.
@@ -151,9 +162,24 @@ pub(crate) struct Prepared<'t> {
     /// The binding of the capability token the call runs under, if any
     /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
     pub capability: Option<String>,
+    /// The token holds `self_approve`: its own plan tokens approve its
+    /// calls.
+    pub self_approve: bool,
+    /// A path argument is written under an `ask_write` prefix, outside the
+    /// token's `write` prefixes: the call needs an approval whatever its
+    /// level.
+    pub asks: bool,
+    /// The ids of the token's chain, oldest first (hex).
+    pub chain: Vec<String>,
 }
 
 impl Prepared<'_> {
+    /// Whether the call runs only once approved: it is irreversible, or it
+    /// writes under an `ask_write` prefix.
+    pub(crate) fn needs_approval(&self) -> bool {
+        self.level == SideEffect::Irreversible || self.asks
+    }
+
     /// The request the sandbox runs for a prepared call.
     /// The call's arguments as a value (`Null` if their canonical text
     /// does not parse, which it always does).

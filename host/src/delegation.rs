@@ -5,7 +5,8 @@
 //! `serve --allow-delegate`) sees one more tool, provided by the host and
 //! not by a plugin: `delegate`. Its arguments name what the child may do —
 //! tools, read and write prefixes, network origins, programs, the `delegate` right
-//! itself — and what it may spend: `max_calls`, `budget_fuel` (both shared
+//! itself, the `self_approve` right (never handed down unless asked for and
+//! held) — and what it may spend: `max_calls`, `budget_fuel` (both shared
 //! with the parent: every call of the child also spends the parent's
 //! budgets), a per-call `fuel` ceiling and `expires_in_s` (default one
 //! hour, never after the parent's expiry). The result is an
@@ -83,6 +84,10 @@ pub struct DelegateArgs {
     /// Whether the child may delegate in turn.
     #[serde(default)]
     pub delegate: bool,
+    /// Whether the child may approve its own plans (only when this
+    /// session's token may).
+    #[serde(default)]
+    pub self_approve: bool,
     pub max_calls: Option<u64>,
     pub budget_fuel: Option<u64>,
     /// Fuel ceiling of each call.
@@ -109,6 +114,8 @@ pub struct CommandLineGrants<'a> {
     pub exec: &'a [String],
     /// `--allow-delegate`: the token also carries the `delegate` right.
     pub delegate: bool,
+    /// `--self-approve`: the token also carries the `self_approve` right.
+    pub self_approve: bool,
 }
 
 /// The session of `serve`'s command-line grants, for clients that present
@@ -127,11 +134,15 @@ pub fn command_line_session(
         net,
         exec,
         delegate,
+        self_approve,
     } = grants;
     let mut caveats = vec![Caveat::parse("tool=*")?];
     let mut rights = Vec::new();
     if delegate {
         rights.push(Right::Delegate);
+    }
+    if self_approve {
+        rights.push(Right::SelfApprove);
     }
     if !read.is_empty() || !write.is_empty() {
         rights.push(Right::Read);
@@ -191,6 +202,7 @@ pub fn tool_definition() -> Value {
                 "net": list("Network origins, scheme://host[:port]."),
                 "exec": list("Native programs the child may run: names on PATH or absolute paths, a subset of this session's."),
                 "delegate": {"type": "boolean", "description": "Whether the child may delegate in turn (default false)."},
+                "self_approve": {"type": "boolean", "description": "Whether the child may approve its own plans of irreversible calls, no person asked (default false; only if this session may)."},
                 "max_calls": {"type": "integer", "minimum": 0, "description": "Calls the child (and its own children) may make."},
                 "budget_fuel": {"type": "integer", "minimum": 0, "description": "Fuel the child's calls may consume together."},
                 "fuel": {"type": "integer", "minimum": 1, "description": "Fuel ceiling of each call."},
@@ -279,6 +291,9 @@ pub fn caveats_for(args: &DelegateArgs, now: SystemTime) -> Result<Vec<Caveat>, 
     }
     if args.delegate {
         rights.push(Right::Delegate);
+    }
+    if args.self_approve {
+        rights.push(Right::SelfApprove);
     }
     out.push(Caveat::Rights(Rights::of(&rights)));
     list("read", "read", &args.read, &mut out)?;

@@ -53,6 +53,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::approval::{self, Approval, Approvals};
 use crate::call::{CallOptions, Prepared};
 use crate::descriptor::SideEffect;
 pub use crate::idempotency::KeySource;
@@ -88,12 +89,18 @@ pub struct EffectGuard {
     plan_ttl: Duration,
     /// The store's capability ledger (budgets, revocations), if it keeps one.
     ledger: Option<Arc<dyn crate::budget::BudgetLedger>>,
+    /// The store's approvals ([`crate::approval`]), if it keeps them.
+    approvals: Option<Approvals>,
 }
 
 impl EffectGuard {
     pub fn new(store: Arc<dyn Store>, host_key: &[u8]) -> EffectGuard {
         EffectGuard {
             ledger: store.clone().capability_ledger(),
+            approvals: store
+                .clone()
+                .approvals()
+                .map(|b| Approvals::new(b).with_journal(store.clone().journal())),
             store,
             host_key: host_key.into(),
             lease_margin: LEASE_MARGIN,
@@ -114,6 +121,19 @@ impl EffectGuard {
     pub fn with_plan_ttl(mut self, ttl: Duration) -> EffectGuard {
         self.plan_ttl = ttl;
         self
+    }
+
+    /// How long a pending approval waits for a person, and an approved one
+    /// for the agent's retry (default
+    /// [`DEFAULT_APPROVAL_TTL`](crate::approval::DEFAULT_APPROVAL_TTL)).
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> Records {
+        self.approvals = self.approvals.map(|a| a.with_ttl(ttl));
+        self
+    }
+
+    /// The store's approvals, if it keeps them.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        self.approvals.as_ref()
     }
 
     /// How much longer than a call's deadline its lease lasts (default
@@ -161,6 +181,9 @@ impl EffectGuard {
 pub(crate) struct Runner<'r> {
     pub run: &'r dyn Fn(&str) -> Observation,
     pub normalize: &'r dyn Fn(&str) -> Observation,
+    /// The tool's dry run, as a plan a person reads (`null` for a tool
+    /// without one), or the observation of its failure.
+    pub plan: &'r dyn Fn() -> Result<Value, Box<Observation>>,
 }
 
 impl EffectGuard {
@@ -228,10 +251,8 @@ impl EffectGuard {
                 Claim::Acquired { fence } => {
                     // The approval is checked once the key is ours, so a
                     // repeat of a completed call still replays.
-                    if level == SideEffect::Irreversible {
-                        let token = opts.plan_token.as_deref();
-                        if let Err(obs) = self.check_plan(p, canonical_args, token, &key)
-                        {
+                    if p.needs_approval() {
+                        if let Err(obs) = self.approve(p, opts, canonical_args, &key, runner) {
                             // Nothing ran: free the key.
                             let _ = records.store.release(&key, fence);
                             return *obs;
@@ -371,6 +392,190 @@ impl EffectGuard {
         })
     }
 
+    /// Whether this call, which needs an approval and holds idempotency
+    /// `key`, may run: with an approval id, that approval decides; a token
+    /// with `self_approve` approves with its own plan token; any other call
+    /// is asked of a person and ends `approval_pending`.
+    fn approve(
+        &self,
+        p: &Prepared<'_>,
+        opts: &CallOptions,
+        canonical_args: &str,
+        key: &str,
+        runner: &Runner<'_>,
+    ) -> Result<(), Box<Observation>> {
+        if let Some(id) = opts.approval.as_deref() {
+            return self.check_approval(p, id.trim(), canonical_args, key);
+        }
+        if p.self_approve {
+            return self.check_plan(p, canonical_args, opts.plan_token.as_deref(), key);
+        }
+        Err(self.ask_person(p, opts, canonical_args, runner))
+    }
+
+    /// Runs the dry run, keeps the plan as a pending [`Approval`] and
+    /// answers `approval_pending` with its id and the follow-up.
+    fn ask_person(
+        &self,
+        p: &Prepared<'_>,
+        opts: &CallOptions,
+        canonical_args: &str,
+        runner: &Runner<'_>,
+    ) -> Box<Observation> {
+        let name = p.tool.descriptor.name.as_str();
+        let fail = |code: ErrorCode, msg: String| {
+            Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                p.level,
+                code.info(msg),
+            ))
+        };
+        let Some(approvals) = &self.approvals else {
+            return fail(
+                ErrorCode::ApprovalRequired,
+                crate::messages::approval_unavailable(name),
+            );
+        };
+        let plan = match (runner.plan)() {
+            Ok(plan) => plan,
+            Err(obs) => return obs,
+        };
+        let targets = match target_digests(p) {
+            Ok(t) => t,
+            Err(e) => return fail(ErrorCode::InvalidArguments, e),
+        };
+        let Ok(id) = approval::new_id() else {
+            return fail(
+                ErrorCode::Internal,
+                "the system gave no randomness for the approval id".into(),
+            );
+        };
+        let args_digest = idempotency::args_digest(canonical_args);
+        let created_ms = approval::now_ms();
+        let record = Approval {
+            plan_digest: approval::plan_digest(name, &args_digest, &targets, &plan),
+            id,
+            state: approval::State::Pending,
+            tool: name.to_string(),
+            args: canonical_args.to_string(),
+            args_digest,
+            targets,
+            plan,
+            capability: p.capability.clone().unwrap_or_default(),
+            token_chain: p.chain.clone(),
+            requested_by: opts.requested_by.clone(),
+            created_ms,
+            expires_ms: created_ms.saturating_add(approvals.ttl().as_millis() as u64),
+            decided_ms: None,
+            decided_by: None,
+            note: None,
+            used_by: None,
+        };
+        if let Err(e) = approvals.ask(&record) {
+            return fail(
+                ErrorCode::StoreUnavailable,
+                format!("the approval could not be recorded, so the call did not run: {e}"),
+            );
+        }
+        Box::new(pending(p, &record, false))
+    }
+
+    /// Whether approval `id` approves this call; on success it is spent on
+    /// `key`.
+    fn check_approval(
+        &self,
+        p: &Prepared<'_>,
+        id: &str,
+        canonical_args: &str,
+        key: &str,
+    ) -> Result<(), Box<Observation>> {
+        let name = p.tool.descriptor.name.as_str();
+        let fail = |code: ErrorCode, msg: String| {
+            Err(Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                p.level,
+                code.info(msg),
+            )))
+        };
+        let unavailable = |e: idempotency::StoreError| {
+            fail(
+                ErrorCode::StoreUnavailable,
+                format!("the approvals cannot be read, so the call did not run: {e}"),
+            )
+        };
+        let Some(approvals) = &self.approvals else {
+            return fail(
+                ErrorCode::ApprovalRequired,
+                crate::messages::approval_unavailable(name),
+            );
+        };
+        let found = match approvals.backend().and_then(|b| b.get(id)) {
+            Ok(found) => found,
+            Err(e) => return unavailable(e),
+        };
+        let Some(a) = found.filter(|_| approval::is_id(id)) else {
+            return fail(ErrorCode::Denied, crate::messages::approval_unknown(id));
+        };
+        // An approval approves a call by the token that asked for it.
+        if Some(&a.capability) != p.capability.as_ref() {
+            return fail(
+                ErrorCode::Denied,
+                format!("approval {id} was asked for under another capability token; an approval approves only calls by the token that asked for it. Nothing ran"),
+            );
+        }
+        if a.tool != name || a.args_digest != idempotency::args_digest(canonical_args) {
+            return fail(
+                ErrorCode::Denied,
+                format!("approval {id} approves a different call (another tool or other arguments); nothing ran"),
+            );
+        }
+        let now = approval::now_ms();
+        match a.state {
+            approval::State::Denied => {
+                return Err(Box::new(Observation::failure(
+                    &p.call_id,
+                    name,
+                    p.level,
+                    ErrorCode::ApprovalDeclined
+                        .info(crate::messages::approval_declined(&a))
+                        .with_details(json!({
+                            "approval_id": a.id,
+                            "decided_by": a.decided_by,
+                            "note": a.note,
+                        })),
+                )))
+            }
+            _ if a.expired(now) && a.used_by.as_deref() != Some(key) => {
+                return fail(ErrorCode::StalePlan, crate::messages::approval_expired(&a))
+            }
+            approval::State::Pending => return Err(Box::new(pending(p, &a, true))),
+            approval::State::Approved => {}
+        }
+        match target_digests(p) {
+            Ok(now) if now == a.targets => {}
+            _ => {
+                return fail(
+                    ErrorCode::StalePlan,
+                    format!("a target changed since approval {id} was asked for; nothing ran. Call again without the approval id to ask for the new plan to be approved"),
+                )
+            }
+        }
+        match approvals.backend().and_then(|b| b.take(id, key)) {
+            Ok(approval::Take::Taken) => Ok(()),
+            Ok(approval::Take::UsedBy(_)) => fail(
+                ErrorCode::StalePlan,
+                format!("approval {id} already approved another call (another idempotency key); an approval approves one call. Nothing ran"),
+            ),
+            Ok(approval::Take::NotApproved) => fail(
+                ErrorCode::StalePlan,
+                format!("approval {id} is no longer approved; nothing ran"),
+            ),
+            Err(e) => unavailable(e),
+        }
+    }
+
     /// Whether `token` approves this call, which holds idempotency `key`;
     /// on success the plan's use by `key` is recorded.
     fn check_plan(
@@ -480,6 +685,31 @@ pub(crate) struct IssuedPlan {
     /// Each target path's digest when planned.
     pub targets: Value,
     pub expires_at_ms: u64,
+}
+
+/// The `approval_pending` observation of approval `a` (`again`: the
+/// agent called with an id nobody has decided yet).
+fn pending(p: &Prepared<'_>, a: &Approval, again: bool) -> Observation {
+    let name = p.tool.descriptor.name.as_str();
+    let why = if p.asks && p.level != SideEffect::Irreversible {
+        "it writes under an `ask_write` prefix, outside the token's write prefixes"
+    } else {
+        "it is irreversible and this token may not approve its own plans (no `self_approve` right)"
+    };
+    let info = ErrorCode::ApprovalPending
+        .info(crate::messages::approval_pending(name, why, &a.id, a.expires_ms, again))
+        .with_details(json!({
+            "approval_id": a.id,
+            "expires_at_ms": a.expires_ms,
+            "plan_digest": a.plan_digest,
+            "targets": a.targets,
+            "plan": a.plan,
+            "follow_up": {
+                "person": [format!("toolhost approvals show {}", a.id), format!("toolhost approvals approve {}", a.id), format!("toolhost approvals deny {} --note TEXT", a.id)],
+                "agent": format!("call `{name}` again with the same arguments and the approval id: `--approval {}` on the command line, `_meta[\"dev.toolhost/approval\"]` over MCP", a.id),
+            },
+        }));
+    Observation::failure(&p.call_id, name, p.level, info)
 }
 
 enum Settled {

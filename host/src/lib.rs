@@ -22,7 +22,8 @@
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
 //!   calls ([`EffectGuard`](effects::EffectGuard): keys, the idempotency
-//!   records of the store, plans); [`resource`]: resource keys, the locks
+//!   records of the store, plans); [`approval`]: the calls a person
+//!   approves, kept in the record store; [`resource`]: resource keys, the locks
 //!   that keep conflicting calls apart, and batches, over
 //! - [`call`]: the types of one call ([`Call`](call::Call),
 //!   [`Mode`](call::Mode), [`CallOptions`](call::CallOptions), a prepared
@@ -71,6 +72,7 @@
 //! - [`toolname`]: the one grammar of tool names, namespaces (`fs.read`)
 //!   and the plugin specs (`--plugin fs=PATH`) that load them.
 
+pub mod approval;
 pub mod artifact;
 pub mod boundary;
 pub mod breaker;

@@ -179,6 +179,12 @@ impl Host {
         self.records.as_ref()
     }
 
+    /// The approvals of this host's record store, if it keeps them: where a
+    /// client that can ask a person records the answer.
+    pub fn approvals(&self) -> Option<&crate::approval::Approvals> {
+        self.records.as_ref().and_then(|r| r.approvals())
+    }
+
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
@@ -214,6 +220,7 @@ impl Host {
                 let runner = crate::effects::Runner {
                     run: &|key| self.execute(p, Some(key), cancel),
                     normalize: &|out| self.normalize_output(p, out, None),
+                    plan: &|| self.dry_run(p).map(|(plan, _, _)| plan),
                 };
                 records.guard(p, opts, &runner)
             }
@@ -329,6 +336,8 @@ impl Host {
         let mut rewrites = Vec::new();
         let mut inputs = crate::provenance::Inputs::default();
         let mut has_path_args = false;
+        // A write under an `ask_write` prefix: allowed once approved.
+        let mut asks = false;
         for arg in t.input.path_args(&value) {
             has_path_args = true;
             let access = arg.access;
@@ -340,15 +349,26 @@ impl Host {
             if let Err(e) = crate::paths::RelPath::parse(arg.value) {
                 return fail(e.to_error_info(Some(&arg.pointer)));
             }
-            if let Err(d) = scope.capability.check_path(arg.value, access) {
+            let ask_grants = scope
+                .ask_grants
+                .filter(|_| access == Access::Write && scope.capability.asks_for_write(arg.value));
+            let denied = scope.capability.check_path(arg.value, access);
+            let grants = match (&denied, ask_grants) {
+                (Err(_), Some(elevated)) => {
+                    asks = true;
+                    elevated
+                }
+                _ => scope.grants,
+            };
+            if let (Err(d), None) = (&denied, ask_grants) {
                 // The path, so that the advice can name what grants it.
-                let mut info = denial_error(&d).with_field(arg.pointer.clone());
+                let mut info = denial_error(d).with_field(arg.pointer.clone());
                 if let Some(Value::Object(details)) = &mut info.details {
                     details.insert("path".into(), Value::from(arg.value));
                 }
                 return fail(info);
             }
-            match scope.workspace.resolve(arg.value, access, scope.grants) {
+            match scope.workspace.resolve(arg.value, access, grants) {
                 Ok(resolved) => {
                     if read {
                         inputs.add_file(resolved.rel.as_str());
@@ -384,7 +404,11 @@ impl Host {
         let mut mounts: Vec<Mount> = Vec::new();
         if needs.fs_read || needs.fs_write {
             let may_write = needs.fs_write && level != SideEffect::ReadOnly;
-            for p in scope.grants.preopens() {
+            let grants = match scope.ask_grants {
+                Some(elevated) if asks => elevated,
+                _ => scope.grants,
+            };
+            for p in grants.preopens() {
                 if !has_path_args {
                     // No path argument says what it reads: anything mounted.
                     inputs.add_file(p.rel.as_str());
@@ -445,6 +469,9 @@ impl Host {
             secrets,
             inputs,
             capability: Some(scope.capability.binding_hex()),
+            self_approve: scope.capability.self_approves(),
+            asks,
+            chain: scope.chain.iter().map(ToString::to_string).collect(),
         })
     }
 
@@ -675,6 +702,81 @@ impl Host {
 }
 
 impl Host {
+    /// The tool's dry run of a prepared call: its plan (secrets in it
+    /// hidden like an output's, unless the caller may see them), what was
+    /// hidden, and the URLs it requested. `null` for a tool without a dry
+    /// run.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn dry_run(
+        &self,
+        p: &Prepared<'_>,
+    ) -> Result<(Value, Vec<crate::redact::Redaction>, Vec<String>), Box<Observation>> {
+        let t = p.tool;
+        let tool = t.descriptor.name.as_str();
+        let level = t.descriptor.side_effect;
+        let fail = |code: ErrorCode, msg: String| {
+            Box::new(Observation::failure(
+                &p.call_id,
+                tool,
+                level,
+                code.info(msg),
+            ))
+        };
+        if !t.descriptor.supports_dry_run {
+            return Ok((Value::Null, Vec::new(), Vec::new()));
+        }
+        let outcome = t.plugin.dry_run(&p.request(None));
+        let mut plan = match outcome.result {
+            Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) => v,
+                Err(e) => {
+                    return Err(fail(
+                        ErrorCode::InvalidOutput,
+                        format!("the plan is not JSON: {e}"),
+                    ))
+                }
+            },
+            Ok(Err(e)) => {
+                let details =
+                    crate::observation::tool_details(e.details, p.limits.max_output_bytes);
+                let field = crate::observation::tool_field(
+                    e.field,
+                    &p.args_value(),
+                    &p.tool.descriptor.input_schema,
+                    tool,
+                );
+                let info = crate::observation::ErrorInfo::from_tool(
+                    e.code,
+                    e.message,
+                    field,
+                    e.correctable,
+                    details,
+                );
+                return Err(Box::new(Observation::failure(
+                    &p.call_id,
+                    tool,
+                    SideEffect::ReadOnly,
+                    info,
+                )));
+            }
+            Err(f) => {
+                return Err(fail(
+                    ErrorCode::PluginCrashed,
+                    format!("the dry-run failed: {f:?}"),
+                ))
+            }
+        };
+        // The plan is the plugin's words about the workspace: secrets in it
+        // are hidden like an output's. (Only the plan: a plan token is the
+        // host's own and must stay intact.)
+        let hidden = if p.secrets {
+            Vec::new()
+        } else {
+            crate::redact::redact_json(&mut plan)
+        };
+        Ok((plan, hidden, outcome.net_requested))
+    }
+
     /// Plans a call without performing it (the tool's `dry-run`): steps 1–4
     /// run as for a call, then the plan comes back as the output with a
     /// `plan_token` that approves exactly this call while its targets stay
@@ -709,54 +811,13 @@ impl Host {
         }
         // `p.args` is the canonical text (RFC 8785) of the arguments.
         let canonical_args = p.args.as_str();
-        let outcome = t.plugin.dry_run(&p.request(None));
-        let plan = match outcome.result {
-            Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
-                Ok(v) => v,
-                Err(e) => {
-                    return fail(
-                        ErrorCode::InvalidOutput,
-                        format!("the plan is not JSON: {e}"),
-                    )
-                }
-            },
-            Ok(Err(e)) => {
-                let details =
-                    crate::observation::tool_details(e.details, p.limits.max_output_bytes);
-                let field = crate::observation::tool_field(
-                    e.field,
-                    &p.args_value(),
-                    &p.tool.descriptor.input_schema,
-                    tool,
-                );
-                let info = crate::observation::ErrorInfo::from_tool(
-                    e.code,
-                    e.message,
-                    field,
-                    e.correctable,
-                    details,
-                );
-                return Observation::failure(&p.call_id, tool, SideEffect::ReadOnly, info);
-            }
-            Err(f) => {
-                return fail(
-                    ErrorCode::PluginCrashed,
-                    format!("the dry-run failed: {f:?}"),
-                )
-            }
+        let (plan, hidden, net_requested) = match self.dry_run(&p) {
+            Ok(done) => done,
+            Err(obs) => return *obs,
         };
         let issued = match records.issue_plan(&p, canonical_args) {
             Ok(issued) => issued,
             Err((code, msg)) => return fail(code, msg),
-        };
-        // The plan is the plugin's words about the workspace: secrets in it
-        // are hidden like an output's. (Only the plan: the plan token is
-        // the host's own and must stay intact.)
-        let mut plan = plan;
-        let hidden = if p.secrets {
-            Vec::new()
-        } else {
-            crate::redact::redact_json(&mut plan)
         };
         let output = serde_json::json!({
             "plan": plan,
@@ -765,7 +826,7 @@ impl Host {
             "expires_at_ms": issued.expires_at_ms,
         });
         let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
-        let mut obs = self.with_sources(obs, &p, &outcome.net_requested);
+        let mut obs = self.with_sources(obs, &p, &net_requested);
         obs.redactions
             .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
                 rule: r.rule.id().to_string(),

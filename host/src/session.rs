@@ -95,6 +95,10 @@ pub struct Allow<'a> {
     /// Outputs are not redacted and a network tool's arguments may carry a
     /// secret.
     pub secrets: bool,
+    /// The calls may approve their own plans (the `self_approve` right):
+    /// an irreversible call runs on the plan token of its own dry run, no
+    /// person asked.
+    pub self_approve: bool,
 }
 
 impl Allow<'_> {
@@ -136,6 +140,9 @@ impl Allow<'_> {
         }
         if self.secrets {
             rights.push(Right::Secrets);
+        }
+        if self.self_approve {
+            rights.push(Right::SelfApprove);
         }
         let mut caveats = vec![Caveat::Tools(vec![ToolPattern::parse("*")?])];
         if !rights.is_empty() {
@@ -179,6 +186,9 @@ pub struct Session {
     token: Token,
     grant: Grant,
     grants: Grants,
+    /// `grants` with the `ask_write` prefixes writable too, if the token
+    /// has any.
+    ask_grants: Option<Grants>,
     net: Vec<String>,
     /// Programs the token grants (names or absolute paths).
     exec: Vec<String>,
@@ -303,6 +313,17 @@ impl Session {
         let read_refs: Vec<&str> = read.iter().map(String::as_str).collect();
         let write_refs: Vec<&str> = write.iter().map(String::as_str).collect();
         let grants = Grants::new(&workspace, &read_refs, &write_refs)?.noting_unmounted(unmounted);
+        let ask = mounted(grant.ask_write_prefixes(), Right::Write);
+        let ask_grants = if ask.is_empty() {
+            None
+        } else {
+            let all: Vec<&str> = write_refs
+                .iter()
+                .copied()
+                .chain(ask.iter().map(String::as_str))
+                .collect();
+            Some(Grants::new(&workspace, &read_refs, &all)?)
+        };
         let net = if rights.contains(Right::Net) {
             grant
                 .net_origins()
@@ -324,6 +345,7 @@ impl Session {
             token,
             grant,
             grants,
+            ask_grants,
             net,
             exec,
             budgets,
@@ -572,6 +594,8 @@ impl Session {
             net: self.net.clone(),
             exec: self.exec.clone(),
             capability: &self.grant,
+            ask_grants: self.ask_grants.as_ref(),
+            chain: &self.chain,
         }
     }
 }
@@ -615,6 +639,7 @@ mod tests {
             net: &["https://api.example.com:443"],
             exec: &["cargo"],
             secrets: false,
+            self_approve: false,
         };
         let s = Session::allowing(&key(), ws, &allow).unwrap();
         let rights = s.grant().rights();

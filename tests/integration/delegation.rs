@@ -840,7 +840,11 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
     ));
     let parent = Token::mint(
         &key(),
-        &caveats(&["tool=file_delete", "right=read,write", "write=."]),
+        &caveats(&[
+            "tool=file_delete",
+            "right=read,write,self_approve",
+            "write=.",
+        ]),
     )
     .unwrap();
     let child = parent.delegate(&[]).unwrap();
@@ -902,7 +906,14 @@ fn cli_plan_and_call_with_the_same_flags_share_a_token_and_other_flags_do_not() 
         let out = stdout(&toolhost(
             &store,
             dir,
-            &["plan", "file_delete", args, "--allow-write", "."],
+            &[
+                "plan",
+                "file_delete",
+                args,
+                "--allow-write",
+                ".",
+                "--self-approve",
+            ],
         ));
         let v: Value = serde_json::from_str(&out).unwrap();
         v["output"]["plan_token"].as_str().unwrap().to_string()
@@ -920,6 +931,7 @@ fn cli_plan_and_call_with_the_same_flags_share_a_token_and_other_flags_do_not() 
             ".",
             "--allow-read",
             "keep",
+            "--self-approve",
             "--plan-token",
             &token,
             "--idempotency-key",
@@ -939,6 +951,7 @@ fn cli_plan_and_call_with_the_same_flags_share_a_token_and_other_flags_do_not() 
             r#"{"path":"x.txt"}"#,
             "--allow-write",
             ".",
+            "--self-approve",
             "--plan-token",
             &token,
             "--idempotency-key",

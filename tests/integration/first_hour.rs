@@ -253,6 +253,7 @@ fn a_named_workspace_file_may_not_grant_or_move_trusted_paths() {
         ("allow_exec", "[\"sh\"]".to_string()),
         ("allow_net", "[\"https://example.com\"]".to_string()),
         ("allow_delegate", "true".to_string()),
+        ("self_approve", "true".to_string()),
         ("allow_remote", "true".to_string()),
         ("timeout_ms", "86400000".to_string()),
         ("store", format!("\"{o}/revived.sqlite\"")),

@@ -221,11 +221,11 @@ fn irreversible_calls_need_an_approved_current_plan() {
             plan_token: token.map(str::to_string),
             ..derived(call)
         };
-        call_with(&h, &ws, "file_delete", args, &WRITE_ALL, &opts)
+        call_self_approving(&h, &ws, "file_delete", args, &opts)
     };
     expect_error(&run(None, "d1"), "error", "approval_required");
 
-    let session = session(&ws, &WRITE_ALL);
+    let session = self_approving(&ws);
     let plan = plan_in(&h, &session, "file_delete", args, &CallOptions::default());
     let out = expect_ok(&plan);
     assert_eq!(out["plan"]["changes"][0]["action"], "delete", "{out:#}");
@@ -237,14 +237,7 @@ fn irreversible_calls_need_an_approved_current_plan() {
         plan_token: Some(token.clone()),
         ..derived("d2")
     };
-    let obs = call_with(
-        &h,
-        &ws,
-        "file_delete",
-        r#"{"path":"other.txt"}"#,
-        &WRITE_ALL,
-        &other,
-    );
+    let obs = call_self_approving(&h, &ws, "file_delete", r#"{"path":"other.txt"}"#, &other);
     expect_error(&obs, "denied", "denied");
     assert!(ws.path("other.txt").exists());
 

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod approvals;
 mod bad_input;
 mod budgets;
 mod cache;

@@ -499,7 +499,13 @@ fn stdio_cancellation_stops_the_running_instance() {
 }
 
 /// `tools/call` with toolhost's `_meta` keys.
-fn call_with_meta(s: &mut StdioServer, id: i64, tool: &str, args: Value, meta: Value) -> Value {
+pub(crate) fn call_with_meta(
+    s: &mut StdioServer,
+    id: i64,
+    tool: &str,
+    args: Value,
+    meta: Value,
+) -> Value {
     s.request(
         id,
         "tools/call",
@@ -575,7 +581,7 @@ fn stdio_side_effecting_calls_are_recorded_and_deduplicated() {
 #[test]
 fn stdio_irreversible_calls_need_the_plan_from_a_dry_run() {
     let setup = Setup::new(&[]);
-    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub"]);
+    let mut s = StdioServer::initialized(&setup, &["--allow-write", "pub", "--self-approve"]);
     let args = json!({"path": "pub/a.txt"});
     let refused = observation_of(&s.call(1, "file_delete", args.clone()));
     assert_eq!(refused["error"]["code"], "approval_required", "{refused}");

@@ -229,6 +229,7 @@ fn approval_required_says_how_to_get_approval() {
             r#"{"path":"top.txt"}"#,
             "--allow-write",
             ".",
+            "--self-approve",
             "--idempotency-key",
             "k1",
             "--store",

@@ -21,9 +21,10 @@ fn host(records: EffectGuard) -> Host {
     host_with(&[Source::reference(), Source::File(test_plugin("tp_effects"))]).with_records(records)
 }
 
-/// Plans `tool(args)` with write access to the whole workspace.
+/// Plans `tool(args)` with write access to the whole workspace, under a
+/// token that approves its own plans.
 fn plan(h: &Host, ws: &Ws, tool: &str, args: &str) -> Value {
-    let session = session(ws, &WRITE_ALL);
+    let session = self_approving(ws);
     let obs = plan_in(h, &session, tool, args, &CallOptions::default());
     expect_ok(&obs).clone()
 }
@@ -35,7 +36,7 @@ fn run(h: &Host, ws: &Ws, tool: &str, args: &str, key: &str, token: &str) -> Val
         plan_token: Some(token.into()),
         ..CallOptions::default()
     };
-    call_with(h, ws, tool, args, &WRITE_ALL, &opts)
+    call_self_approving(h, ws, tool, args, &opts)
 }
 
 #[test]

@@ -99,7 +99,7 @@ fn ts_client() -> PathBuf {
 }
 
 /// The command that starts `sdk`'s client script.
-fn client(sdk: Sdk) -> Command {
+pub(crate) fn client(sdk: Sdk) -> Command {
     let mut c = match sdk {
         Sdk::Python => {
             let mut c = Command::new(crate::python_sdk::python());
@@ -283,6 +283,7 @@ fn full_session(sdk: Sdk, transport: Transport) {
         &[
             "--allow-write",
             "pub",
+            "--self-approve",
             "--allow-exec",
             "wc",
             "--allow-net",

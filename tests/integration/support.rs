@@ -247,6 +247,30 @@ pub fn session(ws: &Ws, grant: &Grant<'_>) -> Session {
     )
 }
 
+/// A session of `ws` that may write all of it and approve its own plans
+/// (the `self_approve` right): the plan-token flow of unattended pipelines.
+pub fn self_approving(ws: &Ws) -> Session {
+    session_allowing(
+        ws,
+        &Allow {
+            write: &["."],
+            self_approve: true,
+            ..Allow::default()
+        },
+    )
+}
+
+/// [`call_with`] under [`self_approving`].
+pub fn call_self_approving(
+    host: &Host,
+    ws: &Ws,
+    tool: &str,
+    args: &str,
+    opts: &CallOptions,
+) -> Value {
+    run_in(host, &self_approving(ws), tool, args, &keyed(opts))
+}
+
 /// Runs one call in `session` and returns the observation as JSON, after
 /// checking it against the published observation schema.
 pub fn run_in(host: &Host, session: &Session, tool: &str, args: &str, opts: &CallOptions) -> Value {

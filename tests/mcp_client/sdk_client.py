@@ -51,6 +51,13 @@ Steps (a JSON array, from the file named by `--steps`, or `-` for stdin):
 The same step language is spoken by tests/mcp_client/ts/client.mjs (the
 official TypeScript SDK).
 
+With `--elicit ANSWERS` (a JSON array of ElicitResult objects, such as
+{"action": "accept", "content": {"approve": true}}), the client declares
+the elicitation capability and answers the server's `elicitation/create`
+requests with them, in order (an extra request is cancelled); the
+questions asked during a step are in its line as `"elicited"` (message and
+requested schema). This option is the Python client's only.
+
 The script only reports; whoever runs it decides what is right. It exits 0
 when every step ran (a step the SDK refused is a reported failure, not a
 crash), 2 on bad usage.
@@ -66,6 +73,7 @@ import json
 import sys
 
 import anyio
+from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -181,33 +189,56 @@ async def run_step(session, step, results, steps_of):
     raise ValueError(f"unknown op {op!r}")
 
 
-async def run_steps(session, steps):
+class Answers:
+    """The elicitation callback: answers in order, the questions kept."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.asked = []
+
+    async def __call__(self, context, params):
+        self.asked.append(
+            {
+                "message": params.message,
+                "requestedSchema": as_json(getattr(params, "requested_schema", None)),
+            }
+        )
+        answer = self.answers.pop(0) if self.answers else {"action": "cancel"}
+        return types.ElicitResult(**answer)
+
+
+async def run_steps(session, steps, answers=None):
     await session.initialize()
     results = []
     for n, step in enumerate(steps):
         line = {"step": n, "op": step.get("op")}
+        if answers is not None:
+            answers.asked.clear()
         try:
             line["result"] = await run_step(session, step, results, steps)
             line["ok"] = True
         except Exception as e:  # reported, so the caller sees the SDK's refusal
             line["ok"] = False
             line["error"] = f"{type(e).__name__}: {e}"
+        if answers is not None and answers.asked:
+            line["elicited"] = list(answers.asked)
         results.append(line)
         print(json.dumps(line), flush=True)
 
 
-async def main(steps, command, url, headers):
+async def main(steps, command, url, headers, answers=None):
+    callback = {"elicitation_callback": answers} if answers is not None else {}
     if url:
         http = create_mcp_http_client(headers=headers)
         async with http, streamable_http_client(url, http_client=http) as streams:
             read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await run_steps(session, steps)
+            async with ClientSession(read, write, **callback) as session:
+                await run_steps(session, steps, answers)
         return
     server = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(server) as (read, write):
-        async with ClientSession(read, write) as session:
-            await run_steps(session, steps)
+        async with ClientSession(read, write, **callback) as session:
+            await run_steps(session, steps, answers)
 
 
 if __name__ == "__main__":
@@ -216,6 +247,9 @@ if __name__ == "__main__":
     parser.add_argument("--url", help="a Streamable HTTP endpoint, instead of a server command")
     parser.add_argument(
         "--header", action="append", default=[], help='"Name: value" on every HTTP request'
+    )
+    parser.add_argument(
+        "--elicit", help="JSON array of answers to elicitation/create, in order"
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- SERVER COMMAND...")
     args = parser.parse_args()
@@ -230,4 +264,5 @@ if __name__ == "__main__":
         headers[name.strip()] = value.strip()
     with (sys.stdin if args.steps == "-" else open(args.steps)) as f:
         steps = json.load(f)
-    anyio.run(main, steps, command, args.url, headers)
+    answers = Answers(json.loads(args.elicit)) if args.elicit else None
+    anyio.run(main, steps, command, args.url, headers, answers)

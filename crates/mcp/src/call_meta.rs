@@ -10,6 +10,7 @@
 //! | `dev.toolhost/call_id`          | string  | the logical call; also the observation's `call_id` |
 //! | `dev.toolhost/plan_token`       | string  | approves an irreversible call (from a dry run) |
 //! | `dev.toolhost/dry_run`          | boolean | plan the call instead of running it       |
+//! | `dev.toolhost/approval`         | string  | the id of an approval a person gave (from `approval_pending`) |
 //!
 //! A derived key is HMAC(trajectory | turn | call id | tool | JCS(args)), so
 //! a client that retries a logical call with the same three ids gets the
@@ -33,6 +34,7 @@ pub const TURN: &str = "dev.toolhost/turn";
 pub const CALL_ID: &str = "dev.toolhost/call_id";
 pub const PLAN_TOKEN: &str = "dev.toolhost/plan_token";
 pub const DRY_RUN: &str = "dev.toolhost/dry_run";
+pub const APPROVAL: &str = "dev.toolhost/approval";
 
 /// Longest key, trajectory id, call id; a plan token may be longer.
 const MAX_ID_CHARS: usize = 256;
@@ -47,6 +49,8 @@ pub struct CallMeta {
     pub call_id: Option<String>,
     pub plan_token: Option<String>,
     pub dry_run: bool,
+    /// The id of an approval a person gave.
+    pub approval: Option<String>,
 }
 
 /// A `_meta` entry that cannot be used.
@@ -85,6 +89,7 @@ pub fn parse(meta: &Map<String, Value>) -> Result<CallMeta, MetaError> {
         })?),
     };
     let plan_token = id(meta, PLAN_TOKEN, MAX_PLAN_TOKEN_CHARS)?;
+    let approval = id(meta, APPROVAL, MAX_ID_CHARS)?;
     let dry_run = match meta.get(DRY_RUN) {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -149,6 +154,7 @@ pub fn parse(meta: &Map<String, Value>) -> Result<CallMeta, MetaError> {
         call_id,
         plan_token,
         dry_run,
+        approval,
     })
 }
 

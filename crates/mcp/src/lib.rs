@@ -78,6 +78,7 @@ macro_rules! warn {
 pub mod call_meta;
 mod compact_out;
 mod direct;
+mod elicit;
 mod http;
 pub mod listing;
 mod raw_args;
@@ -159,6 +160,12 @@ pub struct ServeOptions {
     /// then run under a token minted from those grants with the `delegate`
     /// right; needs the root key).
     pub allow_delegate: bool,
+    /// Let clients on the command-line grants approve their own plans of
+    /// irreversible calls (the `self_approve` right): a plan token from
+    /// their own dry run then runs the call with no person asked. Without
+    /// it such a call ends `approval_pending` until a person runs
+    /// `toolhost approvals approve`.
+    pub self_approve: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
     pub client: toolhost::delegation::ClientConfig,
@@ -480,7 +487,8 @@ pub(crate) struct State {
 }
 
 /// How many calls a server runs at once (the semaphore of each session's state): two per
-/// core this process may use. A call holds its slot until it ends, and its
+/// core this process may use. A call holds its slot until it ends (a call
+/// waiting for a person's approval gives it back while it waits), and its
 /// deadline ends it whatever the guest waits on (clocks, polls, I/O; see
 /// `sandbox::deadline`), so a sleeping call cannot keep its slot past it.
 pub fn call_slots() -> usize {
@@ -599,6 +607,7 @@ pub fn run(
             net: &args.allow_net,
             exec: &args.allow_exec,
             delegate: args.allow_delegate,
+            self_approve: args.self_approve,
         },
     )
     .context("the command-line grants")?;

@@ -24,7 +24,7 @@ use super::compact_out::{self, CompactOut};
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
-use super::{call_meta, listing, Generation, SessionScope, State, LIST_TTL_MS};
+use super::{call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
 use toolhost::effects::KeySource;
 use toolhost::observation::{Observation, Status};
 use toolhost::pipeline::{new_call_id, Call, CallOptions, Mode};
@@ -341,7 +341,7 @@ impl McpServer {
         }
         let arguments = self.arguments(req, arguments);
         // Wait for a free core without holding a thread.
-        let _running = self.state.running.acquire().await;
+        let running = self.state.running.acquire().await;
         let scope = self.scope(req.parts)?;
         let generation = self.state.current();
         let parsed = match self.parse_call(req, &generation, &scope, name) {
@@ -351,11 +351,109 @@ impl McpServer {
                 return Err(e);
             }
         };
+        let first = (parsed.opts.clone(), parsed.mode, parsed.budget);
         let obs = self
-            .execute(req, generation, scope, name.to_string(), arguments, parsed)
+            .execute(
+                req,
+                generation.clone(),
+                scope.clone(),
+                name.to_string(),
+                arguments.clone(),
+                parsed,
+            )
             .await?;
+        let obs = match self
+            .confirm(
+                req,
+                &generation,
+                &scope,
+                name,
+                &arguments,
+                first,
+                obs,
+                running,
+            )
+            .await
+        {
+            Ok(obs) | Err(obs) => obs,
+        };
         self.reveal(req, name, &obs).await;
         self.finish(req, name, obs).await
+    }
+
+    /// A call that waits for a person's approval, asked of the person
+    /// behind a client that can answer a form ([`elicit`]): the call's
+    /// answer after the person decided (`Ok`), or the `approval_pending`
+    /// result as it was (`Err`) when nobody can be asked or nobody decided.
+    #[allow(clippy::too_many_arguments)]
+    async fn confirm(
+        &self,
+        req: &CallRequest<'_>,
+        generation: &Arc<Generation>,
+        scope: &Arc<SessionScope>,
+        name: &str,
+        arguments: &str,
+        (opts, mode, budget): (CallOptions, Mode, Duration),
+        obs: Observation,
+        running: Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError>,
+    ) -> Result<Observation, Observation> {
+        let Some(peer) = req.peer.filter(|_| !req.stateless) else {
+            return Err(obs);
+        };
+        let Some((id, details)) = elicit::pending(&obs) else {
+            return Err(obs);
+        };
+        let Some(approvals) = generation.host.approvals() else {
+            return Err(obs);
+        };
+        if mode != Mode::Run || opts.approval.is_some() || !elicit::can_ask(peer) {
+            return Err(obs);
+        }
+        let now = toolhost::approval::now_ms();
+        let left = details["expires_at_ms"]
+            .as_u64()
+            .map_or(elicit::MAX_WAIT, |t| {
+                Duration::from_millis(t.saturating_sub(now))
+            });
+        let question = elicit::question(name, arguments, details);
+        // Waiting for a person holds no slot of the calls running at once.
+        drop(running);
+        let answer = tokio::select! {
+            a = elicit::ask(peer, question, left.min(elicit::MAX_WAIT)) => a,
+            () = req.ct.cancelled() => elicit::Answer::None,
+        };
+        let (approve, note) = match answer {
+            elicit::Answer::Approve(note) => (true, note),
+            elicit::Answer::Decline(note) => (false, note),
+            elicit::Answer::None => return Err(obs),
+        };
+        let who = format!("{} (elicitation)", elicit::who(peer));
+        if let Err(e) = approvals.decide(&id, approve, &who, note.as_deref()) {
+            tracing::warn!("the answer to approval {id} could not be recorded: {e}");
+            return Err(obs);
+        }
+        // The same call again, under the same key, with the approval: it
+        // runs bound to the plan the person saw, or says why not.
+        let _running = self.state.running.acquire().await;
+        let parsed = ParsedCall {
+            opts: CallOptions {
+                approval: Some(id),
+                ..opts
+            },
+            mode,
+            progress: None,
+            budget,
+        };
+        self.execute(
+            req,
+            generation.clone(),
+            scope.clone(),
+            name.to_string(),
+            arguments.to_string(),
+            parsed,
+        )
+        .await
+        .map_err(|_| obs)
     }
 
     /// A `tools/call` refused before the pipeline (a tool this session
@@ -454,6 +552,13 @@ impl McpServer {
         }));
         opts.call_id = Some(call_id);
         opts.plan_token = meta.plan_token;
+        opts.approval = meta.approval;
+        // Who asks, for a pending approval's record: the client's name and
+        // version from its handshake.
+        opts.requested_by = req
+            .peer
+            .and_then(|p| p.peer_info())
+            .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
         opts.conversation = Some(self.conversation.to_string());
         opts.request_url = self.request_url(req);
         Ok(ParsedCall {

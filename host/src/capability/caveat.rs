@@ -11,6 +11,7 @@ pub enum CaveatKind {
     Right,
     Read,
     Write,
+    AskWrite,
     Net,
     Exec,
     Fuel,
@@ -24,7 +25,7 @@ pub enum CaveatKind {
 }
 
 impl CaveatKind {
-    /// `tool`, `right`, `read`, `write`, `net`, `exec`, `fuel`, `max_calls`,
+    /// `tool`, `right`, `read`, `write`, `ask_write`, `net`, `exec`, `fuel`, `max_calls`,
     /// `budget_fuel`, `expires`, `id` (`unknown` for unknown types).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +33,7 @@ impl CaveatKind {
             CaveatKind::Right => "right",
             CaveatKind::Read => "read",
             CaveatKind::Write => "write",
+            CaveatKind::AskWrite => "ask_write",
             CaveatKind::Net => "net",
             CaveatKind::Exec => "exec",
             CaveatKind::Fuel => "fuel",
@@ -64,6 +66,11 @@ pub enum Caveat {
     Read(Vec<RelPath>),
     /// `write=src/gen`
     Write(Vec<RelPath>),
+    /// `ask_write=docs`: a write under one of these prefixes but outside
+    /// the `write` prefixes is not denied: it runs once a person approved
+    /// it (or on the holder's own plan with `self_approve`). Needs the
+    /// `write` right like any write.
+    AskWrite(Vec<RelPath>),
     /// `net=https://api.example.com:443`
     Net(Vec<Origin>),
     /// `exec=cargo,/usr/bin/make`: native programs, by name (looked up on
@@ -164,6 +171,9 @@ impl Caveat {
             }
             "read" => Caveat::Read(items()?.into_iter().map(path).collect::<Result<_, _>>()?),
             "write" => Caveat::Write(items()?.into_iter().map(path).collect::<Result<_, _>>()?),
+            "ask_write" => {
+                Caveat::AskWrite(items()?.into_iter().map(path).collect::<Result<_, _>>()?)
+            }
             "net" => Caveat::Net(
                 items()?
                     .into_iter()
@@ -209,6 +219,7 @@ impl Caveat {
             Caveat::Rights(_) => CaveatKind::Right,
             Caveat::Read(_) => CaveatKind::Read,
             Caveat::Write(_) => CaveatKind::Write,
+            Caveat::AskWrite(_) => CaveatKind::AskWrite,
             Caveat::Net(_) => CaveatKind::Net,
             Caveat::Exec(_) => CaveatKind::Exec,
             Caveat::Fuel(_) => CaveatKind::Fuel,
@@ -276,6 +287,10 @@ impl fmt::Display for Caveat {
             }
             Caveat::Write(v) => {
                 f.write_str("write=")?;
+                write_list(f, v)
+            }
+            Caveat::AskWrite(v) => {
+                f.write_str("ask_write=")?;
                 write_list(f, v)
             }
             Caveat::Net(v) => {

@@ -93,6 +93,7 @@ pub(super) struct Fold {
     pub(super) rights: Option<Rights>,
     pub(super) read: Option<Vec<RelPath>>,
     pub(super) write: Option<Vec<RelPath>>,
+    pub(super) ask_write: Option<Vec<RelPath>>,
     pub(super) net: Option<Vec<Origin>>,
     pub(super) exec: Option<Vec<Program>>,
     pub(super) fuel: Option<u64>,
@@ -117,6 +118,7 @@ impl Fold {
             },
             Caveat::Read(v) => narrow(&mut self.read, v, minted),
             Caveat::Write(v) => narrow(&mut self.write, v, minted),
+            Caveat::AskWrite(v) => narrow(&mut self.ask_write, v, minted),
             Caveat::Net(v) => narrow(&mut self.net, v, minted),
             Caveat::Exec(v) => narrow(&mut self.exec, v, minted),
             Caveat::Fuel(n) => min_opt(&mut self.fuel, *n),
@@ -171,10 +173,11 @@ impl Fold {
                     );
                 }
             }
-            Caveat::Read(v) | Caveat::Write(v) => {
+            Caveat::Read(v) | Caveat::Write(v) | Caveat::AskWrite(v) => {
                 let (kind, parent) = match caveat {
                     Caveat::Read(_) => (CaveatKind::Read, none(&self.read)),
-                    _ => (CaveatKind::Write, none(&self.write)),
+                    Caveat::Write(_) => (CaveatKind::Write, none(&self.write)),
+                    _ => (CaveatKind::AskWrite, none(&self.ask_write)),
                 };
                 if let Some(p) = v.iter().find(|p| !parent.iter().any(|q| q.covers(p))) {
                     return widens(
@@ -276,6 +279,7 @@ impl Fold {
             rights,
             read_prefixes: readable,
             write_prefixes: write,
+            ask_write_prefixes: self.ask_write.unwrap_or_default(),
             net_origins: self.net.unwrap_or_default(),
             exec_programs: self.exec.unwrap_or_default(),
             fuel_ceiling: self.fuel,

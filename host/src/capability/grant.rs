@@ -26,6 +26,8 @@ pub struct Grant {
     /// when the token has the `write` right.
     pub(super) read_prefixes: Vec<RelPath>,
     pub(super) write_prefixes: Vec<RelPath>,
+    /// `ask_write` prefixes: writes there need an approval.
+    pub(super) ask_write_prefixes: Vec<RelPath>,
     pub(super) net_origins: Vec<Origin>,
     pub(super) exec_programs: Vec<Program>,
     pub(super) fuel_ceiling: Option<u64>,
@@ -52,6 +54,7 @@ impl PartialEq for Grant {
             && self.rights == other.rights
             && self.read_prefixes == other.read_prefixes
             && self.write_prefixes == other.write_prefixes
+            && self.ask_write_prefixes == other.ask_write_prefixes
             && self.net_origins == other.net_origins
             && self.exec_programs == other.exec_programs
             && self.fuel_ceiling == other.fuel_ceiling
@@ -177,6 +180,34 @@ impl Grant {
             allowed: allowed(),
             requested: path.to_owned(),
         })
+    }
+
+    /// Whether a write to `path`, outside the `write` prefixes, may run
+    /// once approved: the token has the `write` right and an `ask_write`
+    /// prefix covers the path.
+    pub fn asks_for_write(&self, path: &str) -> bool {
+        if !self.rights.contains(Right::Write) {
+            return false;
+        }
+        match RelPath::parse(path) {
+            Ok(p) => self.ask_write_prefixes.iter().any(|a| a.covers(&p)),
+            Err(_) => false,
+        }
+    }
+
+    /// The `ask_write` prefixes (empty without the `write` right).
+    pub fn ask_write_prefixes(&self) -> &[RelPath] {
+        if self.rights.contains(Right::Write) {
+            &self.ask_write_prefixes
+        } else {
+            &[]
+        }
+    }
+
+    /// Whether the holder may approve its own plans (the `self_approve`
+    /// right).
+    pub fn self_approves(&self) -> bool {
+        self.rights.contains(Right::SelfApprove)
     }
 
     /// Checks a network origin (or URL: its origin is taken). Needs the
@@ -342,6 +373,9 @@ impl fmt::Display for Grant {
         writeln!(f, "rights:   {}", self.rights)?;
         writeln!(f, "read:     {}", list(self.read_prefixes()))?;
         writeln!(f, "write:    {}", list(self.write_prefixes()))?;
+        if !self.ask_write_prefixes().is_empty() {
+            writeln!(f, "ask:      {}", list(self.ask_write_prefixes()))?;
+        }
         writeln!(f, "net:      {}", list(self.net_origins()))?;
         writeln!(f, "exec:     {}", list(self.exec_programs()))?;
         writeln!(f, "fuel:     {}", opt(self.fuel_ceiling))?;

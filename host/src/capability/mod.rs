@@ -24,9 +24,10 @@
 //! | caveat | meaning |
 //! | --- | --- |
 //! | `tool=file_view,git_*` | tools the token may call: exact names (`file_view`, `fs.read`), `ns_*` / `ns.*` (every name starting with `ns_` / `ns.`), or `*` (every tool); names and prefixes follow the one tool-name grammar of [`crate::toolname`], so `ns.*` is the namespace `ns` and a pattern outside the grammar is refused |
-//! | `right=read,write,net` | rights: `read`, `write`, `net`, `exec` (run the `exec` caveat's programs), `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
+//! | `right=read,write,net` | rights: `read`, `write`, `net`, `exec` (run the `exec` caveat's programs), `delegate` (hand narrower tokens to sub-agents over MCP; only when minted with it), `self_approve` (approve its own plans of irreversible calls, no person asked; only when minted with it), `secrets` (outputs are not redacted and arguments carrying a secret are not refused, see [`crate::redact`]); `right=none` grants none |
 //! | `read=src,docs` | workspace path prefixes the token may read |
 //! | `write=src/gen` | workspace path prefixes the token may write (and read) |
+//! | `ask_write=docs` | workspace path prefixes the token may write once a person approved the call (with the `write` right): a write there outside the `write` prefixes is not denied but waits for approval ([`crate::approval`]) |
 //! | `net=https://api.example.com:443` | network origins `http(s)://host[:port]` (exact match; default ports 80/443 are filled in; grammar in [`crate::origin`]: no `ws`/`wss`, no numeric hosts but dotted quads) |
 //! | `exec=cargo,/usr/bin/make` | native programs the token may run (with the `exec` right): a name, looked up on the host's `PATH` when a call runs, or an absolute path; exact match (see [`Program`]) |
 //! | `fuel=1000000` | fuel ceiling per call |
@@ -40,7 +41,7 @@
 //! - **Every caveat must pass.** Caveats of the same type *intersect*: a
 //!   second `tool` caveat narrows the first, never widens it. A duplicate
 //!   caveat is therefore harmless and allowed.
-//! - **Closed world.** `tool`, `right`, `read`, `write`, `net` and `exec` are
+//! - **Closed world.** `tool`, `right`, `read`, `write`, `ask_write`, `net` and `exec` are
 //!   *grants*: a dimension the token was not minted with grants nothing
 //!   (no `net` caveat at mint → no network), and a caveat appended later for
 //!   such a dimension cannot open it (it intersects with nothing). The number

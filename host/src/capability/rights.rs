@@ -1,5 +1,5 @@
 //! The rights a token can grant (`read`, `write`, `net`, `secrets`,
-//! `delegate`, `exec`, `metrics`) and sets of them.
+//! `delegate`, `exec`, `metrics`, `self_approve`) and sets of them.
 
 use super::*;
 
@@ -21,11 +21,17 @@ pub enum Right {
     /// Read the HTTP server's `/metrics` (the whole host's figures, every
     /// token's calls together); granted only when minting asks for it.
     Metrics,
+    /// Approve its own plans: an irreversible call (or a write under an
+    /// `ask_write` prefix) runs on a plan token the holder got from its
+    /// own dry run, with no person asked. Granted only when minting asks
+    /// for it (`cap mint --self-approve`); without it such a call waits
+    /// for a person ([`crate::approval`]).
+    SelfApprove,
 }
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 7] = [
+    pub const ALL: [Right; 8] = [
         Right::Read,
         Right::Write,
         Right::Net,
@@ -33,10 +39,11 @@ impl Right {
         Right::Secrets,
         Right::Exec,
         Right::Metrics,
+        Right::SelfApprove,
     ];
 
     /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets`,
-    /// `exec` or `metrics`.
+    /// `exec`, `metrics` or `self_approve`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
@@ -46,6 +53,7 @@ impl Right {
             Right::Secrets => "secrets",
             Right::Exec => "exec",
             Right::Metrics => "metrics",
+            Right::SelfApprove => "self_approve",
         }
     }
 
@@ -58,6 +66,7 @@ impl Right {
             Right::Secrets => 16,
             Right::Exec => 32,
             Right::Metrics => 64,
+            Right::SelfApprove => 128,
         }
     }
 }
@@ -73,8 +82,9 @@ impl FromStr for Right {
             "secrets" => Ok(Right::Secrets),
             "exec" => Ok(Right::Exec),
             "metrics" => Ok(Right::Metrics),
+            "self_approve" => Ok(Right::SelfApprove),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net, delegate, secrets, exec or metrics)"
+                "`{s}` is not a right (use read, write, net, delegate, secrets, exec, metrics or self_approve)"
             ))),
         }
     }
@@ -87,8 +97,9 @@ pub struct Rights(pub(super) u8);
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net`, `delegate`, `secrets`, `exec` and `metrics`.
-    pub const ALL: Rights = Rights(127);
+    /// `read`, `write`, `net`, `delegate`, `secrets`, `exec`, `metrics`
+    /// and `self_approve`.
+    pub const ALL: Rights = Rights(255);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -111,7 +122,7 @@ impl Rights {
         self.0 == 0
     }
     /// The rights in canonical order (read, write, net, delegate, secrets,
-    /// exec, metrics).
+    /// exec, metrics, self_approve).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }

@@ -345,6 +345,15 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// The approvals kept in this store ([`crate::approval`]), if the
+    /// backend keeps them. Without them no call that needs a person's
+    /// approval can be asked for.
+    fn approvals(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::approval::ApprovalBackend>> {
+        None
+    }
+
     /// The call journal kept in this store ([`crate::journal`]), if the
     /// backend keeps one.
     fn journal(

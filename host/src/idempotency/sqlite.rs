@@ -501,6 +501,12 @@ impl Store for SqliteStore {
         Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
     }
 
+    fn approvals(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::approval::ApprovalBackend>> {
+        Some(self)
+    }
+
     fn journal(
         self: std::sync::Arc<Self>,
     ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {

@@ -91,6 +91,12 @@ pub enum ErrorCode {
     ApprovalRequired,
     /// A target changed since the plan was made; plan again.
     StalePlan,
+    /// The call waits for a person's approval: the error's details carry
+    /// the approval id and what the person runs; call again with the id
+    /// once approved.
+    ApprovalPending,
+    /// A person declined the call: nothing ran; do not repeat it.
+    ApprovalDeclined,
     /// The tool's plugin changed since it was locked (a "rug pull"); it was
     /// not loaded.
     PluginChanged,
@@ -113,7 +119,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -133,6 +139,8 @@ impl ErrorCode {
         ErrorCode::StoreUnavailable,
         ErrorCode::ApprovalRequired,
         ErrorCode::StalePlan,
+        ErrorCode::ApprovalPending,
+        ErrorCode::ApprovalDeclined,
         ErrorCode::PluginChanged,
         ErrorCode::PluginNotLocked,
         ErrorCode::UnsignedPlugin,
@@ -164,6 +172,8 @@ impl ErrorCode {
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::ApprovalRequired => "approval_required",
             ErrorCode::StalePlan => "stale_plan",
+            ErrorCode::ApprovalPending => "approval_pending",
+            ErrorCode::ApprovalDeclined => "approval_declined",
             ErrorCode::PluginChanged => "plugin_changed",
             ErrorCode::PluginNotLocked => "plugin_not_locked",
             ErrorCode::UnsignedPlugin => "unsigned_plugin",
@@ -193,6 +203,7 @@ impl ErrorCode {
                 | ErrorCode::OutputTooLarge
                 | ErrorCode::IdempotencyKeyRequired
                 | ErrorCode::ApprovalRequired
+                | ErrorCode::ApprovalPending
                 | ErrorCode::StalePlan
                 | ErrorCode::SecretInArguments
                 | ErrorCode::CircuitOpen
@@ -212,6 +223,7 @@ impl ErrorCode {
             | ErrorCode::OutputTooLarge
             | ErrorCode::IdempotencyKeyRequired
             | ErrorCode::ApprovalRequired
+            | ErrorCode::ApprovalPending
             | ErrorCode::StalePlan
             | ErrorCode::SecretInArguments
             | ErrorCode::CircuitOpen => Retry::AfterCorrection,
@@ -223,6 +235,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyConflict => Retry::Never,
             ErrorCode::UnknownTool
             | ErrorCode::Denied
+            | ErrorCode::ApprovalDeclined
             | ErrorCode::InvalidOutput
             | ErrorCode::PluginCrashed
             | ErrorCode::Internal

@@ -247,6 +247,10 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
                 "This is a fault in the host, not in the call; report it to the user \
                  rather than repeating the call."
             }
+            Some(ErrorCode::ApprovalDeclined) => {
+                "The person declined this call and nothing ran; do not repeat it. Tell \
+                 the user, or take another approach."
+            }
             _ => "Repeating the same call will fail the same way; change approach.",
         },
         Retry::AfterCorrection => match host {
@@ -268,6 +272,11 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
                 "Plan the call again and have the new plan confirmed; the old plan token \
                  no longer approves it."
             }
+            Some(ErrorCode::ApprovalPending) => {
+                "Nothing ran: a person must approve this call first. Tell the user the \
+                 approval id and the command in the details, then, once approved, call \
+                 again with the same arguments and the approval id."
+            }
             Some(ErrorCode::IdempotencyKeyRequired) => {
                 "Call again with an idempotency key, as said above; the arguments are fine."
             }
@@ -282,6 +291,59 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
             "The call may have taken effect: check the current state before repeating it."
         }
     }
+}
+
+/// Why no person can be asked: the record store keeps no approvals.
+pub fn approval_unavailable(tool: &str) -> String {
+    format!(
+        "`{tool}` needs a person's approval and this host's record store keeps no approvals (SQLite and PostgreSQL stores do); nothing ran"
+    )
+}
+
+/// An approval id the store does not know.
+pub fn approval_unknown(id: &str) -> String {
+    format!(
+        "no approval `{}` in this host's record store (an approval id is 32 hex digits from an `approval_pending` result, on a host sharing the store); nothing ran",
+        crate::text::clip_bytes(id, 80)
+    )
+}
+
+/// A call a person declined.
+pub fn approval_declined(a: &crate::approval::Approval) -> String {
+    let by = a.decided_by.as_deref().unwrap_or("a person");
+    match a.note.as_deref() {
+        Some(note) => format!(
+            "{by} declined approval {} of this call: \"{note}\"; nothing ran",
+            a.id
+        ),
+        None => format!("{by} declined approval {} of this call; nothing ran", a.id),
+    }
+}
+
+/// An approval past its time.
+pub fn approval_expired(a: &crate::approval::Approval) -> String {
+    let when = crate::capability::format_rfc3339(a.expires_ms / 1000);
+    let what = match a.state {
+        crate::approval::State::Pending => "expired before anyone decided it",
+        _ => "was approved but expired before it was used",
+    };
+    format!(
+        "approval {} {what} ({when}); nothing ran. Call again without the approval id to ask anew",
+        a.id
+    )
+}
+
+/// A call that waits for a person.
+pub fn approval_pending(tool: &str, why: &str, id: &str, expires_ms: u64, again: bool) -> String {
+    let when = crate::capability::format_rfc3339(expires_ms / 1000);
+    let state = if again {
+        "is still pending: nobody has decided it yet"
+    } else {
+        "is pending"
+    };
+    format!(
+        "`{tool}` needs a person's approval ({why}); nothing ran. Approval {id} {state} (until {when}): a person runs `toolhost approvals approve {id}` (or `toolhost approvals deny {id}`), then call again with the same arguments and `--approval {id}` (over MCP: `_meta[\"dev.toolhost/approval\"]`)"
+    )
 }
 
 #[cfg(test)]
