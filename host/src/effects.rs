@@ -126,7 +126,7 @@ impl EffectGuard {
     /// How long a pending approval waits for a person, and an approved one
     /// for the agent's retry (default
     /// [`DEFAULT_APPROVAL_TTL`](crate::approval::DEFAULT_APPROVAL_TTL)).
-    pub fn with_approval_ttl(mut self, ttl: Duration) -> Records {
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> EffectGuard {
         self.approvals = self.approvals.map(|a| a.with_ttl(ttl));
         self
     }

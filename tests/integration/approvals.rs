@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use toolhost::approval::{Approvals, Decided};
 use toolhost::capability::{Caveat, Token};
 use toolhost::catalog::Source;
-use toolhost::effects::{KeySource, Records};
+use toolhost::effects::{KeySource, EffectGuard};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::idempotency::Store;
 use toolhost::paths::Workspace;
@@ -32,7 +32,7 @@ fn fixture(ttl: Duration) -> Fixture {
     let db = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(db.path().join("r.sqlite"), Duration::from_secs(3600)).unwrap());
-    let records = Records::new(store.clone(), b"approval-test-key").with_approval_ttl(ttl);
+    let records = EffectGuard::new(store.clone(), b"approval-test-key").with_approval_ttl(ttl);
     let approvals = records.approvals().unwrap().clone();
     Fixture {
         host: host_with(&[Source::reference()]).with_records(records),
@@ -973,7 +973,7 @@ fn two_hosts_sharing_postgres_honour_one_approval_once() {
     let host = || {
         let store: Arc<dyn Store> =
             Arc::new(PostgresStore::connect(&url, Duration::from_secs(3600)).unwrap());
-        let records = Records::new(store, b"shared-host-key");
+        let records = EffectGuard::new(store, b"shared-host-key");
         let approvals = records.approvals().unwrap().clone();
         (
             host_with(&[Source::reference()]).with_records(records),
