@@ -185,6 +185,13 @@ impl Host {
         self.records.as_ref().and_then(|r| r.approvals())
     }
 
+    /// The side-effect guard, if this host has a record store: where the
+    /// request state of a multi round-trip call is sealed and spent
+    /// ([`crate::approval::request_state`]).
+    pub fn effect_guard(&self) -> Option<&crate::effects::EffectGuard> {
+        self.records.as_ref()
+    }
+
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }

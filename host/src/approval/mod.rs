@@ -35,6 +35,7 @@
 //! ```
 
 pub mod postgres;
+pub mod request_state;
 pub mod sqlite;
 #[cfg(test)]
 mod tests;
