@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use toolhost::approval::{Approvals, Decided};
 use toolhost::capability::{Caveat, Token};
 use toolhost::catalog::Source;
-use toolhost::effects::{KeySource, EffectGuard};
+use toolhost::effects::{EffectGuard, KeySource};
 use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::idempotency::Store;
 use toolhost::paths::Workspace;
