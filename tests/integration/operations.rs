@@ -212,3 +212,46 @@ fn json_log_lines_carry_time_level_host_and_message() {
     let time = v["time"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
 }
+
+/// Runs `toolhost ARGS… call file_view` on one file inside a shell whose
+/// virtual address space is bounded to 16 GB (`ulimit -v`).
+fn bounded_view(extra: &str) -> std::process::Output {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "hi\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 16000000 && exec '{bin}' {extra} --no-cache call file_view \
+             '{{\"path\":\"a.txt\"}}' --allow-read ."
+        ))
+        .current_dir(ws.path())
+        .env("TOOLHOST_KEY_FILE", ws.path().join("root.key"))
+        .env("TOOLHOST_STORE", ws.path().join("records.sqlite"))
+        .env_remove("TOOLHOST_TOKEN")
+        .env_remove("TOOLHOST_INSTANCE_ALLOCATION")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_bounded_address_space_runs_calls_with_on_demand_allocation() {
+    // The pooling allocator reserves address space for every slot at
+    // start; under a 16 GB bound that fails, and the error names the way out.
+    let pooled = bounded_view("");
+    assert!(!pooled.status.success());
+    let err = String::from_utf8_lossy(&pooled.stderr);
+    assert!(err.contains("starting the sandbox"), "{err}");
+    assert!(err.contains("--instance-allocation on-demand"), "{err}");
+
+    let on_demand = bounded_view("--instance-allocation on-demand");
+    let out = String::from_utf8_lossy(&on_demand.stdout);
+    assert!(
+        on_demand.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&on_demand.stderr)
+    );
+    let obs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert_eq!(obs["output"]["lines"], json!(["hi"]));
+}
