@@ -1,5 +1,5 @@
 //! One call's native programs: the bridge from a call's grant to the OS
-//! sandbox of [`crate::exec`].
+//! sandbox of [`toolhost_exec`].
 //!
 //! The `exec` import of the plugin contract (linked in `crate::sandbox`)
 //! hands every `run` to [`CallExec::run`], which holds what the call was
@@ -32,7 +32,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::exec::{
+use toolhost_exec::{
     AllowedPrograms, Cancel, ExecError, ExecMount, ExecRequest, Executor, DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::opendir::OpenDir;

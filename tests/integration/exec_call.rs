@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolhost::exec::Executor;
+use toolhost_exec::Executor;
 use toolhost::exec_call::{CallExec, Command, CommandError};
 use toolhost::opendir::OpenDir;
 
