@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::{Catalog, Source};
-use toolhost_exec::{ExecMount, ExecRequest, Executor};
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{Sandbox, SandboxConfig};
 use toolhost::session::Session;
+use toolhost_exec::{ExecMount, ExecRequest, Executor};
 
 const WARMUP: usize = 20;
 

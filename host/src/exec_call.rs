@@ -32,11 +32,11 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::opendir::OpenDir;
+use crate::paths::GUEST_ROOT;
 use toolhost_exec::{
     AllowedPrograms, Cancel, ExecError, ExecMount, ExecRequest, Executor, DEFAULT_MAX_OUTPUT_BYTES,
 };
-use crate::opendir::OpenDir;
-use crate::paths::GUEST_ROOT;
 
 /// Names of the environment variables a plugin may add to a program's
 /// cleared environment: knobs of test runners and build tools that change

@@ -73,7 +73,7 @@
 //! | `/dev` | `null`, `zero`, `full`, `random`, `urandom`, `tty`, `pts`; read-only except a private `/dev/shm` tmpfs |
 //! | `/proc` | the sandbox's own PID namespace only |
 //! | `/sys`, `/run`, `/var`, `/home` | absent |
-//! | user | uid/gid [`SANDBOX_UID`] in a new user namespace, no capabilities, no further user namespaces (`--disable-userns` where bubblewrap has it), `no_new_privs` |
+//! | user | uid/gid 1000 (user `sandbox`) in a new user namespace, no capabilities, no further user namespaces (`--disable-userns` where bubblewrap has it), `no_new_privs` |
 //! | system calls | a seccomp filter (`seccomp`): `symlink`/`symlinkat` fail with `EPERM`; another calling convention (i386, x32) kills the program |
 //! | namespaces | new PID, IPC, UTS (`hostname` = `sandbox`), network, cgroup (if possible) and user |
 //! | network | none: a loopback device of its own, no route out |
@@ -143,16 +143,16 @@ pub use bwrap::BwrapInfo;
 pub use output::Captured;
 
 /// The uid and gid programs run as inside the sandbox (user `sandbox`).
-pub const SANDBOX_UID: u32 = 1000;
+pub(crate) const SANDBOX_UID: u32 = 1000;
 
 /// `HOME` inside the sandbox (on the private `/tmp`).
-pub const SANDBOX_HOME: &str = "/tmp/home";
+pub(crate) const SANDBOX_HOME: &str = "/tmp/home";
 
 /// `PATH` inside the sandbox.
-pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// How to install bubblewrap, quoted in [`ExecError::Unavailable`].
-pub const INSTALL_HINT: &str = "apt-get install bubblewrap";
+pub(crate) const INSTALL_HINT: &str = "apt-get install bubblewrap";
 
 /// Why a run did not happen, or could not be completed.
 #[derive(Debug, thiserror::Error)]
@@ -407,13 +407,13 @@ pub struct ExecOutcome {
 }
 
 /// A cancellation flag shared with whoever may cancel the run (the MCP
-/// server, a shutdown). The running call checks it at least every
-/// [`CANCEL_POLL`].
+/// server, a shutdown). The running call checks it at least every 20 ms
+/// (`CANCEL_POLL`).
 #[derive(Debug, Clone, Default)]
 pub struct Cancel(Arc<AtomicBool>);
 
 /// Longest delay between [`Cancel::cancel`] and the kill.
-pub const CANCEL_POLL: Duration = Duration::from_millis(20);
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 impl Cancel {
     pub fn new() -> Cancel {
