@@ -41,7 +41,7 @@ use toolhost::effects::KeySource;
 use toolhost::observation::Status;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host, Mode};
-use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
+use toolhost::sandbox::{InstanceAllocation, LoadEvent, Sandbox, SandboxConfig};
 use toolhost::session::Session;
 use toolhost::trust::policy::TrustPolicy;
 
@@ -67,6 +67,13 @@ mod signals;
 mod warmup;
 
 use serve_args::ServeArgs;
+
+/// `--instance-allocation`: see [`InstanceAllocation`].
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Allocation {
+    Pooling,
+    OnDemand,
+}
 
 #[derive(Parser)]
 #[command(
@@ -107,6 +114,13 @@ struct PluginArgs {
     /// Do not read or write the compiled-code cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// How sandbox instances get memory: `pooling` reserves address space
+    /// for every slot at start and reuses it (fast per call); `on-demand`
+    /// maps each instance's memory when it is made, for a bounded address
+    /// space (`ulimit -v`) or a run under valgrind.
+    #[arg(long, value_name = "HOW", env = "TOOLHOST_INSTANCE_ALLOCATION", global = true,
+          value_enum, default_value_t = Allocation::Pooling)]
+    instance_allocation: Allocation,
     /// How the host's own log lines on stderr are written: `text`, or
     /// `json` (one object per line: time, level, host, message, fields).
     /// `RUST_LOG` filters them.
@@ -526,6 +540,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .filter(|_| std::env::var_os("TOOLHOST_CACHE_KEY_FILE").is_none())
             .map(|k| k.with_file_name("cache.key")),
         workspace,
+        allocation: match cli.plugins.instance_allocation {
+            Allocation::Pooling => InstanceAllocation::Pooling,
+            Allocation::OnDemand => InstanceAllocation::OnDemand,
+        },
         ..SandboxConfig::default()
     };
     let p = &cli.plugins;
@@ -552,7 +570,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(_) | Command::Batch(_) | Command::Serve(_) | Command::Plan(_)
     ));
     toolhost::resource::set_process_default(locks(&cli.plugins)?);
-    let sandbox = Sandbox::new(&config).context("starting the sandbox")?;
+    let sandbox = Sandbox::new(&config).map_err(|e| {
+        let hint = if config.allocation == InstanceAllocation::Pooling {
+            " (where the address space is bounded, as under `ulimit -v`, \
+             run with --instance-allocation on-demand)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("starting the sandbox: {e}{hint}")
+    })?;
     match cli.command {
         Command::Cap(_)
         | Command::Approvals(_)

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::{Catalog, Source};
-use toolhost::exec::{ExecMount, ExecRequest, Executor};
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{Sandbox, SandboxConfig};
 use toolhost::session::Session;
+use toolhost_exec::{ExecMount, ExecRequest, Executor};
 
 const WARMUP: usize = 20;
 
@@ -60,7 +60,7 @@ fn main() {
         }
     };
     let programs = exec.resolve_programs(["true"]).expect("true is on PATH");
-    let toolhost::exec::AllowedPrograms::Only(set) = &programs else {
+    let toolhost_exec::AllowedPrograms::Only(set) = &programs else {
         unreachable!()
     };
     let true_path = set.iter().next().expect("one program").clone();

@@ -622,7 +622,11 @@ impl EffectGuard {
                     name,
                     p.level,
                     ErrorCode::ApprovalDeclined
-                        .info(crate::messages::approval_declined(&a))
+                        .info(crate::messages::approval_declined(
+                            &a.id,
+                            a.decided_by.as_deref(),
+                            a.note.as_deref(),
+                        ))
                         .with_details(json!({
                             "approval_id": a.id,
                             "decided_by": a.decided_by,
@@ -631,7 +635,14 @@ impl EffectGuard {
                 )))
             }
             _ if a.expired(now) && a.used_by.as_deref() != Some(key) => {
-                return fail(ErrorCode::StalePlan, crate::messages::approval_expired(&a))
+                return fail(
+                    ErrorCode::StalePlan,
+                    crate::messages::approval_expired(
+                        &a.id,
+                        a.expires_ms,
+                        a.state == approval::State::Pending,
+                    ),
+                )
             }
             approval::State::Pending => return Err(Box::new(pending(p, &a, true))),
             approval::State::Approved => {}

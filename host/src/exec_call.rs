@@ -1,5 +1,5 @@
 //! One call's native programs: the bridge from a call's grant to the OS
-//! sandbox of [`crate::exec`].
+//! sandbox of [`toolhost_exec`].
 //!
 //! The `exec` import of the plugin contract (linked in `crate::sandbox`)
 //! hands every `run` to [`CallExec::run`], which holds what the call was
@@ -32,11 +32,11 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::exec::{
-    AllowedPrograms, Cancel, ExecError, ExecMount, ExecRequest, Executor, DEFAULT_MAX_OUTPUT_BYTES,
-};
 use crate::opendir::OpenDir;
 use crate::paths::GUEST_ROOT;
+use toolhost_exec::{
+    AllowedPrograms, Cancel, ExecError, ExecMount, ExecRequest, Executor, DEFAULT_MAX_OUTPUT_BYTES,
+};
 
 /// Names of the environment variables a plugin may add to a program's
 /// cleared environment: knobs of test runners and build tools that change

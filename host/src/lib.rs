@@ -53,7 +53,8 @@
 //!   [`Access`](paths::Access), over
 //! - [`opendir`]: open directories and lookups beneath them that follow no
 //!   symbolic link,
-//! - [`exec`]: running a native program in a bubblewrap sandbox,
+//! - [`exec_call`]: a call's grant turned into a run of a native program in
+//!   the bubblewrap sandbox of the `toolhost-exec` crate,
 //! - [`observation`]: the one result shape (`error`, `clip`, `render`,
 //!   `hygiene`, and [`messages`]: the host's own words),
 //!   and [`provenance`]: where its content came from,
@@ -84,7 +85,6 @@ pub mod delegation;
 pub mod descriptor;
 pub mod discovery;
 pub mod effects;
-pub mod exec;
 pub mod exec_call;
 pub mod file_index;
 pub mod idempotency;

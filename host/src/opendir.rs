@@ -176,7 +176,7 @@ impl OpenDir {
     /// `/proc/self/fd/N`: a path that opens exactly this directory as long
     /// as this handle (or a clone) is alive.
     /// A new descriptor of the same open directory (for a native sandbox
-    /// to bind, [`crate::exec::MountSource::Fd`]).
+    /// to bind, [`toolhost_exec::MountSource::Fd`]).
     pub fn try_clone_fd(&self) -> io::Result<OwnedFd> {
         self.0.try_clone()
     }

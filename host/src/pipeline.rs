@@ -59,7 +59,7 @@ pub struct Host {
     /// Where conflicting calls wait for each other ([`crate::resource`]).
     locks: crate::resource::Locks,
     /// Runs the native programs of calls ([`crate::exec_call`]).
-    executor: Arc<crate::exec::Executor>,
+    executor: Arc<toolhost_exec::Executor>,
     /// Where outputs over their limit are spilled ([`crate::artifact`]);
     /// without it such an output is `output_too_large`.
     artifacts: Option<Arc<crate::artifact::Artifacts>>,
@@ -111,7 +111,7 @@ impl Host {
 
     /// Runs native programs with `executor` instead of the process-wide
     /// default (bubblewrap on `PATH`).
-    pub fn with_executor(mut self, executor: Arc<crate::exec::Executor>) -> Host {
+    pub fn with_executor(mut self, executor: Arc<toolhost_exec::Executor>) -> Host {
         self.executor = executor;
         self
     }

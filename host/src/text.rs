@@ -15,6 +15,18 @@ pub(crate) fn clip_bytes(s: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}…", &s[..end]))
 }
 
+/// Formats unix seconds as RFC 3339 UTC (`2026-01-01T00:00:00Z`); a time
+/// beyond what a calendar date can hold is written as unix seconds.
+pub fn format_rfc3339(secs: u64) -> String {
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or_else(
+            || format!("unix time {secs}"),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -363,7 +363,7 @@ fn run_block(block: &Block, reader: &Reader) {
 
 /// Kills what is left of process group `pgid` and reaps every process of
 /// it that is (or becomes) a child of this one. Once an exec test has run,
-/// this process is a child subreaper (see `toolhost::exec`): an orphan of a
+/// this process is a child subreaper (see `toolhost_exec`): an orphan of a
 /// block (a server it started in the background, `cargo` under a killed
 /// `bash`) is reparented here and, unreaped, stays a zombie child that the
 /// exec tests' "nothing left" checks would count.

@@ -1,4 +1,4 @@
-//! The exec sandbox (`toolhost::exec`) with real programs in real bubblewrap
+//! The exec sandbox (`toolhost_exec`) with real programs in real bubblewrap
 //! sandboxes: allow-lists checked before anything starts, what the program
 //! can see and write, no network, deadlines, cancellation, process trees
 //! that resist, fork bombs, huge and colored output.
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use toolhost::exec::{
+use toolhost_exec::{
     AllowedPrograms, Cancel, ExecConfig, ExecError, ExecMount, ExecOutcome, ExecRequest, Executor,
 };
 

@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolhost::exec::Executor;
 use toolhost::exec_call::{CallExec, Command, CommandError};
 use toolhost::opendir::OpenDir;
+use toolhost_exec::Executor;
 
 fn executor() -> Arc<Executor> {
     let e = toolhost::exec_call::default_executor();

@@ -212,3 +212,70 @@ fn json_log_lines_carry_time_level_host_and_message() {
     let time = v["time"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
 }
+
+/// Runs `toolhost EXTRA… call CALL` in a workspace holding `a.txt`, inside
+/// a shell whose virtual address space is bounded to 16 GB (`ulimit -v`).
+fn bounded(extra: &str, call: &str) -> std::process::Output {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "hi\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 16000000 && exec '{bin}' {extra} --no-cache call {call}"
+        ))
+        .current_dir(ws.path())
+        .env("TOOLHOST_KEY_FILE", ws.path().join("root.key"))
+        .env("TOOLHOST_STORE", ws.path().join("records.sqlite"))
+        .env_remove("TOOLHOST_TOKEN")
+        .env_remove("TOOLHOST_INSTANCE_ALLOCATION")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_bounded_address_space_runs_calls_with_on_demand_allocation() {
+    // The pooling allocator reserves address space for every slot at
+    // start; under a 16 GB bound that fails, and the error names the way out.
+    let view = r#"file_view '{"path":"a.txt"}' --allow-read ."#;
+    let pooled = bounded("", view);
+    assert!(!pooled.status.success());
+    let err = String::from_utf8_lossy(&pooled.stderr);
+    assert!(err.contains("starting the sandbox"), "{err}");
+    assert!(err.contains("--instance-allocation on-demand"), "{err}");
+
+    let on_demand = bounded("--instance-allocation on-demand", view);
+    let out = String::from_utf8_lossy(&on_demand.stdout);
+    assert!(
+        on_demand.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&on_demand.stderr)
+    );
+    let obs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert_eq!(obs["output"]["lines"], json!(["hi"]));
+}
+
+#[test]
+fn on_demand_allocation_keeps_the_memory_limit_and_the_deadline() {
+    let plugin = crate::support::test_plugin("tp_hostile");
+    let extra = format!(
+        "--instance-allocation on-demand --plugin '{}'",
+        plugin.display()
+    );
+    let parse = |out: std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let bomb = parse(bounded(&extra, "memory_bomb '{}' --memory-mb 64 --json"));
+    assert_eq!(bomb["error"]["code"], "memory_exhausted", "{bomb}");
+    assert!(
+        bomb["usage"]["peak_memory_bytes"].as_u64().unwrap() <= 64 << 20,
+        "{bomb}"
+    );
+    let spin = parse(bounded(
+        &extra,
+        "spin_forever '{}' --timeout-ms 200 --fuel 1000000000000000 --json",
+    ));
+    assert_eq!(spin["error"]["code"], "timeout", "{spin}");
+}

@@ -22,10 +22,8 @@
 //! Neither spins in a process that may run on one CPU only ([`may_spin`]:
 //! a one-CPU affinity mask, cpuset or CPU quota). There the thread waited
 //! for runs on the same CPU as the one spinning, so every spin only delays
-//! what it waits for, until the scheduler takes the CPU back. With the
-//! client and `serve` both on CPU 0 (the `mcp` bench's `onecpu` figure,
-//! three runs in turns), a 4 KiB `file_view` over stdio took 509–521 µs
-//! median (p90 1.4 ms) spinning, 276–378 µs (p90 328–467 µs) without.
+//! what it waits for, until the scheduler takes the CPU back (the `mcp`
+//! bench's `onecpu` figure measures it).
 //!
 //! Between answering a call and spinning, the thread runs its idle work
 //! (for a session, the sandbox's: dropping used stores and making the next
@@ -44,22 +42,17 @@ use tokio::sync::oneshot;
 /// How long the thread stays awake for the next call after one ends. The
 /// next call comes after the answer is serialised and written, the client
 /// has parsed it and sent its next request: with the `mcp` bench's
-/// Python client and a 4 KiB `file_view` (an 11 KB answer) that is often
-/// more than 300 µs, and a parked thread costs a cross-CPU wake-up on a
-/// virtual machine. That view's median over stdio, two runs each: 300 µs
-/// 239–313 µs, 1 ms 188–210 µs, 2 ms and 4 ms no better; 0 (park at once)
-/// 372–397 µs, and the trivial call 101–127 µs instead of 30–38. The price:
+/// Python client and a 4 KiB `file_view` that is often more than 300 µs,
+/// and a parked thread costs a cross-CPU wake-up on a virtual machine;
+/// longer spins measured no better (docs/performance.md). The price:
 /// a client calling less often than this keeps a core busy for up to 1 ms
 /// after each call; an idle session still takes no CPU.
 pub const SPIN: Duration = Duration::from_millis(1);
 /// How long the runtime thread waits awake for a result before it yields.
-/// A result that comes after it parked costs a wake-up (tens of µs on a
-/// virtual machine); a 4 KiB `file_view` takes ~150–250 µs on the call
-/// thread of a busy `serve`. With the `mcp` bench and the 300 µs [`SPIN`]
-/// of the time, 100 µs gave that view 231–281 µs median over stdio, 400 µs
-/// 175–215 µs (1,000 µs: slower with a Python client, whose own work the
-/// spinning thread then competes with); with the 1 ms [`SPIN`], 200, 400 and
-/// 800 µs gave the same within noise (192–202 µs, Python client).
+/// A result that comes after it parked costs a wake-up on a virtual
+/// machine, and a small call takes a few hundred microseconds; spinning
+/// much longer competes with the client's own work on two cores
+/// (docs/performance.md).
 pub const RESULT_SPIN: Duration = Duration::from_micros(400);
 /// Whether this process may run on more than one CPU, so that a thread
 /// spinning for another leaves that one a CPU to run on. Read once (the
@@ -141,11 +134,9 @@ impl WarmThread {
     }
 
     /// How long to spin for the result of a call of `tool`: [`RESULT_SPIN`],
-    /// or nothing when its recent results took longer than that (a page of
-    /// 500 lines takes ~700 µs: spinning 400 µs of it only delays the
-    /// journal and the client on two cores; over stdio, the 38 pages of a
-    /// 1 MiB file took 63 ms instead of 65, and the runtime thread's CPU
-    /// per page fell from ~620 to ~250 µs).
+    /// or nothing when its recent results took longer than that (spinning
+    /// through a long call only delays the journal and the client on two
+    /// cores).
     pub(crate) fn result_spin(&self, tool: &str) -> Duration {
         let waits = self.waits.lock().unwrap_or_else(|e| e.into_inner());
         match waits.get(tool) {

@@ -34,9 +34,7 @@
 //!           decided_ms, decided_by, note, used_by)
 //! ```
 
-pub mod postgres;
 pub mod request_state;
-pub mod sqlite;
 #[cfg(test)]
 mod tests;
 
@@ -47,7 +45,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::idempotency::StoreError;
+use crate::store_error::StoreError;
 
 /// How long a pending approval waits for a person, and how long an
 /// approved one waits for the agent's retry: 15 minutes.

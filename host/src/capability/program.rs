@@ -2,7 +2,7 @@
 //! when a call runs, or a normalized absolute path. Matched exactly: a
 //! token granting `cargo` does not grant `/usr/bin/cargo` by that spelling
 //! (both resolve to the same file when a call runs, where the comparison
-//! that decides what may start is made: see [`crate::exec`]).
+//! that decides what may start is made: see [`toolhost_exec`]).
 
 use super::*;
 

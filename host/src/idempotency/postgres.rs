@@ -46,6 +46,7 @@
 //!     ON toolhost_idempotency (expires_at) WHERE expires_at IS NOT NULL;
 //! ```
 
+mod approval;
 mod journal;
 mod ledger;
 

@@ -51,6 +51,7 @@
 //! ) STRICT;  -- one row: ('fence', <highest fence of a deleted record>)
 //! ```
 
+mod approval;
 mod journal;
 mod ledger;
 

@@ -313,33 +313,30 @@ pub fn approval_unknown(id: &str) -> String {
 }
 
 /// A call a person declined.
-pub fn approval_declined(a: &crate::approval::Approval) -> String {
-    let by = a.decided_by.as_deref().unwrap_or("a person");
-    match a.note.as_deref() {
-        Some(note) => format!(
-            "{by} declined approval {} of this call: \"{note}\"; nothing ran",
-            a.id
-        ),
-        None => format!("{by} declined approval {} of this call; nothing ran", a.id),
+pub fn approval_declined(id: &str, decided_by: Option<&str>, note: Option<&str>) -> String {
+    let by = decided_by.unwrap_or("a person");
+    match note {
+        Some(note) => format!("{by} declined approval {id} of this call: \"{note}\"; nothing ran"),
+        None => format!("{by} declined approval {id} of this call; nothing ran"),
     }
 }
 
-/// An approval past its time.
-pub fn approval_expired(a: &crate::approval::Approval) -> String {
-    let when = crate::capability::format_rfc3339(a.expires_ms / 1000);
-    let what = match a.state {
-        crate::approval::State::Pending => "expired before anyone decided it",
-        _ => "was approved but expired before it was used",
+/// An approval past its time (`pending`: nobody decided it).
+pub fn approval_expired(id: &str, expires_ms: u64, pending: bool) -> String {
+    let when = crate::text::format_rfc3339(expires_ms / 1000);
+    let what = if pending {
+        "expired before anyone decided it"
+    } else {
+        "was approved but expired before it was used"
     };
     format!(
-        "approval {} {what} ({when}); nothing ran. Call again without the approval id to ask anew",
-        a.id
+        "approval {id} {what} ({when}); nothing ran. Call again without the approval id to ask anew"
     )
 }
 
 /// A call that waits for a person.
 pub fn approval_pending(tool: &str, why: &str, id: &str, expires_ms: u64, again: bool) -> String {
-    let when = crate::capability::format_rfc3339(expires_ms / 1000);
+    let when = crate::text::format_rfc3339(expires_ms / 1000);
     let state = if again {
         "is still pending: nobody has decided it yet"
     } else {

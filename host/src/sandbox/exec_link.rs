@@ -4,7 +4,7 @@
 //! the host: [`State`]'s `exec::Host::run`. It hands the command to the
 //! call's [`CallExec`](crate::exec_call::CallExec) with the call's deadline
 //! and cancellation, which checks it against the call's grant before
-//! anything starts and runs it in the OS sandbox of [`crate::exec`]. A call
+//! anything starts and runs it in the OS sandbox of [`toolhost_exec`]. A call
 //! without programs (its tool declares none, or it is a dry-run or a probe)
 //! answers every `run` with `denied`.
 
@@ -34,7 +34,7 @@ impl wit::Host for State {
         let cancel = self
             .cancel
             .as_ref()
-            .map(|c| crate::exec::Cancel::from_flag(c.0.clone()));
+            .map(|c| toolhost_exec::Cancel::from_flag(c.0.clone()));
         let command = Command {
             argv: cmd.argv,
             cwd: cmd.cwd,

@@ -180,6 +180,27 @@ pub struct SandboxConfig {
     pub max_concurrent_instances: u32,
     /// Upper bound for any call's memory limit, in bytes.
     pub max_memory_bytes: usize,
+    /// How instances get their memories and tables (default
+    /// [`InstanceAllocation::Pooling`]).
+    pub allocation: InstanceAllocation,
+}
+
+/// How the engine allocates instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstanceAllocation {
+    /// Slots reserved once at start for every instance that may exist at
+    /// a time (calls, stores waiting to be dropped, spares) and reused:
+    /// a fresh instance per call costs little. Reserves terabytes of
+    /// address space (each memory slot carries its guard region), which
+    /// only touches memory that is used.
+    #[default]
+    Pooling,
+    /// Each instance maps its memories when it is made and unmaps them
+    /// when dropped: slower per call, but the address space reserved is
+    /// only that of the instances alive. For processes whose virtual
+    /// address space is bounded (`ulimit -v`, some containers) and for
+    /// tools that run the host under an emulator such as valgrind.
+    OnDemand,
 }
 
 impl Default for SandboxConfig {
@@ -190,6 +211,7 @@ impl Default for SandboxConfig {
             workspace: None,
             max_concurrent_instances: 64,
             max_memory_bytes: 1 << 30,
+            allocation: InstanceAllocation::Pooling,
         }
     }
 }
@@ -480,7 +502,10 @@ impl Sandbox {
             .linear_memory_keep_resident(64 << 20)
             .table_keep_resident(1 << 20)
             .pagemap_scan(wasmtime::Enabled::Auto);
-        c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        c.allocation_strategy(match config.allocation {
+            InstanceAllocation::Pooling => InstanceAllocationStrategy::Pooling(pool),
+            InstanceAllocation::OnDemand => InstanceAllocationStrategy::OnDemand,
+        });
         let engine = Engine::new(&c).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
 
         let mut linker = Linker::<State>::new(&engine);

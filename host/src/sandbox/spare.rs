@@ -23,13 +23,10 @@
 //!   none instantiates as before;
 //! - after a call, its store is queued to be dropped.
 //!
-//! Nothing is handed to another thread: on the two-vCPU virtual machines
-//! this host is measured on, waking a parked thread on the other CPU costs
-//! the waker several microseconds and the wakee tens (a pipe round trip
-//! between two processes pinned to different CPUs: ~70 µs; on one CPU:
-//! ~2 µs), more than instantiating. A background thread doing this work
-//! made the in-process 4 KiB `file_view` slower (~130 µs median against
-//! ~99 µs with everything inline). Calls on any other thread (in process,
+//! Nothing is handed to another thread: on a small virtual machine, waking
+//! a parked thread on another CPU costs more than instantiating, and a
+//! background thread doing this work made small calls slower (figures in
+//! docs/performance.md). Calls on any other thread (in process,
 //! over HTTP, a stdio call that found the warm thread busy) instantiate
 //! and drop inline, and take a spare when one is there: nothing they leave
 //! behind waits for a thread that may never run again.

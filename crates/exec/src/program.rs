@@ -287,7 +287,7 @@ fn name_is_plausible(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{ExecMount, ExecRequest};
+    use crate::{ExecMount, ExecRequest};
     use std::collections::BTreeSet;
     use std::os::unix::fs::PermissionsExt;
 

@@ -320,7 +320,7 @@ pub(super) fn args(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{ExecMount, ExecRequest};
+    use crate::{ExecMount, ExecRequest};
 
     fn info() -> BwrapInfo {
         BwrapInfo {

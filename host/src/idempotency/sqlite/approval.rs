@@ -3,9 +3,9 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
-use crate::idempotency::sqlite::{map_err, SqliteStore};
-use crate::idempotency::StoreError;
+use super::{map_err, SqliteStore};
+use crate::approval::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
+use crate::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS approval (

@@ -1,16 +1,29 @@
 //! Running one native program safely: an OS sandbox built with bubblewrap.
 //!
-//! Wasm tools cannot run `cargo`, `pytest` or `make`; this module lets the
+//! Wasm tools cannot run `cargo`, `pytest` or `make`; this crate lets the
 //! host run such a program on their behalf, inside a sandbox derived from the
-//! same grants as the Wasm preopens. It is plain Rust over Linux system calls
-//! and the `bwrap` binary (Debian package `bubblewrap`); it knows nothing of
-//! wasmtime, capabilities or descriptors. The caller (the `exec` import of
-//! the plugin contract) turns a call's grant into an [`ExecRequest`] and the
-//! [`ExecOutcome`] into the tool's answer.
+//! same grants as the Wasm preopens. Given an [`ExecRequest`] (argv, the
+//! allowed programs, the mounts, the environment, the limits) an
+//! [`Executor`] checks it, builds the `bwrap` command line (mounts from open
+//! directory descriptors, a minimal `/etc`, fresh namespaces), installs a
+//! seccomp filter, bounds the process tree (a pids cgroup or rlimits, CPU,
+//! memory, files, niceness, a wall-clock deadline, [`Cancel`]), captures
+//! stdout and stderr within a budget ([`Captured`]: head, error-looking
+//! lines, tail, control sequences stripped with [`text::strip_control`]) and
+//! reaps every process before it returns an [`ExecOutcome`] or a typed
+//! [`ExecError`].
+//!
+//! What it does not do: it knows nothing of wasmtime, capability tokens,
+//! descriptors or observations. Deciding *what* a call is granted (which
+//! programs, which directories, read-only or writable) is the caller's job;
+//! in toolhost the host's `exec` import of the plugin contract turns a
+//! call's grant into an [`ExecRequest`] and the [`ExecOutcome`] into the
+//! tool's answer. It is plain Rust over Linux system calls and the `bwrap`
+//! binary (Debian package `bubblewrap`), and runs on Linux only.
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use toolhost::exec::{ExecMount, ExecRequest, Executor};
+//! use toolhost_exec::{ExecMount, ExecRequest, Executor};
 //!
 //! let exec = Executor::default();
 //! let mut req = ExecRequest::new(["cargo", "test", "--quiet"]);
@@ -20,7 +33,7 @@
 //! req.timeout = Duration::from_secs(300);
 //! let out = exec.run(&req, None)?;
 //! println!("exit {:?}\n{}", out.exit_code, out.stdout.text);
-//! # Ok::<(), toolhost::exec::ExecError>(())
+//! # Ok::<(), toolhost_exec::ExecError>(())
 //! ```
 //!
 //! # Checks before anything starts
@@ -60,7 +73,7 @@
 //! | `/dev` | `null`, `zero`, `full`, `random`, `urandom`, `tty`, `pts`; read-only except a private `/dev/shm` tmpfs |
 //! | `/proc` | the sandbox's own PID namespace only |
 //! | `/sys`, `/run`, `/var`, `/home` | absent |
-//! | user | uid/gid [`SANDBOX_UID`] in a new user namespace, no capabilities, no further user namespaces (`--disable-userns` where bubblewrap has it), `no_new_privs` |
+//! | user | uid/gid 1000 (user `sandbox`) in a new user namespace, no capabilities, no further user namespaces (`--disable-userns` where bubblewrap has it), `no_new_privs` |
 //! | system calls | a seccomp filter (`seccomp`): `symlink`/`symlinkat` fail with `EPERM`; another calling convention (i386, x32) kills the program |
 //! | namespaces | new PID, IPC, UTS (`hostname` = `sandbox`), network, cgroup (if possible) and user |
 //! | network | none: a loopback device of its own, no route out |
@@ -115,6 +128,7 @@ mod output;
 mod program;
 mod run;
 mod seccomp;
+pub mod text;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -129,16 +143,16 @@ pub use bwrap::BwrapInfo;
 pub use output::Captured;
 
 /// The uid and gid programs run as inside the sandbox (user `sandbox`).
-pub const SANDBOX_UID: u32 = 1000;
+pub(crate) const SANDBOX_UID: u32 = 1000;
 
 /// `HOME` inside the sandbox (on the private `/tmp`).
-pub const SANDBOX_HOME: &str = "/tmp/home";
+pub(crate) const SANDBOX_HOME: &str = "/tmp/home";
 
 /// `PATH` inside the sandbox.
-pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// How to install bubblewrap, quoted in [`ExecError::Unavailable`].
-pub const INSTALL_HINT: &str = "apt-get install bubblewrap";
+pub(crate) const INSTALL_HINT: &str = "apt-get install bubblewrap";
 
 /// Why a run did not happen, or could not be completed.
 #[derive(Debug, thiserror::Error)]
@@ -393,13 +407,13 @@ pub struct ExecOutcome {
 }
 
 /// A cancellation flag shared with whoever may cancel the run (the MCP
-/// server, a shutdown). The running call checks it at least every
-/// [`CANCEL_POLL`].
+/// server, a shutdown). The running call checks it at least every 20 ms
+/// (`CANCEL_POLL`).
 #[derive(Debug, Clone, Default)]
 pub struct Cancel(Arc<AtomicBool>);
 
 /// Longest delay between [`Cancel::cancel`] and the kill.
-pub const CANCEL_POLL: Duration = Duration::from_millis(20);
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 impl Cancel {
     pub fn new() -> Cancel {
@@ -494,7 +508,7 @@ impl Executor {
     /// ended and been reaped. Call it on a thread that lives until it
     /// returns: the sandbox dies with the thread that started it
     /// (`--die-with-parent` is a parent-*thread* death signal). The first
-    /// run makes this process a child subreaper (see the module docs).
+    /// run makes this process a child subreaper (see the crate docs).
     pub fn run(
         &self,
         req: &ExecRequest,

@@ -9,7 +9,7 @@
 //! the budget however much the program writes. [`StreamClip::finish`]
 //! renders the kept pieces in order with a marker for each gap,
 //! `[… N bytes omitted …]`, and cleans each piece with
-//! [`strip_control`](crate::observation::strip_control) (ANSI escapes,
+//! [`strip_control`](crate::text::strip_control) (ANSI escapes,
 //! `\r` progress rewrites, backspaces, other control characters).
 //!
 //! Byte counts are of the raw stream: `omitted_bytes` is what the text does
@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 
-use crate::observation::strip_control;
+use crate::text::strip_control;
 
 /// Lines worth keeping from the middle of a long output: those containing
 /// one of these words (ASCII case-insensitive). A word marked `true` must

@@ -5,9 +5,9 @@
 
 use postgres::{GenericClient, Row as PgRow};
 
-use super::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
-use crate::idempotency::postgres::{map_err, PostgresStore};
-use crate::idempotency::StoreError;
+use super::{map_err, PostgresStore};
+use crate::approval::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
+use crate::store_error::StoreError;
 
 /// Advisory-lock id guarding the table's creation.
 const SCHEMA_LOCK: i64 = 0x746f_6f6c_6170_7076;
