@@ -487,6 +487,10 @@ impl EffectGuard {
         key: &str,
         runner: &Runner<'_>,
     ) -> Result<(), Box<Observation>> {
+        if let Some(answer) = &opts.answer {
+            let id = self.take_answer(p, answer, canonical_args)?;
+            return self.check_approval(p, &id, canonical_args, key);
+        }
         if let Some(id) = opts.approval.as_deref() {
             return self.check_approval(p, id.trim(), canonical_args, key);
         }
@@ -494,6 +498,52 @@ impl EffectGuard {
             return self.check_plan(p, canonical_args, opts.plan_token.as_deref(), key);
         }
         Err(self.ask_person(p, opts, canonical_args, runner))
+    }
+
+    /// The approval a multi round-trip retry answers: its request state is
+    /// opened, checked against this call and spent (once, across hosts);
+    /// then the person's decision, if they made one, is recorded.
+    fn take_answer(
+        &self,
+        p: &Prepared<'_>,
+        answer: &crate::call::ApprovalAnswer,
+        canonical_args: &str,
+    ) -> Result<String, Box<Observation>> {
+        let name = p.tool.descriptor.name.as_str();
+        let fail = |(code, msg): (ErrorCode, String)| {
+            Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                p.level,
+                code.info(msg),
+            ))
+        };
+        let state = self
+            .spend_request_state(
+                &answer.request_state,
+                p.capability.as_deref().unwrap_or_default(),
+                name,
+                canonical_args,
+            )
+            .map_err(fail)?;
+        if let (Some(approve), Some(approvals)) = (answer.approve, &self.approvals) {
+            // An approval decided meanwhile (at a terminal) keeps that
+            // decision; the check that follows reads it.
+            approvals
+                .decide(
+                    &state.approval_id,
+                    approve,
+                    &answer.by,
+                    answer.note.as_deref(),
+                )
+                .map_err(|e| {
+                    fail((
+                        ErrorCode::StoreUnavailable,
+                        format!("the answer could not be recorded, so the call did not run: {e}"),
+                    ))
+                })?;
+        }
+        Ok(state.approval_id)
     }
 
     /// Runs the dry run, keeps the plan as a pending [`Approval`] and

@@ -36,7 +36,8 @@ pub(crate) use crate::call::denial_error;
 pub(crate) use crate::call::Scope;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
-    new_call_id, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
+    new_call_id, ApprovalAnswer, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES,
+    HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
 };
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
