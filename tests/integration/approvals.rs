@@ -1067,6 +1067,11 @@ fn asked_state(reply: &Value, path: &str) -> String {
         message.contains("file_delete") && message.contains(path),
         "{message}"
     );
+    // The plan in words: each file with its line counts, and the warnings.
+    assert!(
+        message.contains(&format!("- delete {path}: +0 -1 lines")) && message.contains("Warning: "),
+        "{message}"
+    );
     assert_eq!(
         question["params"]["requestedSchema"]["required"],
         json!(["approve"])

@@ -103,6 +103,7 @@ pub(super) fn question(tool: &str, arguments: &str, details: &Value) -> String {
         Value::Null => {
             text.push_str("The tool describes no plan; the call acts on the targets above.\n")
         }
+        plan if plan["summary"].is_string() => text.push_str(&in_words(plan)),
         plan => {
             let shown = plan.to_string();
             let clipped = if shown.len() > MAX_PLAN_BYTES {
@@ -122,6 +123,32 @@ pub(super) fn question(tool: &str, arguments: &str, details: &Value) -> String {
         details["approval_id"].as_str().unwrap_or("?"),
         details["plan_digest"].as_str().unwrap_or("?")
     ));
+    text
+}
+
+/// A plan of the reference tools' shape (`summary`, `changes`,
+/// `warnings`) in plain words: one line per changed file with its line
+/// counts, then each warning.
+fn in_words(plan: &Value) -> String {
+    let mut text = format!("Plan: {}\n", plan["summary"].as_str().unwrap_or_default());
+    let changes = plan["changes"].as_array().map_or(&[][..], Vec::as_slice);
+    for c in changes.iter().take(20) {
+        text.push_str(&format!(
+            "- {} {}: +{} -{} lines\n",
+            c["action"].as_str().unwrap_or("change"),
+            c["path"].as_str().unwrap_or("?"),
+            c["lines_added"].as_u64().unwrap_or(0),
+            c["lines_removed"].as_u64().unwrap_or(0),
+        ));
+    }
+    if changes.len() > 20 {
+        text.push_str(&format!("- and {} more files\n", changes.len() - 20));
+    }
+    for w in plan["warnings"].as_array().into_iter().flatten().take(10) {
+        if let Some(w) = w.as_str() {
+            text.push_str(&format!("Warning: {w}\n"));
+        }
+    }
     text
 }
 
