@@ -43,6 +43,10 @@ pub struct CallOptions {
     /// The approval of a call a person approved ([`crate::approval`]): the
     /// id an `approval_pending` result gave.
     pub approval: Option<String>,
+    /// A person's answer that came back with a multi round-trip retry,
+    /// under the request state the `input_required` result carried
+    /// ([`crate::approval::request_state`]).
+    pub answer: Option<ApprovalAnswer>,
     /// Who asks, for a pending approval's record: an MCP client's name and
     /// version, or `cli`.
     pub requested_by: Option<String>,
@@ -53,6 +57,21 @@ pub struct CallOptions {
     /// The MCP URL the request came in on (`http://host:port/mcp`), for
     /// what the host's `delegate` tool tells a sub-agent.
     pub request_url: Option<String>,
+}
+
+/// A person's answer to an approval question, as a client sent it back
+/// with the signed request state it was asked under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    /// The `requestState` text, exactly as the host issued it.
+    pub request_state: String,
+    /// `Some(true)` approved, `Some(false)` declined, `None` nothing
+    /// decided (cancelled, or no answer to the question).
+    pub approve: Option<bool>,
+    /// The person's note, kept in the journal.
+    pub note: Option<String>,
+    /// Who answered: the client's name and version and the channel.
+    pub by: String,
 }
 
 /// Whether a call runs or is only planned (the tool's dry-run).

@@ -175,6 +175,89 @@ impl EffectGuard {
     }
 }
 
+/// The request state of a multi round-trip call
+/// ([`crate::approval::request_state`]).
+impl EffectGuard {
+    /// The signed request state of pending approval `id`, accepted until
+    /// the approval expires or `max_ttl` from now, whichever comes first.
+    pub fn seal_request_state(
+        &self,
+        id: &str,
+        max_ttl: Duration,
+    ) -> Result<String, (ErrorCode, String)> {
+        let approvals = self.approvals.as_ref().ok_or((
+            ErrorCode::ApprovalRequired,
+            "this host's record store keeps no approvals".to_string(),
+        ))?;
+        let a = approvals
+            .backend()
+            .and_then(|b| b.get(id))
+            .map_err(|e| (ErrorCode::StoreUnavailable, e.to_string()))?
+            .ok_or((ErrorCode::Internal, format!("no approval {id}")))?;
+        let state = approval::request_state::RequestState {
+            approval_id: a.id,
+            capability: a.capability,
+            tool: a.tool,
+            args_digest: a.args_digest,
+            targets: a.targets,
+            plan_digest: a.plan_digest,
+            expires_at_ms: a.expires_ms.min(unix_ms(SystemTime::now() + max_ttl)),
+        };
+        Ok(approval::request_state::seal(&self.host_key, &state))
+    }
+
+    /// Opens request state `text` that came back with a call of `tool`
+    /// with canonical arguments `canonical_args` by the capability token
+    /// of binding `capability`, and spends it: a state is accepted once,
+    /// by every host sharing this store (its use is recorded under
+    /// `request-state:` and its signature). Refused with
+    /// `invalid_request_state` (or `store_unavailable`).
+    pub fn spend_request_state(
+        &self,
+        text: &str,
+        capability: &str,
+        tool: &str,
+        canonical_args: &str,
+    ) -> Result<approval::request_state::RequestState, (ErrorCode, String)> {
+        use approval::request_state::{open, StateError};
+        let refused = |e: StateError| (ErrorCode::InvalidRequestState, e.to_string());
+        let (state, sig) = open(&self.host_key, text).map_err(refused)?;
+        state
+            .check(
+                capability,
+                tool,
+                &idempotency::args_digest(canonical_args),
+                unix_ms(SystemTime::now()),
+            )
+            .map_err(refused)?;
+        let use_key = format!("request-state:{sig}");
+        let unavailable = |e: idempotency::StoreError| {
+            (
+                ErrorCode::StoreUnavailable,
+                format!("the record store cannot be reached, so the call did not run: {e}"),
+            )
+        };
+        match self
+            .store
+            .claim(
+                &use_key,
+                "request-state",
+                &state.approval_id,
+                Duration::from_secs(30),
+            )
+            .map_err(unavailable)?
+        {
+            Claim::Acquired { fence } => {
+                self.store
+                    .complete(&use_key, fence, "{}")
+                    .map_err(unavailable)?;
+                Ok(state)
+            }
+            _ => Err(refused(StateError::Used)),
+        }
+    }
+}
+
 /// What the guard calls back into the pipeline for: running a call it let
 /// through under its key (steps 6–7), and turning a probe's output into an
 /// observation (step 7).
@@ -404,6 +487,10 @@ impl EffectGuard {
         key: &str,
         runner: &Runner<'_>,
     ) -> Result<(), Box<Observation>> {
+        if let Some(answer) = &opts.answer {
+            let id = self.take_answer(p, answer, canonical_args)?;
+            return self.check_approval(p, &id, canonical_args, key);
+        }
         if let Some(id) = opts.approval.as_deref() {
             return self.check_approval(p, id.trim(), canonical_args, key);
         }
@@ -411,6 +498,52 @@ impl EffectGuard {
             return self.check_plan(p, canonical_args, opts.plan_token.as_deref(), key);
         }
         Err(self.ask_person(p, opts, canonical_args, runner))
+    }
+
+    /// The approval a multi round-trip retry answers: its request state is
+    /// opened, checked against this call and spent (once, across hosts);
+    /// then the person's decision, if they made one, is recorded.
+    fn take_answer(
+        &self,
+        p: &Prepared<'_>,
+        answer: &crate::call::ApprovalAnswer,
+        canonical_args: &str,
+    ) -> Result<String, Box<Observation>> {
+        let name = p.tool.descriptor.name.as_str();
+        let fail = |(code, msg): (ErrorCode, String)| {
+            Box::new(Observation::failure(
+                &p.call_id,
+                name,
+                p.level,
+                code.info(msg),
+            ))
+        };
+        let state = self
+            .spend_request_state(
+                &answer.request_state,
+                p.capability.as_deref().unwrap_or_default(),
+                name,
+                canonical_args,
+            )
+            .map_err(fail)?;
+        if let (Some(approve), Some(approvals)) = (answer.approve, &self.approvals) {
+            // An approval decided meanwhile (at a terminal) keeps that
+            // decision; the check that follows reads it.
+            approvals
+                .decide(
+                    &state.approval_id,
+                    approve,
+                    &answer.by,
+                    answer.note.as_deref(),
+                )
+                .map_err(|e| {
+                    fail((
+                        ErrorCode::StoreUnavailable,
+                        format!("the answer could not be recorded, so the call did not run: {e}"),
+                    ))
+                })?;
+        }
+        Ok(state.approval_id)
     }
 
     /// Runs the dry run, keeps the plan as a pending [`Approval`] and

@@ -36,7 +36,8 @@ pub(crate) use crate::call::denial_error;
 pub(crate) use crate::call::Scope;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
-    new_call_id, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES, HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
+    new_call_id, ApprovalAnswer, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES,
+    HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
 };
 use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
@@ -183,6 +184,13 @@ impl Host {
     /// client that can ask a person records the answer.
     pub fn approvals(&self) -> Option<&crate::approval::Approvals> {
         self.records.as_ref().and_then(|r| r.approvals())
+    }
+
+    /// The side-effect guard, if this host has a record store: where the
+    /// request state of a multi round-trip call is sealed and spent
+    /// ([`crate::approval::request_state`]).
+    pub fn effect_guard(&self) -> Option<&crate::effects::EffectGuard> {
+        self.records.as_ref()
     }
 
     pub fn catalog(&self) -> &Catalog {

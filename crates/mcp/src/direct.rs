@@ -189,6 +189,8 @@ pub(super) async fn answer(
         ct: &ct,
         peer: None,
         stateless: true,
+        request_state: None,
+        input_responses: None,
     };
     let message: ServerJsonRpcMessage = match server.call(&req, &call.name, call.arguments).await {
         Ok(result) => JsonRpcMessage::response(ServerResult::from(result), call.id),

@@ -17,13 +17,28 @@
 //!   the answer is the `approval_pending` result itself, whose id a person
 //!   can still approve with `toolhost approvals approve`.
 //!
+//! A 2026-07-28 request has no channel back to the client in the middle
+//! of a call, so the same question goes out as an `input_required` result
+//! (multi round-trip request): the form under `inputRequests.approval` and
+//! the signed request state of the approval
+//! ([`toolhost::approval::request_state`]). The client asks the person and
+//! sends the call again with the answer in `inputResponses.approval` and
+//! the same `requestState`; any host sharing the key and the record store
+//! accepts that state once, records the decision and runs the call bound
+//! to the plan, as above. A missing answer (cancel) decides nothing and
+//! the call ends `approval_pending`.
+//!
 //! Each decision is journaled like one made at a terminal.
 
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputResponses, RequestMetaObject,
+};
 use rmcp::service::{ElicitationMode, Peer};
 use rmcp::RoleServer;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost::observation::{ErrorCode, Observation};
 
@@ -88,6 +103,7 @@ pub(super) fn question(tool: &str, arguments: &str, details: &Value) -> String {
         Value::Null => {
             text.push_str("The tool describes no plan; the call acts on the targets above.\n")
         }
+        plan if plan["summary"].is_string() => text.push_str(&in_words(plan)),
         plan => {
             let shown = plan.to_string();
             let clipped = if shown.len() > MAX_PLAN_BYTES {
@@ -107,6 +123,32 @@ pub(super) fn question(tool: &str, arguments: &str, details: &Value) -> String {
         details["approval_id"].as_str().unwrap_or("?"),
         details["plan_digest"].as_str().unwrap_or("?")
     ));
+    text
+}
+
+/// A plan of the reference tools' shape (`summary`, `changes`,
+/// `warnings`) in plain words: one line per changed file with its line
+/// counts, then each warning.
+fn in_words(plan: &Value) -> String {
+    let mut text = format!("Plan: {}\n", plan["summary"].as_str().unwrap_or_default());
+    let changes = plan["changes"].as_array().map_or(&[][..], Vec::as_slice);
+    for c in changes.iter().take(20) {
+        text.push_str(&format!(
+            "- {} {}: +{} -{} lines\n",
+            c["action"].as_str().unwrap_or("change"),
+            c["path"].as_str().unwrap_or("?"),
+            c["lines_added"].as_u64().unwrap_or(0),
+            c["lines_removed"].as_u64().unwrap_or(0),
+        ));
+    }
+    if changes.len() > 20 {
+        text.push_str(&format!("- and {} more files\n", changes.len() - 20));
+    }
+    for w in plan["warnings"].as_array().into_iter().flatten().take(10) {
+        if let Some(w) = w.as_str() {
+            text.push_str(&format!("Warning: {w}\n"));
+        }
+    }
     text
 }
 
@@ -140,19 +182,65 @@ pub(super) async fn ask(peer: &Peer<RoleServer>, message: String, wait: Duration
             return Answer::None;
         }
     };
-    let note = result
-        .content
-        .as_ref()
+    answer_of(&result.action, result.content.as_ref())
+}
+
+/// The answer an elicitation result carries.
+fn answer_of(action: &ElicitationAction, content: Option<&Value>) -> Answer {
+    let note = content
         .and_then(|c| c["note"].as_str())
         .map(|n| n.chars().take(500).collect::<String>())
         .filter(|n| !n.trim().is_empty());
-    match result.action {
-        ElicitationAction::Accept => match result.content.as_ref().map(|c| &c["approve"]) {
+    match action {
+        ElicitationAction::Accept => match content.map(|c| &c["approve"]) {
             Some(Value::Bool(true)) => Answer::Approve(note),
             _ => Answer::Decline(note),
         },
         ElicitationAction::Decline => Answer::Decline(note),
         // Cancel, and any action a later revision adds: nothing decided.
         _ => Answer::None,
+    }
+}
+
+/// The key of the approval question in an `input_required` result's
+/// `inputRequests`, and of its answer in the retry's `inputResponses`.
+pub(super) const INPUT_KEY: &str = "approval";
+
+/// Whether a 2026-07-28 request's client declared it can answer a form
+/// (`_meta["io.modelcontextprotocol/clientCapabilities"].elicitation`).
+pub(super) fn can_ask_stateless(meta: &RequestMetaObject) -> bool {
+    meta.client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The question as one entry of an `input_required` result.
+pub(super) fn input_request(message: String) -> InputRequests {
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: form(),
+    };
+    InputRequests::from([(
+        INPUT_KEY.to_string(),
+        InputRequest::Elicitation(ElicitRequest::new(params)),
+    )])
+}
+
+/// The person's answer in a retry's `inputResponses`: an elicitation
+/// result under [`INPUT_KEY`]. A missing or unreadable one decides nothing.
+pub(super) fn answer_in(responses: Option<&InputResponses>) -> Answer {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        action: ElicitationAction,
+        #[serde(default)]
+        content: Option<Value>,
+    }
+    let Some(value) = responses.and_then(|r| r.get(INPUT_KEY)) else {
+        return Answer::None;
+    };
+    match Response::deserialize(value) {
+        Ok(r) => answer_of(&r.action, r.content.as_ref()),
+        Err(_) => Answer::None,
     }
 }

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, InitializeResult, JsonObject, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, RequestId, RequestMetaObject, ResourceContents, ServerCapabilities,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    Implementation, InitializeResult, InputRequiredResult, InputResponses, JsonObject,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, RequestId, RequestMetaObject, ResourceContents,
+    ServerCapabilities, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -73,6 +73,10 @@ pub(super) struct CallRequest<'a> {
     pub peer: Option<&'a Peer<RoleServer>>,
     /// A 2026-07-28 request: no session, nothing kept after it.
     pub stateless: bool,
+    /// The `requestState` a multi round-trip retry echoes ([`elicit`]).
+    pub request_state: Option<&'a str>,
+    /// The answers a multi round-trip retry carries.
+    pub input_responses: Option<&'a InputResponses>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -85,7 +89,20 @@ impl<'a> CallRequest<'a> {
             ct: &cx.ct,
             peer: Some(&cx.peer),
             stateless: is_stateless(cx),
+            request_state: None,
+            input_responses: None,
         }
+    }
+
+    /// Who the client is: its name and version from the request's `_meta`
+    /// (2026-07-28) or the session's handshake.
+    fn client(&self) -> Option<String> {
+        let info = self.meta.client_info().or_else(|| {
+            self.peer
+                .and_then(|p| p.peer_info())
+                .map(|i| i.client_info.clone())
+        })?;
+        Some(format!("mcp:{}/{}", info.name, info.version))
     }
 }
 
@@ -352,6 +369,8 @@ impl McpServer {
             }
         };
         let first = (parsed.opts.clone(), parsed.mode, parsed.budget);
+        let answered = parsed.opts.approval.is_some() || parsed.opts.answer.is_some();
+        let mode = parsed.mode;
         let obs = self
             .execute(
                 req,
@@ -377,6 +396,11 @@ impl McpServer {
         {
             Ok(obs) | Err(obs) => obs,
         };
+        if mode == Mode::Run && !answered {
+            if let Some(asked) = self.ask_stateless(req, &generation, name, &arguments, &obs) {
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
+        }
         self.reveal(req, name, &obs).await;
         self.finish(req, name, obs).await
     }
@@ -454,6 +478,36 @@ impl McpServer {
         )
         .await
         .map_err(|_| obs)
+    }
+
+    /// A call that waits for a person's approval, in a 2026-07-28 request
+    /// whose client can answer a form: the `input_required` result that
+    /// asks (see [`elicit`]), with the approval's signed request state.
+    fn ask_stateless(
+        &self,
+        req: &CallRequest<'_>,
+        generation: &Generation,
+        name: &str,
+        arguments: &str,
+        obs: &Observation,
+    ) -> Option<InputRequiredResult> {
+        if !req.stateless || !elicit::can_ask_stateless(req.meta) {
+            return None;
+        }
+        let (id, details) = elicit::pending(obs)?;
+        let guard = generation.host.effect_guard()?;
+        match guard.seal_request_state(&id, elicit::MAX_WAIT) {
+            Ok(state) => Some(InputRequiredResult::new(
+                Some(elicit::input_request(elicit::question(
+                    name, arguments, details,
+                ))),
+                Some(state),
+            )),
+            Err((_, e)) => {
+                tracing::warn!("approval {id} cannot be asked in this request: {e}");
+                None
+            }
+        }
     }
 
     /// A `tools/call` refused before the pipeline (a tool this session
@@ -555,10 +609,23 @@ impl McpServer {
         opts.approval = meta.approval;
         // Who asks, for a pending approval's record: the client's name and
         // version from its handshake.
-        opts.requested_by = req
-            .peer
-            .and_then(|p| p.peer_info())
-            .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
+        opts.requested_by = req.client();
+        if let Some(state) = req.request_state {
+            let (approve, note) = match elicit::answer_in(req.input_responses) {
+                elicit::Answer::Approve(note) => (Some(true), note),
+                elicit::Answer::Decline(note) => (Some(false), note),
+                elicit::Answer::None => (None, None),
+            };
+            opts.answer = Some(toolhost::pipeline::ApprovalAnswer {
+                request_state: state.to_string(),
+                approve,
+                note,
+                by: format!(
+                    "{} (input_required)",
+                    req.client().as_deref().unwrap_or("mcp:unknown")
+                ),
+            });
+        }
         opts.conversation = Some(self.conversation.to_string());
         opts.request_url = self.request_url(req);
         Ok(ParsedCall {
@@ -889,8 +956,12 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&CallRequest::of(&cx), &request.name, request.arguments)
-            .await
+        let req = CallRequest {
+            request_state: request.request_state.as_deref(),
+            input_responses: request.input_responses.as_ref(),
+            ..CallRequest::of(&cx)
+        };
+        self.call(&req, &request.name, request.arguments).await
     }
 
     /// The published definition; rmcp checks `Mcp-Param-*` headers

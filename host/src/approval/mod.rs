@@ -34,6 +34,7 @@
 //!           decided_ms, decided_by, note, used_by)
 //! ```
 
+pub mod request_state;
 #[cfg(test)]
 mod tests;
 

@@ -115,11 +115,15 @@ pub enum ErrorCode {
     /// The same call failed the same way too many times in a row in this
     /// session or trajectory; it was not run again ([`crate::breaker`]).
     CircuitOpen,
+    /// The `requestState` of a multi round-trip `tools/call` is not one
+    /// this host issued for this call, was altered, expired or was already
+    /// used: nothing ran. Call again without it to be asked anew.
+    InvalidRequestState,
 }
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -148,6 +152,7 @@ impl ErrorCode {
         ErrorCode::SuspiciousDescription,
         ErrorCode::SecretInArguments,
         ErrorCode::CircuitOpen,
+        ErrorCode::InvalidRequestState,
     ];
 
     /// The wire name, e.g. `invalid_arguments`.
@@ -181,6 +186,7 @@ impl ErrorCode {
             ErrorCode::SuspiciousDescription => "suspicious_description",
             ErrorCode::SecretInArguments => "secret_in_arguments",
             ErrorCode::CircuitOpen => "circuit_open",
+            ErrorCode::InvalidRequestState => "invalid_request_state",
         }
     }
 
@@ -243,7 +249,8 @@ impl ErrorCode {
             | ErrorCode::PluginNotLocked
             | ErrorCode::UnsignedPlugin
             | ErrorCode::BadSignature
-            | ErrorCode::SuspiciousDescription => Retry::Never,
+            | ErrorCode::SuspiciousDescription
+            | ErrorCode::InvalidRequestState => Retry::Never,
         }
     }
 

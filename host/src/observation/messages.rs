@@ -251,6 +251,10 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
                 "The person declined this call and nothing ran; do not repeat it. Tell \
                  the user, or take another approach."
             }
+            Some(ErrorCode::InvalidRequestState) => {
+                "Nothing ran. Do not send this request state again: call the tool again \
+                 without it to be asked for the approval anew."
+            }
             _ => "Repeating the same call will fail the same way; change approach.",
         },
         Retry::AfterCorrection => match host {
