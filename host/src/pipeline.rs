@@ -480,6 +480,7 @@ impl Host {
             self_approve: scope.capability.self_approves(),
             asks,
             chain: scope.chain.iter().map(ToString::to_string).collect(),
+            asker: opts.asker.clone(),
         })
     }
 
@@ -1162,6 +1163,14 @@ fn failure_error(f: &Failure, limits: &Limits) -> ErrorInfo {
         ),
         Failure::Unavailable { reason } => ErrorCode::PluginUnavailable.info(reason.clone()),
         Failure::Cancelled => ErrorCode::Timeout.info("the call was cancelled before it finished"),
+        Failure::InputRequired { question } => {
+            let mut info = ErrorCode::InputRequired.info(format!(
+                "the tool asked the person a question ({}) that this request cannot wait for; send the call again with the answer",
+                question.key
+            ));
+            info.details = Some(serde_json::json!({ "question": question }));
+            info
+        }
     }
 }
 

@@ -59,6 +59,7 @@
 //! tool error, or a [`Failure`] naming the limit or fault. The host never
 //! panics because of what a guest does.
 
+mod ask_link;
 mod bindings;
 mod cache;
 mod capture;
@@ -293,6 +294,10 @@ pub struct CallRequest<'a> {
     /// The caller holds the `secrets` right: the `files` import's
     /// `redacted-text` answers files as they are.
     pub reveal_secrets: bool,
+    /// Who the `client` import's questions go to ([`crate::ask`]); `None`:
+    /// every question is `unavailable`. Only calls use it, never a dry-run
+    /// or a probe.
+    pub asker: Option<Arc<dyn crate::ask::Asker>>,
 }
 
 /// A failure the plugin reported itself.
@@ -322,6 +327,9 @@ pub enum Failure {
     Unavailable { reason: String },
     /// The call was cancelled by the host.
     Cancelled,
+    /// The tool asked a question whose answer comes only with a later
+    /// request (a stateless MCP request): the call stopped there.
+    InputRequired { question: crate::ask::Question },
 }
 
 /// Resource use of one call.
@@ -428,6 +436,12 @@ struct State {
     making_spare: bool,
     /// The caller may see secrets (`files_link`'s `redacted-text`).
     reveal_secrets: bool,
+    /// Where the call's questions go (`ask_link`).
+    asker: Option<Arc<dyn crate::ask::Asker>>,
+    /// Questions asked so far.
+    questions: usize,
+    /// The question that stopped the call, waiting for a later request.
+    pending: Option<crate::ask::Question>,
 }
 
 impl WasiHttpView for State {
@@ -520,6 +534,7 @@ impl Sandbox {
         deadline::add_to_linker(&mut linker)?;
         fsguard::add_to_linker(&mut linker)?;
         exec_link::add_to_linker(&mut linker)?;
+        ask_link::add_to_linker(&mut linker)?;
         files_link::add_to_linker(&mut linker)?;
         deadline::start();
         let cache = config.cache_dir.as_ref().and_then(|dir| {
@@ -878,6 +893,9 @@ impl Plugin {
             opened: None,
             making_spare: false,
             reveal_secrets: false,
+            asker: None,
+            questions: 0,
+            pending: None,
         };
         Ok(state)
     }
@@ -935,6 +953,7 @@ impl Plugin {
     ) -> CallOutcome {
         let ctx = context(req, req.idempotency_key);
         self.run_fresh(req, cancel, |store, fresh| {
+            store.data_mut().asker = req.asker.clone();
             fresh.plugin.call(store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
@@ -1025,7 +1044,10 @@ impl Plugin {
             peak_memory_bytes: store.data().memory.peak_bytes() as u64,
             output_bytes: 0,
         };
-        let result = ran.map_err(|e| classify_trap(&e, &store));
+        let result = match store.data_mut().pending.take() {
+            Some(question) if ran.is_err() => Err(Failure::InputRequired { question }),
+            _ => ran.map_err(|e| classify_trap(&e, &store)),
+        };
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
         self.spares.retire(store);
@@ -1249,6 +1271,9 @@ impl Plugin {
             opened: None,
             making_spare: false,
             reveal_secrets: false,
+            asker: None,
+            questions: 0,
+            pending: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();
