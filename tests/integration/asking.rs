@@ -66,6 +66,11 @@ fn a_tool_asks_the_person_within_a_2025_session() {
         text.starts_with("User response: action=accept") && text.contains("ada@example.com"),
         "{reply}"
     );
+    // The answer is a source of the output, with its digest.
+    let provenance = &reply["result"]["_meta"]["dev.toolhost/observation"]["provenance"];
+    assert_eq!(provenance[0]["kind"], "person", "{reply}");
+    assert_eq!(provenance[0]["ref"], "user_info", "{reply}");
+    assert_eq!(provenance[0]["sha256"].as_str().unwrap().len(), 64);
 
     // An answer that breaks the question's schema never reaches the tool.
     let (_, reply) = ask_and_answer(
@@ -85,6 +90,28 @@ fn a_tool_asks_the_person_within_a_2025_session() {
         first_text(&reply),
         "User response: action=decline, content={}"
     );
+
+    // The journal keeps which questions were answered, not the answers
+    // (its writer batches for up to 50 ms).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let store = setup.state.path().join("records.sqlite");
+    let out = crate::support::toolhost_command(
+        &["log", "--json", "--store", store.to_str().unwrap()],
+        setup.ws.dir.path(),
+    )
+    .output()
+    .unwrap();
+    let log: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asked: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "test_elicitation")
+        .map(|e| &e["args_summary"]["questions"])
+        .collect();
+    assert_eq!(asked.len(), 3, "{log:#}");
+    assert_eq!(asked[0][0]["key"], "user_info", "{log:#}");
+    assert!(!log.to_string().contains("ada@example.com"), "{log:#}");
 }
 
 #[test]

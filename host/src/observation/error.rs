@@ -219,6 +219,7 @@ impl ErrorCode {
                 | ErrorCode::StalePlan
                 | ErrorCode::SecretInArguments
                 | ErrorCode::CircuitOpen
+                | ErrorCode::InputRequired
         )
     }
 

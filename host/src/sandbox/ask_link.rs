@@ -17,6 +17,18 @@ use crate::ask::{mediate, Answer, Mediated, MAX_QUESTIONS};
 /// The trap message of a call stopped for its question.
 pub(super) const INPUT_REQUIRED: &str = "toolhost: the call waits for an answer";
 
+/// SHA-256 (hex) of an answer as the plugin gets it: the form's JSON, or
+/// `declined` / `cancelled`.
+fn answer_digest(answer: &Answer) -> String {
+    use sha2::{Digest, Sha256};
+    let text = match answer {
+        Answer::Accepted(content) => content.to_string(),
+        Answer::Declined => "declined".into(),
+        Answer::Cancelled => "cancelled".into(),
+    };
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
 /// Adds `toolhost:plugin/client` to `linker`.
 pub(super) fn add_to_linker(linker: &mut Linker<State>) -> Result<(), SandboxError> {
     wit::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
@@ -32,20 +44,22 @@ impl wit::Host for State {
             ))));
         }
         let asker = self.asker.clone();
-        Ok(
-            match mediate(asker.as_deref(), &q.key, &q.message, &q.schema) {
-                Mediated::Answer(Answer::Accepted(content)) => {
-                    Ok(wit::Answer::Accepted(content.to_string()))
-                }
-                Mediated::Answer(Answer::Declined) => Ok(wit::Answer::Declined),
-                Mediated::Answer(Answer::Cancelled) => Ok(wit::Answer::Cancelled),
-                Mediated::Unavailable(why) => Err(wit::AskError::Unavailable(why)),
-                Mediated::Invalid(why) => Err(wit::AskError::Invalid(why)),
-                Mediated::Later(question) => {
-                    self.pending = Some(question);
-                    return Err(wasmtime::Error::msg(INPUT_REQUIRED));
-                }
-            },
-        )
+        let mediated = mediate(asker.as_deref(), &q.key, &q.message, &q.schema);
+        if let Mediated::Answer(answer) = &mediated {
+            self.answered.push((q.key.clone(), answer_digest(answer)));
+        }
+        Ok(match mediated {
+            Mediated::Answer(Answer::Accepted(content)) => {
+                Ok(wit::Answer::Accepted(content.to_string()))
+            }
+            Mediated::Answer(Answer::Declined) => Ok(wit::Answer::Declined),
+            Mediated::Answer(Answer::Cancelled) => Ok(wit::Answer::Cancelled),
+            Mediated::Unavailable(why) => Err(wit::AskError::Unavailable(why)),
+            Mediated::Invalid(why) => Err(wit::AskError::Invalid(why)),
+            Mediated::Later(question) => {
+                self.pending = Some(question);
+                return Err(wasmtime::Error::msg(INPUT_REQUIRED));
+            }
+        })
     }
 }

@@ -366,6 +366,10 @@ pub struct RunOutcome<T> {
     /// The URLs of the requests the host let through to a granted origin,
     /// in order, without duplicates: the run's network provenance.
     pub net_requested: Vec<String>,
+    /// The questions the tool asked the person and got an answer to, in
+    /// order: the key and the SHA-256 (hex) of the answer as the tool got
+    /// it (see `ask_link`).
+    pub questions: Vec<(String, String)>,
 }
 
 /// A call's answer as the plugin gave it.
@@ -392,6 +396,7 @@ impl<T> RunOutcome<T> {
             net_denied: Vec::new(),
             net_denied_omitted: 0,
             net_requested: Vec::new(),
+            questions: Vec::new(),
         }
     }
 
@@ -405,6 +410,7 @@ impl<T> RunOutcome<T> {
             net_denied: self.net_denied,
             net_denied_omitted: self.net_denied_omitted,
             net_requested: self.net_requested,
+            questions: self.questions,
         }
     }
 }
@@ -442,6 +448,8 @@ struct State {
     questions: usize,
     /// The question that stopped the call, waiting for a later request.
     pending: Option<crate::ask::Question>,
+    /// The questions answered so far: key, SHA-256 of the answer.
+    answered: Vec<(String, String)>,
 }
 
 impl WasiHttpView for State {
@@ -896,6 +904,7 @@ impl Plugin {
             asker: None,
             questions: 0,
             pending: None,
+            answered: Vec::new(),
         };
         Ok(state)
     }
@@ -1050,6 +1059,7 @@ impl Plugin {
         };
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
+        let questions = std::mem::take(&mut store.data_mut().answered);
         self.spares.retire(store);
         RunOutcome {
             result,
@@ -1058,6 +1068,7 @@ impl Plugin {
             net_denied,
             net_denied_omitted,
             net_requested: net.requested(),
+            questions,
         }
     }
 }
@@ -1274,6 +1285,7 @@ impl Plugin {
             asker: None,
             questions: 0,
             pending: None,
+            answered: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();
