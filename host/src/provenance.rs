@@ -202,7 +202,8 @@ mod tests {
             (program.kind, &program.sha256),
             (SourceKind::Process, &None)
         );
-        assert_eq!(s.last().unwrap().reference, "cargo");
+        assert_eq!(s[s.len() - 2].reference, "cargo");
+        assert_eq!(s.last().unwrap().reference, "confirm");
         assert!(sources(&Inputs::default(), &[], &[], &[], None).is_empty());
     }
 

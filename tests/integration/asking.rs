@@ -238,3 +238,52 @@ fn a_stateless_question_round_trips_bound_to_its_call() {
     let refused = stateless_call(&server, 6, tool, json!({}), Some((&tampered, json!({}))));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
+
+/// The official Python SDK's `Client`, in both protocol revisions over
+/// HTTP: a tool's two questions reach its elicitation callback (within
+/// the call on 2025-11-25, as two `input_required` rounds on 2026-07-28)
+/// and the answers reach the tool.
+#[test]
+fn python_sdk_answers_a_tools_questions_in_both_revisions() {
+    use crate::sdk_clients::{client, run_client, Sdk};
+    let setup = Setup::new(&["tp_conformance"]);
+    let server = HttpServer::start(&setup, &[]);
+    for mode in ["legacy", "2026-07-28"] {
+        let mut cmd = client(Sdk::Python);
+        cmd.args(["--mode", mode, "--url"])
+            .arg(format!("http://127.0.0.1:{}/mcp", server.port))
+            .arg("--elicit")
+            .arg(
+                json!([
+                    {"action": "accept", "content": {"name": "Ada"}},
+                    {"action": "accept", "content": {"color": "teal"}},
+                ])
+                .to_string(),
+            );
+        let r = run_client(
+            Sdk::Python,
+            cmd,
+            &json!([{"op": "call", "tool": "test_input_required_result_multi_round", "arguments": {}}]),
+        );
+        assert_eq!(r[0]["ok"], true, "{mode}: {}", r[0]);
+        assert_eq!(
+            r[0]["result"]["content"][0]["text"], "Ada likes teal",
+            "{mode}: {}",
+            r[0]
+        );
+        let asked: Vec<&str> = r[0]["elicited"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                "Step 1: What is your name?",
+                "Step 2: What is your favorite color?"
+            ],
+            "{mode}"
+        );
+    }
+}

@@ -30,8 +30,19 @@ use serde_json::{json, Value};
 use toolhost::ask::{Answer, AnswersAtHand, Asked, Asker, InputState, Question};
 use toolhost::observation::{ErrorCode, Observation};
 
-use super::server::CallRequest;
 use super::{elicit, Generation, SessionScope};
+
+/// What of a `tools/call` request decides who its tool may ask.
+pub(super) struct Request<'a> {
+    /// A 2026-07-28 request.
+    pub stateless: bool,
+    /// The session's peer (2025-11-25).
+    pub peer: Option<&'a Peer<RoleServer>>,
+    /// The request's `_meta` (its client capabilities, 2026-07-28).
+    pub meta: &'a rmcp::model::RequestMetaObject,
+    pub request_state: Option<&'a str>,
+    pub input_responses: Option<&'a rmcp::model::InputResponses>,
+}
 
 /// How long the answers of a stateless call stay usable.
 const STATE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -102,7 +113,7 @@ fn digest(arguments: &str) -> String {
 /// Who this call's tool may ask, if anyone; a `requestState` of a tool's
 /// questions that does not verify is refused here.
 pub(super) fn asker_for(
-    req: &CallRequest<'_>,
+    req: &Request<'_>,
     generation: &Generation,
     scope: &SessionScope,
     name: &str,
@@ -155,7 +166,7 @@ pub(super) fn asker_for(
 /// result that asks it, with every answer so far sealed in the new
 /// `requestState`.
 pub(super) fn input_required(
-    req: &CallRequest<'_>,
+    req: &Request<'_>,
     generation: &Generation,
     scope: &SessionScope,
     name: &str,

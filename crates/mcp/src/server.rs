@@ -94,6 +94,17 @@ impl<'a> CallRequest<'a> {
         }
     }
 
+    /// What decides who the call's tool may ask ([`ask`]).
+    fn asking(&self) -> ask::Request<'_> {
+        ask::Request {
+            stateless: self.stateless,
+            peer: self.peer,
+            meta: self.meta,
+            request_state: self.request_state,
+            input_responses: self.input_responses,
+        }
+    }
+
     /// Who the client is: its name and version from the request's `_meta`
     /// (2026-07-28) or the session's handshake.
     fn client(&self) -> Option<String> {
@@ -368,8 +379,14 @@ impl McpServer {
                 return Err(e);
             }
         };
-        let asker = match ask::asker_for(req, &generation, &scope, name, &arguments, parsed.budget)
-        {
+        let asker = match ask::asker_for(
+            &req.asking(),
+            &generation,
+            &scope,
+            name,
+            &arguments,
+            parsed.budget,
+        ) {
             Ok(asker) => asker,
             Err(e) => {
                 self.journal_refusal(&generation, &scope, name, &arguments);
@@ -406,7 +423,7 @@ impl McpServer {
             Ok(obs) | Err(obs) => obs,
         };
         if let Some(asked) = ask::input_required(
-            req,
+            &req.asking(),
             &generation,
             &scope,
             name,
