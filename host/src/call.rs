@@ -47,6 +47,9 @@ pub struct CallOptions {
     /// under the request state the `input_required` result carried
     /// ([`crate::approval::request_state`]).
     pub answer: Option<ApprovalAnswer>,
+    /// Who a tool's questions go to ([`crate::ask`]); `None`: nobody can
+    /// be asked.
+    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
     /// Who asks, for a pending approval's record: an MCP client's name and
     /// version, or `cli`.
     pub requested_by: Option<String>,
@@ -190,6 +193,8 @@ pub(crate) struct Prepared<'t> {
     pub asks: bool,
     /// The ids of the token's chain, oldest first (hex).
     pub chain: Vec<String>,
+    /// Who the tool's questions go to ([`crate::ask`]).
+    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
 }
 
 impl Prepared<'_> {
@@ -221,6 +226,7 @@ impl Prepared<'_> {
             exec: p.exec.clone(),
             limits: p.limits,
             reveal_secrets: p.secrets,
+            asker: p.asker.clone(),
         }
     }
 }

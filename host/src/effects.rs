@@ -258,6 +258,27 @@ impl EffectGuard {
     }
 }
 
+/// The input state of a stateless call whose tool asks
+/// ([`crate::ask::InputState`]), signed under the host key.
+impl EffectGuard {
+    /// The signed text of `state`.
+    pub fn seal_input_state(&self, state: &crate::ask::InputState) -> String {
+        state.seal(&self.host_key)
+    }
+
+    /// The input state `text` carries, checked against the call it came
+    /// back with.
+    pub fn open_input_state(
+        &self,
+        text: &str,
+        tool: &str,
+        args_digest: &str,
+        capability: &str,
+    ) -> Result<crate::ask::InputState, crate::ask::InputStateError> {
+        crate::ask::InputState::open(&self.host_key, text, tool, args_digest, capability)
+    }
+}
+
 /// What the guard calls back into the pipeline for: running a call it let
 /// through under its key (steps 6–7), and turning a probe's output into an
 /// observation (step 7).
@@ -375,10 +396,12 @@ impl EffectGuard {
     fn run_claimed(&self, key: &str, fence: u64, runner: &Runner<'_>) -> Observation {
         let records = self;
         let obs = (runner.run)(key);
-        let nothing_started = obs
-            .error
-            .as_ref()
-            .is_some_and(|e| e.code == ErrorCode::PluginUnavailable.as_str());
+        // Nothing started, or the tool stopped at a question for the
+        // person: the call runs again under this key with the answer.
+        let nothing_started = obs.error.as_ref().is_some_and(|e| {
+            e.code == ErrorCode::PluginUnavailable.as_str()
+                || e.code == ErrorCode::InputRequired.as_str()
+        });
         let recorded = if nothing_started {
             records.store.release(key, fence)
         } else if obs.status == crate::observation::Status::Unknown {

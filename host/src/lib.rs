@@ -75,6 +75,7 @@
 
 pub mod approval;
 pub mod artifact;
+pub mod ask;
 pub mod boundary;
 pub mod breaker;
 pub mod budget;

@@ -480,6 +480,7 @@ impl Host {
             self_approve: scope.capability.self_approves(),
             asks,
             chain: scope.chain.iter().map(ToString::to_string).collect(),
+            asker: opts.asker.clone(),
         })
     }
 
@@ -573,7 +574,7 @@ impl Host {
         };
         let mut obs = obs.with_usage(usage).with_logs(logs);
         obs.redactions.extend(hidden);
-        let obs = self.with_sources(obs, p, &outcome.net_requested);
+        let obs = self.with_sources(obs, p, &outcome.net_requested, &outcome.questions);
         let obs = match over_limit {
             Some(bytes) => self.spill(p, obs, bytes),
             None => obs,
@@ -834,7 +835,7 @@ impl Host {
             "expires_at_ms": issued.expires_at_ms,
         });
         let obs = Observation::ok(&p.call_id, tool, SideEffect::ReadOnly, output, p.text_bytes);
-        let mut obs = self.with_sources(obs, &p, &net_requested);
+        let mut obs = self.with_sources(obs, &p, &net_requested, &[]);
         obs.redactions
             .extend(hidden.into_iter().map(|r| crate::observation::Redaction {
                 rule: r.rule.id().to_string(),
@@ -1053,17 +1054,23 @@ impl Host {
         obs: Observation,
         p: &Prepared<'_>,
         requested: &[String],
+        questions: &[(String, String)],
     ) -> Observation {
         let programs = p
             .exec
             .as_ref()
             .map(|e| e.programs_run())
             .unwrap_or_default();
-        if p.inputs.files.is_empty() && requested.is_empty() && programs.is_empty() {
+        if p.inputs.files.is_empty()
+            && requested.is_empty()
+            && programs.is_empty()
+            && questions.is_empty()
+        {
             return obs;
         }
         let indexes = Some(self.sandbox().file_indexes());
-        let mut sources = crate::provenance::sources(&p.inputs, requested, &programs, indexes);
+        let mut sources =
+            crate::provenance::sources(&p.inputs, requested, &programs, questions, indexes);
         // A tool's own error after no output: a path argument that names
         // nothing when the call ended brought no content for the error to
         // quote (`not_found`), so it is no source and does not fence it.
@@ -1162,6 +1169,14 @@ fn failure_error(f: &Failure, limits: &Limits) -> ErrorInfo {
         ),
         Failure::Unavailable { reason } => ErrorCode::PluginUnavailable.info(reason.clone()),
         Failure::Cancelled => ErrorCode::Timeout.info("the call was cancelled before it finished"),
+        Failure::InputRequired { question } => {
+            let mut info = ErrorCode::InputRequired.info(format!(
+                "the tool asked the person a question ({}) that this request cannot wait for; send the call again with the answer",
+                question.key
+            ));
+            info.details = Some(serde_json::json!({ "question": question }));
+            info
+        }
     }
 }
 

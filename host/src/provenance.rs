@@ -70,11 +70,13 @@ impl Inputs {
 
 /// The sources of a finished run: `inputs`' files (hashed when small
 /// regular files, from `indexes` when it holds one), then the URLs the
-/// guest requested, then the programs it ran.
+/// guest requested, then the programs it ran, then the questions the
+/// person answered (with the digest of each answer).
 pub(crate) fn sources(
     inputs: &Inputs,
     requested: &[String],
     programs: &[String],
+    questions: &[(String, String)],
     indexes: Option<&IndexCache>,
 ) -> Vec<Source> {
     let mut out = Vec::with_capacity(inputs.files.len() + requested.len() + programs.len());
@@ -98,6 +100,11 @@ pub(crate) fn sources(
         kind: SourceKind::Process,
         reference: program.clone(),
         sha256: None,
+    }));
+    out.extend(questions.iter().map(|(key, answer)| Source {
+        kind: SourceKind::Person,
+        reference: key.clone(),
+        sha256: Some(answer.clone()),
     }));
     out
 }
@@ -172,10 +179,14 @@ mod tests {
             &inputs,
             &["http://127.0.0.1:9/x?q=1".to_string()],
             &["cargo".to_string()],
+            &[("confirm".to_string(), "ab".repeat(32))],
             None,
         );
         let by = |r: &str| s.iter().find(|x| x.reference == r).unwrap();
-        assert_eq!(s.len(), 7, "{s:?}");
+        assert_eq!(s.len(), 8, "{s:?}");
+        let person = by("confirm");
+        assert_eq!(person.kind, SourceKind::Person);
+        assert_eq!(person.sha256.as_deref(), Some("ab".repeat(32).as_str()));
         assert_eq!(
             by("a.txt").sha256.as_deref(),
             Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
@@ -191,8 +202,9 @@ mod tests {
             (program.kind, &program.sha256),
             (SourceKind::Process, &None)
         );
-        assert_eq!(s.last().unwrap().reference, "cargo");
-        assert!(sources(&Inputs::default(), &[], &[], None).is_empty());
+        assert_eq!(s[s.len() - 2].reference, "cargo");
+        assert_eq!(s.last().unwrap().reference, "confirm");
+        assert!(sources(&Inputs::default(), &[], &[], &[], None).is_empty());
     }
 
     #[test]
@@ -215,7 +227,7 @@ mod tests {
                 ..crate::file_index::index_bytes(b"hello\n", 0)
             },
         );
-        let hash = |cache| sources(&inputs, &[], &[], cache)[0].sha256.clone();
+        let hash = |cache| sources(&inputs, &[], &[], &[], cache)[0].sha256.clone();
         assert_eq!(hash(Some(&cache)), Some(planted));
         assert_eq!(
             hash(None).as_deref(),

@@ -271,5 +271,11 @@ fn pending(
             .flatten(),
         output_bytes: obs.usage.output_bytes,
         idempotency_key: obs.effects.idempotency_key.clone(),
+        questions: obs
+            .provenance
+            .iter()
+            .filter(|s| s.kind == crate::observation::SourceKind::Person)
+            .map(|s| (s.reference.clone(), s.sha256.clone().unwrap_or_default()))
+            .collect(),
     }
 }

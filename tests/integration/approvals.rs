@@ -868,12 +868,22 @@ fn mcp_elicitation_asks_the_person_and_runs_only_what_they_approved() {
 /// and Streamable HTTP: accept runs the deletion once, decline and cancel
 /// leave the file.
 fn python_sdk_elicitation(http: bool) {
+    python_sdk_asks(http, None);
+}
+
+/// The same with the SDK's high-level `Client` pinned to `mode` (a
+/// protocol revision): on 2026-07-28 the question is an `input_required`
+/// result that the SDK answers through its callback and retries.
+fn python_sdk_asks(http: bool, mode: Option<&str>) {
     use crate::sdk_clients::{client, run_client, Sdk};
     let setup = crate::mcp::Setup::new(&[]);
     for f in ["pub/a.txt", "pub/b.txt", "pub/c.txt"] {
         setup.ws.write(f, "keep?\n");
     }
     let mut cmd = client(Sdk::Python);
+    if let Some(mode) = mode {
+        cmd.arg("--mode").arg(mode);
+    }
     cmd.arg("--elicit").arg(
         json!([
             {"action": "accept", "content": {"approve": true}},
@@ -928,6 +938,16 @@ fn python_sdk_elicitation_over_stdio() {
 #[test]
 fn python_sdk_elicitation_over_http() {
     python_sdk_elicitation(true);
+}
+
+#[test]
+fn python_sdk_input_required_over_stdio() {
+    python_sdk_asks(false, Some("2026-07-28"));
+}
+
+#[test]
+fn python_sdk_input_required_over_http() {
+    python_sdk_asks(true, Some("2026-07-28"));
 }
 
 /// Calls waiting for a person hold none of the server's slots for calls

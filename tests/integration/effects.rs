@@ -2,7 +2,8 @@
 //! reference `file_delete`, the `tp-effects` test tools, and a plugin that
 //! exports only `tools`.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -53,6 +54,19 @@ fn tool(name: &str) -> &'static Tool {
         .unwrap_or_else(|| panic!("no tool {name}"))
 }
 
+/// Answers every question with yes, and counts them.
+#[derive(Debug, Default)]
+struct WouldAnswer {
+    asked: AtomicUsize,
+}
+
+impl toolhost::ask::Asker for WouldAnswer {
+    fn ask(&self, _: &toolhost::ask::Question) -> toolhost::ask::Asked {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        toolhost::ask::Asked::Answer(toolhost::ask::Answer::Accepted(json!({"ok": true})))
+    }
+}
+
 /// The workspace mounted at `/workspace`.
 fn mounts(ws: &Ws, writable: bool) -> Vec<Mount> {
     vec![Mount::open(ws.dir.path(), "/workspace", writable).unwrap()]
@@ -70,6 +84,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         exec: None,
         limits: Limits::default(),
         reveal_secrets: false,
+        asker: None,
     }
 }
 
@@ -263,10 +278,20 @@ fn dry_run_and_probe_cannot_write_through_writable_mounts() {
     let t = tool("sneaky_append");
     let args = r#"{"path":"log.txt","line":"second"}"#;
 
-    let plan = t.plugin.dry_run(&request("sneaky_append", args, &m));
+    // A person who would say yes is at hand; the dry-run still may not ask.
+    let asker = Arc::new(WouldAnswer::default());
+    let plan = t.plugin.dry_run(&CallRequest {
+        asker: Some(asker.clone()),
+        ..request("sneaky_append", args, &m)
+    });
     let plan: Value = serde_json::from_str(&plan.result.unwrap().unwrap()).unwrap();
     let warnings = plan["warnings"].to_string();
     assert!(warnings.contains("write attempt: failed"), "{plan:#}");
+    assert!(
+        warnings.contains("ask attempt: failed: ask_unavailable"),
+        "{plan:#}"
+    );
+    assert_eq!(asker.asked.load(Ordering::SeqCst), 0, "the dry-run asked");
     assert_eq!(plan["changes"][0]["action"], "modify");
     assert_eq!(ws.read("log.txt"), b"first\n", "the dry-run wrote");
 

@@ -8,6 +8,7 @@
 mod support;
 
 mod approvals;
+mod asking;
 mod bad_input;
 mod budgets;
 mod cache;

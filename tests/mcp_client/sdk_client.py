@@ -58,6 +58,13 @@ requests with them, in order (an extra request is cancelled); the
 questions asked during a step are in its line as `"elicited"` (message and
 requested schema). This option is the Python client's only.
 
+With `--mode VERSION` (`2026-07-28`, or `legacy` for the initialize
+handshake), the session is the SDK's high-level `Client` pinned to that
+protocol revision instead of a `ClientSession`, and only `call` steps run:
+`Client.call_tool` itself answers an `input_required` result through the
+elicitation callback and retries (the multi round-trip request). This
+option is the Python client's only.
+
 The script only reports; whoever runs it decides what is right. It exits 0
 when every step ran (a step the SDK refused is a reported failure, not a
 crash), 2 on bad usage.
@@ -226,6 +233,37 @@ async def run_steps(session, steps, answers=None):
         print(json.dumps(line), flush=True)
 
 
+async def run_client_steps(client, steps, answers=None):
+    """`call` steps through the high-level `Client` (see `--mode`)."""
+    for n, step in enumerate(steps):
+        line = {"step": n, "op": step.get("op")}
+        if answers is not None:
+            answers.asked.clear()
+        try:
+            if step.get("op") != "call":
+                raise ValueError(f"only call steps run with --mode, not {step.get('op')!r}")
+            result = await client.call_tool(
+                step["tool"], step.get("arguments", {}), meta=step.get("meta")
+            )
+            line["result"] = as_json(result)
+            line["ok"] = True
+        except Exception as e:  # reported, so the caller sees the SDK's refusal
+            line["ok"] = False
+            line["error"] = f"{type(e).__name__}: {e}"
+        if answers is not None and answers.asked:
+            line["elicited"] = list(answers.asked)
+        print(json.dumps(line), flush=True)
+
+
+async def main_client(steps, command, url, mode, answers=None):
+    from mcp.client.client import Client
+
+    callback = {"elicitation_callback": answers} if answers is not None else {}
+    server = url or StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(server, mode=mode, **callback) as client:
+        await run_client_steps(client, steps, answers)
+
+
 async def main(steps, command, url, headers, answers=None):
     callback = {"elicitation_callback": answers} if answers is not None else {}
     if url:
@@ -251,6 +289,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--elicit", help="JSON array of answers to elicitation/create, in order"
     )
+    parser.add_argument(
+        "--mode", help="run call steps through Client pinned to this protocol revision"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- SERVER COMMAND...")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -265,4 +306,9 @@ if __name__ == "__main__":
     with (sys.stdin if args.steps == "-" else open(args.steps)) as f:
         steps = json.load(f)
     answers = Answers(json.loads(args.elicit)) if args.elicit else None
-    anyio.run(main, steps, command, args.url, headers, answers)
+    if args.mode:
+        if headers:
+            parser.error("--header is not supported with --mode")
+        anyio.run(main_client, steps, command, args.url, args.mode, answers)
+    else:
+        anyio.run(main, steps, command, args.url, headers, answers)

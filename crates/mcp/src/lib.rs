@@ -75,6 +75,7 @@ macro_rules! warn {
     }};
 }
 
+mod ask;
 pub mod call_meta;
 mod compact_out;
 mod direct;

@@ -24,7 +24,7 @@ use super::compact_out::{self, CompactOut};
 use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
-use super::{call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
+use super::{ask, call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
 use toolhost::effects::KeySource;
 use toolhost::observation::{Observation, Status};
 use toolhost::pipeline::{new_call_id, Call, CallOptions, Mode};
@@ -91,6 +91,17 @@ impl<'a> CallRequest<'a> {
             stateless: is_stateless(cx),
             request_state: None,
             input_responses: None,
+        }
+    }
+
+    /// What decides who the call's tool may ask ([`ask`]).
+    fn asking(&self) -> ask::Request<'_> {
+        ask::Request {
+            stateless: self.stateless,
+            peer: self.peer,
+            meta: self.meta,
+            request_state: self.request_state,
+            input_responses: self.input_responses,
         }
     }
 
@@ -361,13 +372,28 @@ impl McpServer {
         let running = self.state.running.acquire().await;
         let scope = self.scope(req.parts)?;
         let generation = self.state.current();
-        let parsed = match self.parse_call(req, &generation, &scope, name) {
+        let mut parsed = match self.parse_call(req, &generation, &scope, name) {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.journal_refusal(&generation, &scope, name, &arguments);
                 return Err(e);
             }
         };
+        let asker = match ask::asker_for(
+            &req.asking(),
+            &generation,
+            &scope,
+            name,
+            &arguments,
+            parsed.budget,
+        ) {
+            Ok(asker) => asker,
+            Err(e) => {
+                self.journal_refusal(&generation, &scope, name, &arguments);
+                return Err(e);
+            }
+        };
+        parsed.opts.asker = asker.clone();
         let first = (parsed.opts.clone(), parsed.mode, parsed.budget);
         let answered = parsed.opts.approval.is_some() || parsed.opts.answer.is_some();
         let mode = parsed.mode;
@@ -396,6 +422,17 @@ impl McpServer {
         {
             Ok(obs) | Err(obs) => obs,
         };
+        if let Some(asked) = ask::input_required(
+            &req.asking(),
+            &generation,
+            &scope,
+            name,
+            &arguments,
+            asker.as_ref(),
+            &obs,
+        ) {
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
         if mode == Mode::Run && !answered {
             if let Some(asked) = self.ask_stateless(req, &generation, name, &arguments, &obs) {
                 return Ok(CallToolResponse::InputRequired(asked));
@@ -610,7 +647,10 @@ impl McpServer {
         // Who asks, for a pending approval's record: the client's name and
         // version from its handshake.
         opts.requested_by = req.client();
-        if let Some(state) = req.request_state {
+        if let Some(state) = req
+            .request_state
+            .filter(|s| !s.starts_with(toolhost::ask::INPUT_STATE_PREFIX))
+        {
             let (approve, note) = match elicit::answer_in(req.input_responses) {
                 elicit::Answer::Approve(note) => (Some(true), note),
                 elicit::Answer::Decline(note) => (Some(false), note),

@@ -185,6 +185,9 @@ pub struct Pending {
     pub output: Option<ResultOutput>,
     pub output_bytes: u64,
     pub idempotency_key: Option<String>,
+    /// The questions the person answered for the tool: key and the
+    /// SHA-256 of the answer (kept in the summary as `questions`).
+    pub questions: Vec<(String, String)>,
 }
 
 /// A call's output as the journal gets it: the JSON text the tool wrote
@@ -308,7 +311,15 @@ impl Pending {
     /// summary. `attempt` is set when it is appended.
     pub fn into_entry(self, host: &str) -> Entry {
         let args_sha256 = args_sha256(&self.args);
-        let args_summary = summarize_args(&self.args, self.tool_ref.as_deref(), self.args_valid);
+        let mut args_summary =
+            summarize_args(&self.args, self.tool_ref.as_deref(), self.args_valid);
+        if let (false, Value::Object(summary)) = (self.questions.is_empty(), &mut args_summary) {
+            let asked = self
+                .questions
+                .iter()
+                .map(|(key, answer)| json!({"key": key, "answer_sha256": answer}));
+            summary.insert("questions".into(), Value::Array(asked.collect()));
+        }
         let result_sha256 = self.output.as_ref().map(ResultOutput::sha256);
         Entry {
             call_id: self.call_id,

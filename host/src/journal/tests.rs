@@ -26,6 +26,7 @@ fn pending(call_id: &str, key: Option<&str>, code: Option<&str>) -> Pending {
             .then(|| ResultOutput::Value(json!({"lines": []}))),
         output_bytes: 14,
         idempotency_key: None,
+        questions: Vec::new(),
     }
 }
 

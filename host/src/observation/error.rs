@@ -119,11 +119,15 @@ pub enum ErrorCode {
     /// this host issued for this call, was altered, expired or was already
     /// used: nothing ran. Call again without it to be asked anew.
     InvalidRequestState,
+    /// The tool asked the person behind the client a question that this
+    /// request cannot wait for: over MCP the client is asked and sends the
+    /// call again with the answer. Nothing after the question ran.
+    InputRequired,
 }
 
 impl ErrorCode {
     /// Every host code, in declaration order.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::UnknownTool,
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
@@ -153,6 +157,7 @@ impl ErrorCode {
         ErrorCode::SecretInArguments,
         ErrorCode::CircuitOpen,
         ErrorCode::InvalidRequestState,
+        ErrorCode::InputRequired,
     ];
 
     /// The wire name, e.g. `invalid_arguments`.
@@ -187,6 +192,7 @@ impl ErrorCode {
             ErrorCode::SecretInArguments => "secret_in_arguments",
             ErrorCode::CircuitOpen => "circuit_open",
             ErrorCode::InvalidRequestState => "invalid_request_state",
+            ErrorCode::InputRequired => "input_required",
         }
     }
 
@@ -213,6 +219,7 @@ impl ErrorCode {
                 | ErrorCode::StalePlan
                 | ErrorCode::SecretInArguments
                 | ErrorCode::CircuitOpen
+                | ErrorCode::InputRequired
         )
     }
 
@@ -232,7 +239,8 @@ impl ErrorCode {
             | ErrorCode::ApprovalPending
             | ErrorCode::StalePlan
             | ErrorCode::SecretInArguments
-            | ErrorCode::CircuitOpen => Retry::AfterCorrection,
+            | ErrorCode::CircuitOpen
+            | ErrorCode::InputRequired => Retry::AfterCorrection,
             ErrorCode::Timeout
             | ErrorCode::PluginUnavailable
             | ErrorCode::InFlight

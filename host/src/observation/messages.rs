@@ -258,6 +258,10 @@ fn advice_text(status: Status, level: SideEffect, e: &ErrorInfo) -> &'static str
             _ => "Repeating the same call will fail the same way; change approach.",
         },
         Retry::AfterCorrection => match host {
+            Some(ErrorCode::InputRequired) => {
+                "Nothing after the question ran. Ask the person (the question is in \
+                 `details.question`) and send the call again with the answer."
+            }
             Some(ErrorCode::InvalidJson) => {
                 "Send the arguments as one valid JSON object (no duplicate keys, integers \
                  within ±2^53) and call again."

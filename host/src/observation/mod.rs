@@ -305,6 +305,8 @@ pub enum SourceKind {
     Network,
     /// The output of a native program.
     Process,
+    /// The person behind the client, answering the tool's question.
+    Person,
 }
 
 /// One place content in an observation came from.
@@ -313,7 +315,8 @@ pub enum SourceKind {
 pub struct Source {
     pub kind: SourceKind,
     /// A workspace-relative path (`.` for the root) for `file`, the
-    /// requested URL for `network`, the program for `process`.
+    /// requested URL for `network`, the program for `process`, the
+    /// question's key for `person`.
     #[serde(rename = "ref")]
     pub reference: String,
     /// Hex SHA-256 of a `file` that is a regular file small enough to hash
@@ -764,7 +767,13 @@ impl Observation {
         if sources.is_empty() {
             return self;
         }
+        // The person behind the client is the caller's own principal: their
+        // answers are a source, but not outside content.
+        let outside = sources.iter().any(|s| s.kind != SourceKind::Person);
         self.provenance = sources;
+        if !outside {
+            return self;
+        }
         self.untrusted = true;
         let budget = max_text_bytes.saturating_sub(UNTRUSTED_OPEN.len() + UNTRUSTED_CLOSE.len());
         match (&self.output, &self.error) {

@@ -14,6 +14,9 @@ pub(super) mod plugin {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "plugin",
+        // A question whose answer comes only with a later request stops
+        // the call (`ask_link`).
+        imports: { "toolhost:plugin/client.ask": trappable },
     });
 }
 
@@ -21,5 +24,6 @@ pub(super) mod with_effects {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "plugin-with-effects",
+        imports: { "toolhost:plugin/client.ask": trappable },
     });
 }

@@ -59,6 +59,7 @@
 //! tool error, or a [`Failure`] naming the limit or fault. The host never
 //! panics because of what a guest does.
 
+mod ask_link;
 mod bindings;
 mod cache;
 mod capture;
@@ -293,6 +294,10 @@ pub struct CallRequest<'a> {
     /// The caller holds the `secrets` right: the `files` import's
     /// `redacted-text` answers files as they are.
     pub reveal_secrets: bool,
+    /// Who the `client` import's questions go to ([`crate::ask`]); `None`:
+    /// every question is `unavailable`. Only calls use it, never a dry-run
+    /// or a probe.
+    pub asker: Option<Arc<dyn crate::ask::Asker>>,
 }
 
 /// A failure the plugin reported itself.
@@ -322,6 +327,9 @@ pub enum Failure {
     Unavailable { reason: String },
     /// The call was cancelled by the host.
     Cancelled,
+    /// The tool asked a question whose answer comes only with a later
+    /// request (a stateless MCP request): the call stopped there.
+    InputRequired { question: crate::ask::Question },
 }
 
 /// Resource use of one call.
@@ -358,6 +366,10 @@ pub struct RunOutcome<T> {
     /// The URLs of the requests the host let through to a granted origin,
     /// in order, without duplicates: the run's network provenance.
     pub net_requested: Vec<String>,
+    /// The questions the tool asked the person and got an answer to, in
+    /// order: the key and the SHA-256 (hex) of the answer as the tool got
+    /// it (see `ask_link`).
+    pub questions: Vec<(String, String)>,
 }
 
 /// A call's answer as the plugin gave it.
@@ -384,6 +396,7 @@ impl<T> RunOutcome<T> {
             net_denied: Vec::new(),
             net_denied_omitted: 0,
             net_requested: Vec::new(),
+            questions: Vec::new(),
         }
     }
 
@@ -397,6 +410,7 @@ impl<T> RunOutcome<T> {
             net_denied: self.net_denied,
             net_denied_omitted: self.net_denied_omitted,
             net_requested: self.net_requested,
+            questions: self.questions,
         }
     }
 }
@@ -428,6 +442,14 @@ struct State {
     making_spare: bool,
     /// The caller may see secrets (`files_link`'s `redacted-text`).
     reveal_secrets: bool,
+    /// Where the call's questions go (`ask_link`).
+    asker: Option<Arc<dyn crate::ask::Asker>>,
+    /// Questions asked so far.
+    questions: usize,
+    /// The question that stopped the call, waiting for a later request.
+    pending: Option<crate::ask::Question>,
+    /// The questions answered so far: key, SHA-256 of the answer.
+    answered: Vec<(String, String)>,
 }
 
 impl WasiHttpView for State {
@@ -520,6 +542,7 @@ impl Sandbox {
         deadline::add_to_linker(&mut linker)?;
         fsguard::add_to_linker(&mut linker)?;
         exec_link::add_to_linker(&mut linker)?;
+        ask_link::add_to_linker(&mut linker)?;
         files_link::add_to_linker(&mut linker)?;
         deadline::start();
         let cache = config.cache_dir.as_ref().and_then(|dir| {
@@ -878,6 +901,10 @@ impl Plugin {
             opened: None,
             making_spare: false,
             reveal_secrets: false,
+            asker: None,
+            questions: 0,
+            pending: None,
+            answered: Vec::new(),
         };
         Ok(state)
     }
@@ -935,6 +962,7 @@ impl Plugin {
     ) -> CallOutcome {
         let ctx = context(req, req.idempotency_key);
         self.run_fresh(req, cancel, |store, fresh| {
+            store.data_mut().asker = req.asker.clone();
             fresh.plugin.call(store, req.tool, req.args_json, &ctx)
         })
         .map(|answer, usage| match answer {
@@ -1025,9 +1053,13 @@ impl Plugin {
             peak_memory_bytes: store.data().memory.peak_bytes() as u64,
             output_bytes: 0,
         };
-        let result = ran.map_err(|e| classify_trap(&e, &store));
+        let result = match store.data_mut().pending.take() {
+            Some(question) if ran.is_err() => Err(Failure::InputRequired { question }),
+            _ => ran.map_err(|e| classify_trap(&e, &store)),
+        };
         let (net_denied, net_denied_omitted) = net.denials();
         let logs = collect_logs(&store, &net);
+        let questions = std::mem::take(&mut store.data_mut().answered);
         self.spares.retire(store);
         RunOutcome {
             result,
@@ -1036,6 +1068,7 @@ impl Plugin {
             net_denied,
             net_denied_omitted,
             net_requested: net.requested(),
+            questions,
         }
     }
 }
@@ -1249,6 +1282,10 @@ impl Plugin {
             opened: None,
             making_spare: false,
             reveal_secrets: false,
+            asker: None,
+            questions: 0,
+            pending: None,
+            answered: Vec::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

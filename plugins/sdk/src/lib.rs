@@ -99,6 +99,7 @@
 //! the instance, which the host reports as a trap; so does an output value
 //! that cannot be serialized to JSON (a bug in the tool).
 
+pub mod ask;
 mod context;
 mod error;
 pub mod exec;

@@ -24,13 +24,27 @@
 //! | `test_reconnection` | answers after 100 ms |
 //! | `echo_region` | echoes `region`, an `x-mcp-header` argument (SEP-2243) |
 //! | `test_sleep_ms` | sleeps `ms` milliseconds (cancellation tests) |
+//! | `test_elicitation` | asks `message` with a username/email form |
+//! | `test_elicitation_sep1034_defaults` | asks a form whose fields have defaults (SEP-1034) |
+//! | `test_elicitation_sep1330_enums` | asks a form with the five enum shapes (SEP-1330) |
+//! | `test_input_required_result_elicitation` | asks for a name, greets it |
+//! | `test_input_required_result_request_state` | asks for a confirmation |
+//! | `test_input_required_result_multi_round` | asks for a name, then a colour |
+//! | `test_input_required_result_tampered_state` | asks for a confirmation |
+//!
+//! The asking tools put their questions through the host
+//! (`toolhost_sdk::ask`): within the call on a 2025-11-25 session, as an
+//! `input_required` result on a 2026-07-28 request.
 
 use std::borrow::Cow;
 use std::io::Write;
 use std::time::Duration;
 
 use schemars::{json_schema, Schema, SchemaGenerator};
-use toolhost_sdk::{Context, Deserialize, JsonSchema, Serialize, SideEffect, Tool, ToolError};
+use toolhost_sdk::ask::{ask, Reply};
+use toolhost_sdk::{
+    json, Context, Deserialize, JsonSchema, Serialize, SideEffect, Tool, ToolError, Value,
+};
 
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
@@ -271,6 +285,121 @@ fn rich(_: &Context, args: RichArgs) -> Result<Content, ToolError> {
     one(text(&format!("Hello, {name}!")))
 }
 
+/// Arguments of `test_elicitation`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MessageArgs {
+    /// The message shown to the person.
+    #[schemars(length(min = 1, max = 1000))]
+    message: String,
+}
+
+/// `action=…, content=…` of a reply, as the suite's texts write it.
+fn reply_text(reply: &Reply) -> String {
+    match reply {
+        Reply::Accepted(content) => format!("action=accept, content={content}"),
+        Reply::Declined => "action=decline, content={}".into(),
+        Reply::Cancelled => "action=cancel, content={}".into(),
+    }
+}
+
+fn elicitation(_: &Context, args: MessageArgs) -> Result<Content, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+    let reply = ask("user_info", &args.message, &schema)?;
+    one(text(&format!("User response: {}", reply_text(&reply))))
+}
+
+fn elicitation_defaults(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    });
+    let reply = ask("defaults", "Please review your information", &schema)?;
+    one(text(&format!("Elicitation completed: {}", reply_text(&reply))))
+}
+
+fn elicitation_enums(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        }
+    });
+    let reply = ask("enums", "Please select your options", &schema)?;
+    one(text(&format!("Elicitation completed: {}", reply_text(&reply))))
+}
+
+/// The content of an accepted reply; any other reply ends the tool.
+fn accepted(reply: Reply) -> Result<Value, ToolError> {
+    match reply {
+        Reply::Accepted(content) => Ok(content),
+        other => Err(ToolError::new(
+            "not_answered",
+            format!("the person did not answer: {}", reply_text(&other)),
+        )),
+    }
+}
+
+fn one_field(key: &str, message: &str, field: &str, kind: &str) -> Result<Value, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {field: {"type": kind}},
+        "required": [field]
+    });
+    accepted(ask(key, message, &schema)?).map(|c| c[field].clone())
+}
+
+fn input_required_elicitation(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
+    let name = one_field("user_name", "What is your name?", "name", "string")?;
+    one(text(&format!("Hello, {}!", name.as_str().unwrap_or("?"))))
+}
+
+fn input_required_confirm(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
+    let ok = one_field("confirm", "Please confirm", "ok", "boolean")?;
+    one(text(&format!("Confirmed: ok={ok}")))
+}
+
+fn input_required_multi_round(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
+    let name = one_field("step1", "Step 1: What is your name?", "name", "string")?;
+    let color = one_field(
+        "step2",
+        "Step 2: What is your favorite color?",
+        "color",
+        "string",
+    )?;
+    one(text(&format!(
+        "{} likes {}",
+        name.as_str().unwrap_or("?"),
+        color.as_str().unwrap_or("?")
+    )))
+}
+
 fn tools() -> Vec<Tool> {
     let fixture = |tool: Tool, title: &'static str, what: &'static str| {
         tool.title(title)
@@ -350,7 +479,64 @@ fn tools() -> Vec<Tool> {
              and cancellation.",
         )
         .timeout_ms(60_000),
+        asking(
+            fixture(
+                Tool::new("test_elicitation", elicitation),
+                "Ask the user",
+                "Conformance fixture: asks the person `message` with a username/email form \
+                 and returns their response.",
+            ),
+        ),
+        asking(fixture(
+            Tool::new("test_elicitation_sep1034_defaults", elicitation_defaults),
+            "Ask with defaults",
+            "Conformance fixture: asks a form whose five fields have defaults (SEP-1034).",
+        )),
+        asking(fixture(
+            Tool::new("test_elicitation_sep1330_enums", elicitation_enums),
+            "Ask with enums",
+            "Conformance fixture: asks a form with the five enum shapes (SEP-1330).",
+        )),
+        asking(fixture(
+            Tool::new(
+                "test_input_required_result_elicitation",
+                input_required_elicitation,
+            ),
+            "Ask a name",
+            "Conformance fixture: asks the person's name and greets them.",
+        )),
+        asking(fixture(
+            Tool::new(
+                "test_input_required_result_request_state",
+                input_required_confirm,
+            ),
+            "Ask to confirm",
+            "Conformance fixture: asks the person to confirm.",
+        )),
+        asking(fixture(
+            Tool::new(
+                "test_input_required_result_multi_round",
+                input_required_multi_round,
+            ),
+            "Ask twice",
+            "Conformance fixture: asks a name, then a favourite colour.",
+        )),
+        asking(fixture(
+            Tool::new(
+                "test_input_required_result_tampered_state",
+                input_required_confirm,
+            ),
+            "Ask to confirm",
+            "Conformance fixture: asks the person to confirm (a tampered request state is \
+             refused by the host).",
+        )),
     ]
+}
+
+/// A fixture that asks the person: its error codes.
+fn asking(tool: Tool) -> Tool {
+    tool.error_codes(&["ask_unavailable", "invalid_question", "not_answered"])
+        .timeout_ms(30_000)
 }
 
 toolhost_sdk::plugin!(tools);

@@ -8,7 +8,8 @@
 //! | `count_calls`          | idempotent  | no      | no    | appends one byte, returns the count |
 //! | `clear_dir`            | irreversible| yes     | no    | deletes the files in a directory   |
 //! | `sneaky_append`        | reversible  | yes     | yes   | appends a line; its dry-run and    |
-//! |                        |             |         |       | probe try to append one too        |
+//! |                        |             |         |       | probe try to append one too, and   |
+//! |                        |             |         |       | its dry-run tries to ask the person|
 //! | `sneaky_get`           | reversible  | yes     | yes   | one HTTP GET; its dry-run and      |
 //! |                        |             |         |       | probe try to send one too          |
 //! | `bump_counter`         | reversible  | no      | no    | read-modify-write of a counter     |
@@ -269,11 +270,18 @@ fn plan_clear(ctx: &Context, args: ClearArgs) -> Result<Plan, ToolError> {
 fn plan_sneaky(ctx: &Context, args: AppendArgs) -> Result<Plan, ToolError> {
     let guest = ctx.guest_path(&args.path).map_err(|e| e.field("/path"))?;
     let attempt = append(&guest, b"written by a dry-run\n");
+    let form = toolhost_sdk::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let asked = toolhost_sdk::ask::ask("sneaky", "May I?", &form);
     let plan = plan_append(ctx, args)?;
-    Ok(plan.warning(match attempt {
-        Ok(()) => "write attempt: succeeded".to_string(),
-        Err(e) => format!("write attempt: failed: {e}"),
-    }))
+    Ok(plan
+        .warning(match attempt {
+            Ok(()) => "write attempt: succeeded".to_string(),
+            Err(e) => format!("write attempt: failed: {e}"),
+        })
+        .warning(match asked {
+            Ok(reply) => format!("ask attempt: answered: {reply:?}"),
+            Err(e) => format!("ask attempt: failed: {}: {}", e.code, e.message),
+        }))
 }
 
 /// The probe of `sneaky_append`: tries to append (a probe must have no
