@@ -42,13 +42,9 @@ pub fn init(format: LogFormat) {
     };
 }
 
-/// The machine's name, as the journal records it.
+/// This host's name, as the journal records it.
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+    toolhost::journal::host_name()
 }
 
 /// One JSON object per event: `time` (RFC 3339, UTC), `level`, `host`,

@@ -293,8 +293,19 @@ fn clip_name(name: &str) -> String {
     crate::text::clip_bytes(name, 64).to_string()
 }
 
-/// This machine's name, for the `host` column.
+/// The variable that names this host when several run on one machine.
+pub const HOST_NAME_ENV: &str = "TOOLHOST_HOST_NAME";
+
+/// This host's name, for the `host` column: `TOOLHOST_HOST_NAME` when
+/// set (several hosts on one machine), else the machine's name.
 pub fn host_name() -> String {
+    if let Some(name) = std::env::var(HOST_NAME_ENV)
+        .ok()
+        .map(|n| n.trim().chars().take(64).collect::<String>())
+        .filter(|n| !n.is_empty())
+    {
+        return name;
+    }
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname writes at most
     // that many bytes.
