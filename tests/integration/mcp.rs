@@ -1344,6 +1344,46 @@ fn http_refuses_a_non_loopback_bind() {
     assert!(err.contains("--allow-remote"), "{err}");
 }
 
+/// Ending a session answers 204 (what every SDK reads as success), and
+/// the session is gone.
+#[test]
+fn http_delete_ends_a_session_with_204() {
+    let setup = Setup::new(&[]);
+    let server = HttpServer::start(&setup, &[]);
+    let init = server.post_json(
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let mut stream = server.connect();
+    write_request(
+        &mut stream,
+        "DELETE",
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        b"",
+    );
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
+    let deleted = Response::parse(&raw);
+    assert_eq!(deleted.status, 204, "{}", deleted.body);
+    let after = server.post_json(
+        &[
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert_eq!(after.status, 404, "{}", after.body);
+}
+
 #[test]
 fn http_session_gets_list_changed_after_replacing_a_plugin() {
     let setup = Setup::new(&["tp_trivial"]);

@@ -305,6 +305,15 @@ async fn route(
     }
     let owner = owner_of(&scope);
     req.extensions_mut().insert(scope);
+    if req.method() == http::Method::DELETE {
+        // A session ended: say so with 204, which the SDKs read as success
+        // (rmcp answers 202, which the Python SDK logs as a failure).
+        let mut resp = service.handle(req).await;
+        if resp.status() == StatusCode::ACCEPTED {
+            *resp.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return Ok(resp);
+    }
     if req.method() != http::Method::POST {
         return Ok(service.handle(req).await);
     }
