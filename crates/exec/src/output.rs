@@ -24,7 +24,7 @@ use crate::text::strip_control;
 /// one of these words (ASCII case-insensitive). A word marked `true` must
 /// start a word (`error`, not `terror`); the others may sit inside one
 /// (`AssertionError`, `NullPointerException`).
-pub const KEY_WORDS: &[(&str, bool)] = &[
+pub(crate) const KEY_WORDS: &[(&str, bool)] = &[
     ("error", true),
     ("fail", true),
     ("panic", true),
@@ -76,7 +76,7 @@ struct Middle {
 }
 
 /// Whether a raw line looks like an error (see [`KEY_WORDS`]).
-pub fn is_key_line(raw: &[u8]) -> bool {
+pub(crate) fn is_key_line(raw: &[u8]) -> bool {
     let line = strip_control(&String::from_utf8_lossy(raw)).to_ascii_lowercase();
     let b = line.as_bytes();
     KEY_WORDS.iter().any(|&(word, at_word_start)| {
