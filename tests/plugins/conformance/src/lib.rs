@@ -31,6 +31,7 @@
 //! | `test_input_required_result_request_state` | asks for a confirmation |
 //! | `test_input_required_result_multi_round` | asks for a name, then a colour |
 //! | `test_input_required_result_tampered_state` | asks for a confirmation |
+//! | `test_streaming_elicitation` | asks for a name (its question is an `input_required` result, never a request on the stream) |
 //!
 //! The asking tools put their questions through the host
 //! (`toolhost_sdk::ask`): within the call on a 2025-11-25 session, as an
@@ -520,6 +521,11 @@ fn tools() -> Vec<Tool> {
             ),
             "Ask twice",
             "Conformance fixture: asks a name, then a favourite colour.",
+        )),
+        asking(fixture(
+            Tool::new("test_streaming_elicitation", input_required_elicitation),
+            "Ask a name",
+            "Conformance fixture: asks the person's name and greets them.",
         )),
         asking(fixture(
             Tool::new(
