@@ -342,7 +342,7 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
     }
     for p in catalog.plugins() {
         out!(
-            "{}  {}  {}  signer: {}{}{}",
+            "{}  {}  {}  signer: {}{}{}{}",
             p.name,
             p.lock,
             p.digest.as_deref().unwrap_or("-"),
@@ -350,6 +350,7 @@ fn list(ctx: &Ctx<'_>, json: bool) -> Result<ExitCode> {
             // Every plugin that loaded says its contract; one of the
             // previous contract says it is still supported.
             p.contract.map(|c| format!("  {c}")).unwrap_or_default(),
+            if p.asks { "  asks the person" } else { "" },
             p.refused
                 .as_deref()
                 .map(|c| format!("  REFUSED: {c}"))

@@ -241,6 +241,9 @@ pub struct PluginStatus {
     /// The contract it was built against (`null` when it did not load):
     /// the current one, or the previous one the host still runs.
     pub contract: Option<Contract>,
+    /// Its component imports `toolhost:plugin/client`: its tools may ask
+    /// the person behind the client.
+    pub asks: bool,
     /// The code that refused it, if it was refused whole.
     pub refused: Option<String>,
 }
@@ -320,6 +323,7 @@ impl Catalog {
             },
             tools: Vec::new(),
             contract: None,
+            asks: false,
             refused: None,
         };
         let bytes = match source_bytes(source) {
@@ -335,6 +339,7 @@ impl Catalog {
             Err(reason) => return self.refuse_plugin(status, None, reason),
         };
         status.contract = Some(inspected.plugin.contract());
+        status.asks = inspected.plugin.asks();
         status.tools = inspected
             .descriptors
             .iter()

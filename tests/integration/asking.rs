@@ -287,3 +287,35 @@ fn python_sdk_answers_a_tools_questions_in_both_revisions() {
         );
     }
 }
+
+/// A component that imports the client interface is shown as one whose
+/// tools may ask; one that does not, is not.
+#[test]
+fn plugin_list_says_which_plugins_may_ask() {
+    let conformance = crate::support::test_plugin("tp_conformance");
+    let out = crate::support::toolhost_command(
+        &[
+            "--plugin",
+            conformance.to_str().unwrap(),
+            "plugin",
+            "list",
+            "--json",
+        ],
+        &crate::support::repo_root(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asks = |name: &str| {
+        list["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {list:#}"))["asks"]
+            .clone()
+    };
+    assert_eq!(asks("tp_conformance"), true);
+    assert_eq!(asks("builtin:reference"), false);
+}

@@ -641,7 +641,12 @@ impl Sandbox {
                 reason: format!("{e:#}"),
             })?;
         let exports = compat::Exports::new(&pre, contract)?;
+        let ty = component.component_type();
+        let asks = ty
+            .imports(&self.engine)
+            .any(|(name, _)| name.starts_with("toolhost:plugin/client@"));
         Ok(Plugin {
+            asks,
             engine: self.engine.clone(),
             files: self.files.clone(),
             pre,
@@ -758,6 +763,9 @@ pub struct Plugin {
     exports: compat::Exports,
     /// The contract the component was built against.
     contract: Contract,
+    /// The component imports `toolhost:plugin/client`: its tools may ask
+    /// the person (`ask_link`).
+    asks: bool,
     digest: String,
     /// The next call's instance, when one was made ahead (`spare`).
     slot: Arc<spare::Slot>,
@@ -795,6 +803,12 @@ impl Plugin {
     /// the previous one run through the adapter (see `compat`).
     pub fn contract(&self) -> Contract {
         self.contract
+    }
+
+    /// Whether the component imports `toolhost:plugin/client`: its tools
+    /// may ask the person behind the client ([`crate::ask`]).
+    pub fn asks(&self) -> bool {
+        self.asks
     }
 
     /// BLAKE3 of the component bytes (hex), the component's identity in
