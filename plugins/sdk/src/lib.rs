@@ -103,6 +103,7 @@ mod context;
 mod error;
 pub mod exec;
 pub mod files;
+pub mod script;
 mod plan;
 mod tool;
 
