@@ -53,6 +53,10 @@ pub struct CallOptions {
     /// The MCP URL the request came in on (`http://host:port/mcp`), for
     /// what the host's `delegate` tool tells a sub-agent.
     pub request_url: Option<String>,
+    /// Where the call's inner tool calls go: set by the host for its
+    /// script runner only ([`crate::script`]); a caller's value is
+    /// ignored.
+    pub script: Option<crate::sandbox::ScriptLink>,
 }
 
 /// Whether a call runs or is only planned (the tool's dry-run).
@@ -171,6 +175,9 @@ pub(crate) struct Prepared<'t> {
     pub asks: bool,
     /// The ids of the token's chain, oldest first (hex).
     pub chain: Vec<String>,
+    /// Where the guest's inner tool calls go: the script runner's only
+    /// ([`crate::script`]).
+    pub script: Option<crate::sandbox::ScriptLink>,
 }
 
 impl Prepared<'_> {
@@ -202,6 +209,7 @@ impl Prepared<'_> {
             exec: p.exec.clone(),
             limits: p.limits,
             reveal_secrets: p.secrets,
+            script: p.script.clone(),
         }
     }
 }

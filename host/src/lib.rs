@@ -15,7 +15,8 @@
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
 //! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
-//!   sub-agents), over
+//!   sub-agents), and [`script`]: `run_script`, whose inner calls enter
+//!   [`Host::run`](pipeline::Host::run) again, over
 //! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
 //!   entry point [`Host::run`](pipeline::Host::run): the gates of a call,
 //!   then the steps from name to observation, over
@@ -104,6 +105,7 @@ pub mod redact;
 pub mod resource;
 pub mod sandbox;
 pub mod schema;
+pub mod script;
 pub mod session;
 pub mod store_error;
 pub(crate) mod text;

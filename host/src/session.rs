@@ -99,6 +99,9 @@ pub struct Allow<'a> {
     /// an irreversible call runs on the plan token of its own dry run, no
     /// person asked.
     pub self_approve: bool,
+    /// The calls may run scripts (the `script` right): `run_script`, whose
+    /// inner calls run under the same grant ([`crate::script`]).
+    pub script: bool,
 }
 
 impl Allow<'_> {
@@ -143,6 +146,9 @@ impl Allow<'_> {
         }
         if self.self_approve {
             rights.push(Right::SelfApprove);
+        }
+        if self.script {
+            rights.push(Right::Script);
         }
         let mut caveats = vec![Caveat::Tools(vec![ToolPattern::parse("*")?])];
         if !rights.is_empty() {

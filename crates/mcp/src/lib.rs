@@ -229,6 +229,7 @@ impl Plugins {
         let mut sources = Vec::new();
         if self.builtin {
             sources.push(Source::reference());
+            sources.push(Source::script());
         }
         if let Some(dir) = &self.dir {
             match Source::dir(dir) {

@@ -133,8 +133,9 @@ fn without_effects<'a>(req: &CallRequest<'a>, mounts: &'a [Mount]) -> CallReques
     CallRequest {
         mounts,
         net_origins: &[],
-        // No native program runs for a plan or a probe.
+        // No native program runs for a plan or a probe, and no inner call.
         exec: None,
+        script: None,
         ..req.clone()
     }
 }

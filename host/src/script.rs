@@ -1,0 +1,169 @@
+//! `run_script`: a JavaScript program that calls tools, each inner call
+//! through the host's one call path.
+//!
+//! The tool itself is the embedded script engine (`plugins/script`,
+//! [`Source::script`](crate::catalog::Source::script)), a plugin like any
+//! other: its call is validated, sandboxed (no preopens, no network),
+//! bounded by fuel, memory and deadline, journaled and redacted. What makes
+//! it the script runner is the `toolhost:plugin/script` import, which the
+//! pipeline links for its calls only ([`serve`]), under a token holding the
+//! `script` right ([`Right::Script`](crate::capability::Right::Script)).
+//!
+//! An inner call is a [`Host::run`] of the same session, so it meets every
+//! gate a direct call meets: the token's tools, paths and rights, its
+//! `max_calls` and `budget_fuel` (charged to the chain), resource locks,
+//! the idempotency records of side effects, approvals, redaction and the
+//! journal. Its call id is `<parent>.<n>`, naming the call that made it,
+//! and its idempotency key derives from the parent's the same way. Its
+//! deadline is what is left of the script's. A script cannot call
+//! `run_script` (depth one).
+//!
+//! The script runs on the caller's thread; its inner calls run one at a
+//! time on a helper thread, which holds no lock of the script's call, so
+//! an inner call never waits on its parent.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::call::{Call, CallOptions};
+use crate::catalog::Tool;
+use crate::idempotency::KeySource;
+use crate::observation::{ErrorCode, ErrorInfo, Observation};
+use crate::pipeline::Host;
+use crate::sandbox::ScriptLink;
+use crate::session::Session;
+
+/// The script runner's tool name.
+pub const TOOL_NAME: &str = crate::capability::SCRIPT_TOOL;
+
+/// Whether `tool` is the host's script runner: `run_script` of the engine
+/// embedded in this binary, and no other plugin's tool of that name.
+pub fn is_runner(tool: &Tool) -> bool {
+    tool.descriptor.name == TOOL_NAME
+        && tool.plugin.digest() == crate::catalog::SCRIPT_BLAKE3.to_hex().as_str()
+}
+
+/// One request of the script's thread to the helper thread.
+enum Request {
+    /// An inner call, and where to send its answer.
+    Call {
+        tool: String,
+        args: String,
+        reply: mpsc::Sender<Result<String, String>>,
+    },
+    /// The script's call is over.
+    Done,
+}
+
+/// Runs `outer`, the script's own call, with options that carry a
+/// [`ScriptLink`] whose inner calls `host` runs for `session` on a helper
+/// thread, within `timeout` of now.
+pub(crate) fn serve<R>(
+    host: &Host,
+    session: &Session,
+    opts: &CallOptions,
+    timeout: Duration,
+    outer: impl FnOnce(&CallOptions) -> R,
+) -> R {
+    let deadline = Instant::now() + timeout;
+    let (tx, rx) = mpsc::channel::<Request>();
+    let sender = tx.clone();
+    let link = ScriptLink::new(move |tool, args| {
+        let (reply, answer) = mpsc::channel();
+        let gone = || error_json(&ErrorCode::PluginUnavailable.info("the script's call is over"));
+        sender
+            .send(Request::Call {
+                tool: tool.to_owned(),
+                args: args.to_owned(),
+                reply,
+            })
+            .map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    });
+    let with_link = CallOptions {
+        script: Some(link),
+        ..opts.clone()
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut n = 0u64;
+            while let Ok(Request::Call { tool, args, reply }) = rx.recv() {
+                n += 1;
+                let _ = reply.send(inner(host, session, opts, n, deadline, &tool, &args));
+            }
+        });
+        let out = outer(&with_link);
+        let _ = tx.send(Request::Done);
+        out
+    })
+}
+
+/// One inner call: the `n`th of the script whose call has `parent`'s
+/// options, ending by `deadline`.
+fn inner(
+    host: &Host,
+    session: &Session,
+    parent: &CallOptions,
+    n: u64,
+    deadline: Instant,
+    tool: &str,
+    args: &str,
+) -> Result<String, String> {
+    if tool == TOOL_NAME {
+        return Err(error_json(&ErrorCode::Denied.info(
+            "a script cannot start a script: run_script is not callable from inside run_script",
+        )));
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < Duration::from_millis(1) {
+        return Err(error_json(
+            &ErrorCode::Timeout.info("the script's deadline has passed"),
+        ));
+    }
+    let parent_id = parent.call_id.clone().unwrap_or_default();
+    let call_id = format!("{parent_id}.{n}");
+    let own = host
+        .catalog()
+        .get(tool)
+        .map_or(u64::MAX, |t| u64::from(t.descriptor.default_timeout_ms));
+    let idempotency = parent.idempotency.as_ref().map(|k| match k {
+        KeySource::Explicit(key) => KeySource::Explicit(format!("{key}.{n}")),
+        KeySource::Derived {
+            trajectory_id,
+            turn,
+            ..
+        } => KeySource::Derived {
+            trajectory_id: trajectory_id.clone(),
+            turn: *turn,
+            call_id: call_id.clone(),
+        },
+    });
+    let opts = CallOptions {
+        call_id: Some(call_id),
+        timeout_ms: Some(own.min(left.as_millis() as u64).max(1)),
+        memory_mb: parent.memory_mb,
+        max_text_bytes: parent.max_text_bytes,
+        idempotency,
+        requested_by: parent.requested_by.clone(),
+        conversation: parent.conversation.clone(),
+        ..CallOptions::default()
+    };
+    answer(host.run(session, Call::new(tool, args, &opts)))
+}
+
+/// What the script sees of an inner call's observation: its output, or its
+/// error.
+fn answer(obs: Observation) -> Result<String, String> {
+    match (obs.error, obs.output) {
+        (None, Some(output)) => Ok(output.to_string()),
+        (None, None) => Ok("null".to_string()),
+        (Some(e), _) => Err(error_json(&e)),
+    }
+}
+
+/// An error as the script's `call-tool` answers it.
+fn error_json(e: &ErrorInfo) -> String {
+    serde_json::to_string(e).unwrap_or_else(|_| {
+        serde_json::json!({"code": e.code, "message": e.message}).to_string()
+    })
+}
