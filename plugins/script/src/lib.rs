@@ -78,8 +78,8 @@ pub struct CallSummary {
 /// Result of `run_script`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ScriptOutput {
-    /// The script's return value (`null` for none), as JSON text.
-    pub value: String,
+    /// The script's return value (`null` for none).
+    pub value: Value,
     /// What the script wrote with `console.*`, one line each, clipped.
     pub console: String,
     /// Bytes of console output left out.
@@ -276,7 +276,7 @@ fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolErr
     let mut calls = run.calls;
     calls.wall_time_ms = run.call_time.as_millis() as u64;
     Ok(ScriptOutput {
-        value: value.to_string(),
+        value,
         console: run.console,
         console_omitted_bytes: run.console_omitted,
         calls,
@@ -291,7 +291,31 @@ pub fn tools() -> Vec<Tool> {
         .side_effect(SideEffect::ReadOnly)
         .error_codes(&["script_error", "invalid_input"])
         .timeout_ms(30_000)
-        .max_output_bytes(MAX_SOURCE_BYTES * 4)]
+        .max_output_bytes(MAX_SOURCE_BYTES * 4)
+        .text(render)]
+}
+
+/// What the model reads: the value as compact JSON, then the console
+/// output and a one-line summary of the inner calls.
+fn render(out: &ScriptOutput) -> String {
+    let mut text = out.value.to_string();
+    if !out.console.is_empty() {
+        text.push_str("\nconsole:\n");
+        text.push_str(out.console.trim_end());
+        if out.console_omitted_bytes > 0 {
+            text.push_str(&format!(" [+{} bytes]", out.console_omitted_bytes));
+        }
+    }
+    let c = &out.calls;
+    let per_tool: Vec<String> = c.by_tool.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    text.push_str(&format!(
+        "\ncalls: {} ({}), {} failed, {} ms",
+        c.total,
+        per_tool.join(", "),
+        c.failures,
+        c.wall_time_ms
+    ));
+    text
 }
 
 toolhost_sdk::plugin!(tools);
