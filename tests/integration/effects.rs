@@ -70,6 +70,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         exec: None,
         limits: Limits::default(),
         reveal_secrets: false,
+        script: None,
     }
 }
 

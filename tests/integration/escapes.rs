@@ -158,6 +158,7 @@ fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
         exec: None,
         limits: Limits::default(),
         reveal_secrets: false,
+        script: None,
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     assert_eq!(out["read"], "inside\n", "{out:#}");

@@ -415,6 +415,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
         exec: None,
         limits: Limits::default(),
         reveal_secrets: false,
+        script: None,
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     indexed_and_read_inside(&out);
@@ -442,6 +443,7 @@ fn attempt_in_sub(
         exec: None,
         limits,
         reveal_secrets: false,
+        script: None,
     });
     serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
 }
@@ -526,6 +528,7 @@ fn a_call_without_mounts_is_denied_every_path() {
             exec: None,
             limits: Limits::default(),
             reveal_secrets: false,
+            script: None,
         });
         let out = outcome.result.unwrap().unwrap();
         let out: Value = serde_json::from_str(&out.json).unwrap();
@@ -555,6 +558,7 @@ fn components_without_the_files_import_still_load_and_run() {
         exec: None,
         limits: Limits::default(),
         reveal_secrets: false,
+        script: None,
     });
     let out = outcome.result.unwrap().unwrap();
     assert_eq!(out.json, r#"{"value":7}"#);

@@ -68,6 +68,7 @@ fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limi
         exec: None,
         limits,
         reveal_secrets: false,
+        script: None,
     })
 }
 
