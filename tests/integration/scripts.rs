@@ -376,3 +376,35 @@ fn journal_entries_of_inner_calls_name_their_parent() {
     // Every entry ran under the same token chain.
     assert!(entries.windows(2).all(|w| w[0].token_chain == w[1].token_chain));
 }
+
+#[test]
+fn inner_writes_run_through_the_record_store_one_at_a_time() {
+    let ws = fixture();
+    let s = session_allowing(
+        &ws,
+        &Allow {
+            write: &["src"],
+            script: true,
+            ..Allow::default()
+        },
+    );
+    let obs = run_in(
+        script_host(),
+        &s,
+        "run_script",
+        &script_args(
+            r#"
+            const files = ["src/a.rs", "src/b.rs", "src/c.rs"];
+            const done = await Promise.all(files.map(path =>
+              tools.file_edit({ path, old_str: "fn ", new_str: "pub fn " })));
+            return done.map(d => d.replacements);
+            "#,
+        ),
+        &keyed(&CallOptions::default()),
+    );
+    assert_eq!(value(&obs), &json!([1, 1, 1]), "{obs:#}");
+    assert_eq!(
+        String::from_utf8(ws.read("src/b.rs")).unwrap(),
+        "pub fn b() {}\n// TODO three\n"
+    );
+}
