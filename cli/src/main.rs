@@ -783,7 +783,7 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     if !p.no_builtin {
         sources.push(Source::reference());
-            sources.push(Source::script());
+        sources.push(Source::script());
     }
     if let Some(dir) = &p.plugins_dir {
         sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);

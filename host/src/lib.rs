@@ -15,11 +15,12 @@
 //! Module map (arrows point down; only `sandbox` imports wasmtime):
 //!
 //! - [`delegation`]: the MCP `delegate` tool (narrower tokens for
-//!   sub-agents), and [`script`]: `run_script`, whose inner calls enter
-//!   [`Host::run`](pipeline::Host::run) again, over
+//!   sub-agents), over
 //! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
 //!   entry point [`Host::run`](pipeline::Host::run): the gates of a call,
 //!   then the steps from name to observation, over
+//! - [`script`]: the host side of `run_script`: the inner calls of a
+//!   script, each handed back to `Host::run` on a helper thread, over
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
 //!   calls ([`EffectGuard`](effects::EffectGuard): keys, the idempotency

@@ -1018,7 +1018,8 @@ impl Host {
             // ([`crate::script`]), within the script's own deadline.
             (Mode::Run, Some(t)) => {
                 let timeout = crate::call::limits_for(t, &opts).timeout;
-                crate::script::serve(self, session, &opts, timeout, |opts| {
+                let inner = |call: Call<'_>| self.run(session, call);
+                crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
                     self.call_unrecorded(tool, args, &scope, opts, cancel)
                 })
             }

@@ -9,7 +9,8 @@
 //! pipeline links for its calls only ([`serve`]), under a token holding the
 //! `script` right ([`Right::Script`](crate::capability::Right::Script)).
 //!
-//! An inner call is a [`Host::run`] of the same session, so it meets every
+//! An inner call is a [`Host::run`](crate::pipeline::Host::run) of the
+//! same session, so it meets every
 //! gate a direct call meets: the token's tools, paths and rights, its
 //! `max_calls` and `budget_fuel` (charged to the chain), resource locks,
 //! the idempotency records of side effects, approvals, redaction and the
@@ -26,12 +27,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::call::{Call, CallOptions};
-use crate::catalog::Tool;
+use crate::catalog::{Catalog, Tool};
 use crate::idempotency::KeySource;
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
-use crate::pipeline::Host;
 use crate::sandbox::ScriptLink;
-use crate::session::Session;
+
+/// How the script runner's inner calls are run: the pipeline's
+/// [`Host::run`](crate::pipeline::Host::run) for the script's session.
+pub(crate) type RunInner<'a> = dyn Fn(Call<'_>) -> Observation + Sync + 'a;
 
 /// The script runner's tool name.
 pub const TOOL_NAME: &str = crate::capability::SCRIPT_TOOL;
@@ -56,11 +59,11 @@ enum Request {
 }
 
 /// Runs `outer`, the script's own call, with options that carry a
-/// [`ScriptLink`] whose inner calls `host` runs for `session` on a helper
-/// thread, within `timeout` of now.
+/// [`ScriptLink`] whose inner calls `run` runs on a helper thread, within
+/// `timeout` of now; `catalog` gives each inner tool's own deadline.
 pub(crate) fn serve<R>(
-    host: &Host,
-    session: &Session,
+    catalog: &Catalog,
+    run: &RunInner<'_>,
     opts: &CallOptions,
     timeout: Duration,
     outer: impl FnOnce(&CallOptions) -> R,
@@ -89,7 +92,7 @@ pub(crate) fn serve<R>(
             let mut n = 0u64;
             while let Ok(Request::Call { tool, args, reply }) = rx.recv() {
                 n += 1;
-                let _ = reply.send(inner(host, session, opts, n, deadline, &tool, &args));
+                let _ = reply.send(inner(catalog, run, opts, n, deadline, &tool, &args));
             }
         });
         let out = outer(&with_link);
@@ -101,8 +104,8 @@ pub(crate) fn serve<R>(
 /// One inner call: the `n`th of the script whose call has `parent`'s
 /// options, ending by `deadline`.
 fn inner(
-    host: &Host,
-    session: &Session,
+    catalog: &Catalog,
+    run: &RunInner<'_>,
     parent: &CallOptions,
     n: u64,
     deadline: Instant,
@@ -122,8 +125,7 @@ fn inner(
     }
     let parent_id = parent.call_id.clone().unwrap_or_default();
     let call_id = format!("{parent_id}.{n}");
-    let own = host
-        .catalog()
+    let own = catalog
         .get(tool)
         .map_or(u64::MAX, |t| u64::from(t.descriptor.default_timeout_ms));
     let idempotency = parent.idempotency.as_ref().map(|k| match k {
@@ -148,7 +150,7 @@ fn inner(
         conversation: parent.conversation.clone(),
         ..CallOptions::default()
     };
-    answer(host.run(session, Call::new(tool, args, &opts)))
+    answer(run(Call::new(tool, args, &opts)))
 }
 
 /// What the script sees of an inner call's observation: its output, or its
@@ -163,7 +165,6 @@ fn answer(obs: Observation) -> Result<String, String> {
 
 /// An error as the script's `call-tool` answers it.
 fn error_json(e: &ErrorInfo) -> String {
-    serde_json::to_string(e).unwrap_or_else(|_| {
-        serde_json::json!({"code": e.code, "message": e.message}).to_string()
-    })
+    serde_json::to_string(e)
+        .unwrap_or_else(|_| serde_json::json!({"code": e.code, "message": e.message}).to_string())
 }

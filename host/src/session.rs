@@ -646,6 +646,7 @@ mod tests {
             exec: &["cargo"],
             secrets: false,
             self_approve: false,
+            script: false,
         };
         let s = Session::allowing(&key(), ws, &allow).unwrap();
         let rights = s.grant().rights();
@@ -653,6 +654,7 @@ mod tests {
             assert!(rights.contains(right), "{right:?}");
         }
         assert!(!rights.contains(Right::Secrets));
+        assert!(!rights.contains(Right::Script));
         assert!(s
             .grant()
             .check_path("src/a.rs", crate::paths::Access::Read)

@@ -91,12 +91,18 @@ fn a_script_composes_file_tools_and_returns_only_its_value() {
     let out = &obs["output"];
     assert_eq!(out["console"], "files 2\n");
     assert_eq!(out["calls"]["total"], 3);
-    assert_eq!(out["calls"]["by_tool"], json!({"grep_search": 1, "file_view": 2}));
+    assert_eq!(
+        out["calls"]["by_tool"],
+        json!({"grep_search": 1, "file_view": 2})
+    );
     assert_eq!(out["calls"]["failures"], 0);
     // The model reads the value, the console and one line of calls.
     let text = obs["text"].as_str().unwrap();
     assert!(text.starts_with(r#"{"perFile""#), "{text}");
-    assert!(text.contains("calls: 3 (file_view 2, grep_search 1), 0 failed"), "{text}");
+    assert!(
+        text.contains("calls: 3 (file_view 2, grep_search 1), 0 failed"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -181,7 +187,10 @@ fn a_thrown_tool_error_reaches_the_script_with_its_fields() {
 
     // Uncaught, it ends the script as `script_error`, the tool's error in
     // the details.
-    let obs = run(&s, r#"await tools.file_view({ path: "src/a.rs", offset: 0 });"#);
+    let obs = run(
+        &s,
+        r#"await tools.file_view({ path: "src/a.rs", offset: 0 });"#,
+    );
     let err = expect_error(&obs, "error", "script_error");
     assert_eq!(err["details"]["code"], "invalid_arguments", "{err}");
     assert_eq!(err["details"]["field"], "/offset", "{err}");
@@ -198,7 +207,10 @@ fn the_engine_has_no_ambient_authority() {
                    typeof globalThis.__toolhost_call];"#,
     );
     assert_eq!(value(&obs), &json!(vec!["undefined"; 8]));
-    let obs = run(&s, r#"return require("fs").readFileSync("/etc/passwd", "utf8");"#);
+    let obs = run(
+        &s,
+        r#"return require("fs").readFileSync("/etc/passwd", "utf8");"#,
+    );
     let err = expect_error(&obs, "error", "script_error");
     assert!(
         err["message"].as_str().unwrap().contains("require"),
@@ -221,7 +233,10 @@ fn a_script_cannot_start_a_script() {
     );
     let v = value(&obs);
     assert_eq!(v[0], "denied", "{v}");
-    assert!(v[1].as_str().unwrap().contains("cannot start a script"), "{v}");
+    assert!(
+        v[1].as_str().unwrap().contains("cannot start a script"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -374,7 +389,9 @@ fn journal_entries_of_inner_calls_name_their_parent() {
         ]
     );
     // Every entry ran under the same token chain.
-    assert!(entries.windows(2).all(|w| w[0].token_chain == w[1].token_chain));
+    assert!(entries
+        .windows(2)
+        .all(|w| w[0].token_chain == w[1].token_chain));
 }
 
 #[test]

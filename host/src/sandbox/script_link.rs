@@ -20,11 +20,17 @@ pub(super) const NO_LINK: &str = r#"{"code":"denied","message":"this call may ca
 /// name and arguments (JSON text) and answers the tool's output (`Ok`) or
 /// the observation's error (`Err`), both as JSON text.
 #[derive(Clone)]
-pub struct ScriptLink(Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>);
+pub struct ScriptLink(Arc<InnerCall>);
+
+/// One inner call: tool name and arguments in, output or error out (JSON
+/// text both ways).
+type InnerCall = dyn Fn(&str, &str) -> Result<String, String> + Send + Sync;
 
 impl ScriptLink {
     /// A link that runs inner calls with `call`.
-    pub fn new(call: impl Fn(&str, &str) -> Result<String, String> + Send + Sync + 'static) -> Self {
+    pub fn new(
+        call: impl Fn(&str, &str) -> Result<String, String> + Send + Sync + 'static,
+    ) -> Self {
         ScriptLink(Arc::new(call))
     }
 
