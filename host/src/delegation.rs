@@ -116,6 +116,8 @@ pub struct CommandLineGrants<'a> {
     pub delegate: bool,
     /// `--self-approve`: the token also carries the `self_approve` right.
     pub self_approve: bool,
+    /// `--allow-script`: the token also carries the `script` right.
+    pub script: bool,
 }
 
 /// The session of `serve`'s command-line grants, for clients that present
@@ -135,6 +137,7 @@ pub fn command_line_session(
         exec,
         delegate,
         self_approve,
+        script,
     } = grants;
     let mut caveats = vec![Caveat::parse("tool=*")?];
     let mut rights = Vec::new();
@@ -143,6 +146,9 @@ pub fn command_line_session(
     }
     if self_approve {
         rights.push(Right::SelfApprove);
+    }
+    if script {
+        rights.push(Right::Script);
     }
     if !read.is_empty() || !write.is_empty() {
         rights.push(Right::Read);

@@ -166,6 +166,9 @@ pub struct ServeOptions {
     /// it such a call ends `approval_pending` until a person runs
     /// `toolhost approvals approve`.
     pub self_approve: bool,
+    /// Let clients on the command-line grants run scripts (the `script`
+    /// right): `run_script`, whose inner calls run under the same grants.
+    pub allow_script: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
     pub client: toolhost::delegation::ClientConfig,
@@ -609,6 +612,7 @@ pub fn run(
             exec: &args.allow_exec,
             delegate: args.allow_delegate,
             self_approve: args.self_approve,
+            script: args.allow_script,
         },
     )
     .context("the command-line grants")?;

@@ -211,12 +211,11 @@ fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolErr
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(v) => v.to_string(),
             Err(e) => {
-                return Err(ToolError::new(
-                    "invalid_input",
-                    format!("`input` is not JSON: {e}"),
+                return Err(
+                    ToolError::new("invalid_input", format!("`input` is not JSON: {e}"))
+                        .field("/input")
+                        .correctable(),
                 )
-                .field("/input")
-                .correctable())
             }
         },
     };

@@ -103,8 +103,8 @@ mod context;
 mod error;
 pub mod exec;
 pub mod files;
-pub mod script;
 mod plan;
+pub mod script;
 mod tool;
 
 pub use context::Context;
