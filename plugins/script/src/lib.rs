@@ -35,28 +35,21 @@ pub const CONSOLE_BYTES: usize = 16 * 1024;
 const MAX_SOURCE_BYTES: u32 = 65_536;
 
 const DESCRIPTION: &str = "\
-Runs a short JavaScript program that calls other tools and returns only its result: use it \
-to chain several tool calls (list, read, filter, count) in one round trip instead of reading \
-each intermediate result.
-The source is the body of an async function; `return` its answer (JSON). Globals: `input` \
-(the input argument), `tools.<name>(args)` (a promise of that tool's output; it rejects with \
-an Error whose code, field, expected, actual and retry are the tool error's), `console.log`. \
-Nothing else: no fetch, require, file system or timers.
-Every inner call is checked, budgeted and journaled like a direct call of the same tool, \
-under the caller's grants; run_script itself cannot be called from a script.
-Read-only itself. Output: {value, console, calls: {total, by_tool, failures, wall_time_ms}}.
-Errors: script_error (the script threw, did not parse, or never settled; details carry the \
-thrown error).";
+Runs a JavaScript async function body that calls tools and returns only its result: chain \
+several calls (search, read, filter, count) in one round trip.
+Globals: input, tools.<name>(args) (a promise of that tool's output; rejects with an Error \
+carrying code, field, expected, actual, retry), console.log. No fetch, require, files or timers.
+Inner calls are checked, budgeted and journaled like direct ones, under your grants.
+Output: {value, console, calls}. Errors: script_error (threw, did not parse, never settled).";
 
 /// Arguments of `run_script`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptArgs {
-    /// JavaScript: the body of an async function, e.g.
-    /// `const r = await tools.grep_search({pattern: "TODO"}); return r.matches.length;`.
+    /// JavaScript, the body of an async function; `return` the answer.
     #[schemars(length(min = 1, max = 65536))]
     pub source: String,
-    /// A JSON value the script reads as `input` (default `null`), as JSON text.
+    /// JSON text the script reads, parsed, as `input` (default null).
     #[serde(default)]
     #[schemars(length(max = 65536))]
     pub input: Option<String>,
