@@ -28,9 +28,11 @@ use std::time::{Duration, Instant};
 
 use crate::call::{Call, CallOptions};
 use crate::catalog::{Catalog, Tool};
+use crate::descriptor::ToolDescriptor;
 use crate::idempotency::KeySource;
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
 use crate::sandbox::ScriptLink;
+use serde_json::Value;
 
 /// How the script runner's inner calls are run: the pipeline's
 /// [`Host::run`](crate::pipeline::Host::run) for the script's session.
@@ -167,4 +169,141 @@ fn answer(obs: Observation) -> Result<String, String> {
 fn error_json(e: &ErrorInfo) -> String {
     serde_json::to_string(e)
         .unwrap_or_else(|_| serde_json::json!({"code": e.code, "message": e.message}).to_string())
+}
+
+/// The TypeScript declaration of `tools` a script can call: one method per
+/// tool, its argument and result types read from the tool's input and
+/// output schemas, its title as a comment. `run_script` itself is left out.
+pub fn declarations<'a>(tools: impl IntoIterator<Item = &'a ToolDescriptor>) -> String {
+    let mut out = String::from("declare const tools: {\n");
+    for d in tools {
+        if d.name == TOOL_NAME || !is_identifier(&d.name) {
+            continue;
+        }
+        if let Some(title) = &d.title {
+            out.push_str(&format!("  /** {} */\n", title.replace("*/", "* /")));
+        }
+        let args = ts_type(&d.input_schema, &d.input_schema, 0);
+        let result = d
+            .output_schema
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), |s| ts_type(s, s, 0));
+        out.push_str(&format!("  {}(args: {args}): Promise<{result}>;\n", d.name));
+    }
+    out.push_str("};\n");
+    out
+}
+
+/// Whether `name` can be written `tools.name` (a namespaced tool,
+/// `fs.read`, is called `tools["fs.read"]` and left out).
+fn is_identifier(name: &str) -> bool {
+    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.chars().next().is_some_and(|c| !c.is_ascii_digit())
+}
+
+/// Deepest nesting written out; deeper values are `unknown`.
+const MAX_TS_DEPTH: usize = 8;
+
+/// The TypeScript type of the JSON Schema `schema` (whose `$ref`s resolve
+/// in `root`).
+fn ts_type(schema: &Value, root: &Value, depth: usize) -> String {
+    if depth > MAX_TS_DEPTH {
+        return "unknown".into();
+    }
+    let Some(map) = schema.as_object() else {
+        return "unknown".into();
+    };
+    if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+        return match target.strip_prefix('#').and_then(|p| root.pointer(p)) {
+            Some(s) => ts_type(s, root, depth + 1),
+            None => "unknown".into(),
+        };
+    }
+    if let Some(c) = map.get("const") {
+        return c.to_string();
+    }
+    if let Some(values) = map.get("enum").and_then(Value::as_array) {
+        return union(values.iter().map(Value::to_string));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = map.get(key).and_then(Value::as_array) {
+            return union(branches.iter().map(|b| ts_type(b, root, depth + 1)));
+        }
+    }
+    let types: Vec<&str> = match map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ if map.contains_key("properties") => vec!["object"],
+        _ => return "unknown".into(),
+    };
+    union(types.into_iter().map(|t| match t {
+        "string" => "string".to_string(),
+        "integer" | "number" => "number".to_string(),
+        "boolean" => "boolean".to_string(),
+        "null" => "null".to_string(),
+        "array" => {
+            let item = map
+                .get("items")
+                .map_or_else(|| "unknown".to_string(), |i| ts_type(i, root, depth + 1));
+            if item.contains(' ') {
+                format!("Array<{item}>")
+            } else {
+                format!("{item}[]")
+            }
+        }
+        "object" => ts_object(map, root, depth),
+        _ => "unknown".to_string(),
+    }))
+}
+
+/// `{ a: T; b?: U }` for an object schema; `Record<string, T>` for a map.
+fn ts_object(map: &serde_json::Map<String, Value>, root: &Value, depth: usize) -> String {
+    let required: Vec<&str> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, s)| {
+                    let key = if is_identifier(name) {
+                        name.clone()
+                    } else {
+                        Value::String(name.clone()).to_string()
+                    };
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{key}{optional}: {}", ts_type(s, root, depth + 1))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match (fields.is_empty(), map.get("additionalProperties")) {
+        (true, Some(extra @ Value::Object(_))) => {
+            format!("Record<string, {}>", ts_type(extra, root, depth + 1))
+        }
+        (true, _) => "{}".into(),
+        (false, _) => format!("{{ {} }}", fields.join("; ")),
+    }
+}
+
+/// `A | B`, each member once, in order.
+fn union(members: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for m in members {
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    match seen.len() {
+        0 => "never".into(),
+        _ => seen.join(" | "),
+    }
 }

@@ -425,3 +425,80 @@ fn inner_writes_run_through_the_record_store_one_at_a_time() {
         "pub fn b() {}\n// TODO three\n"
     );
 }
+
+/// The TypeScript declaration of the reference tools, as a script calls
+/// them: generated from their schemas, compared with the committed
+/// snapshot (`TOOLHOST_WRITE_REFERENCE=1` rewrites it).
+#[test]
+fn the_typescript_declaration_of_the_reference_tools_matches_its_snapshot() {
+    let host = script_host();
+    let decl = toolhost::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
+    assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
+    assert!(decl.contains("  file_view(args: { path: string; offset?: number; limit?: number; column?: number }): Promise<{ "), "{decl}");
+    assert!(!decl.contains("run_script("), "{decl}");
+    let path = repo_root().join("docs/reference/script-tools.d.ts");
+    if std::env::var_os("TOOLHOST_WRITE_REFERENCE").is_some() {
+        std::fs::write(&path, &decl).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        committed, decl,
+        "docs/reference/script-tools.d.ts is stale: run with TOOLHOST_WRITE_REFERENCE=1"
+    );
+}
+
+/// Over MCP (stdio): `run_script` is listed only with the `script` right,
+/// its description declares the tools the session may call, and a call of
+/// it runs its inner calls under the session's grants.
+#[test]
+fn over_mcp_run_script_is_listed_with_its_declaration_and_runs() {
+    use crate::mcp::{observation_of, Setup, StdioServer};
+    let setup = Setup::new(&[]);
+    let mut plain = StdioServer::initialized(&setup, &[]);
+    let list = plain.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"file_view"), "{names:?}");
+    assert!(!names.contains(&"run_script"), "{names:?}");
+    drop(plain);
+
+    let mut s = StdioServer::initialized(&setup, &["--allow-script"]);
+    let list = s.request(1, "tools/list", json!({}));
+    let def = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run_script")
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    let description = def["description"].as_str().unwrap();
+    assert!(
+        description.contains("declare const tools: {"),
+        "{description}"
+    );
+    assert!(
+        description.contains("  file_view(args: { path: string;"),
+        "{description}"
+    );
+    assert!(!description.contains("run_script(args"), "{description}");
+
+    let r = s.call(
+        2,
+        "run_script",
+        json!({"source": r#"
+            const a = await tools.file_view({ path: "pub/a.txt" });
+            let denied;
+            try { await tools.file_view({ path: "secret/b.txt" }); } catch (e) { denied = e.code; }
+            return { lines: a.lines, denied };"#}),
+    );
+    let obs = observation_of(&r);
+    assert_eq!(
+        obs["output"]["value"],
+        json!({"lines": ["hello", "world"], "denied": "denied"}),
+        "{obs:#}"
+    );
+}
