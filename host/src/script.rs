@@ -6,7 +6,7 @@
 //! other: its call is validated, sandboxed (no preopens, no network),
 //! bounded by fuel, memory and deadline, journaled and redacted. What makes
 //! it the script runner is the `toolhost:plugin/script` import, which the
-//! pipeline links for its calls only ([`serve`]), under a token holding the
+//! pipeline links for its calls only (`serve`), under a token holding the
 //! `script` right ([`Right::Script`](crate::capability::Right::Script)).
 //!
 //! An inner call is a [`Host::run`](crate::pipeline::Host::run) of the
