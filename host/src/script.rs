@@ -307,3 +307,41 @@ fn union(members: impl Iterator<Item = String>) -> String {
         _ => seen.join(" | "),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn schema_types_become_typescript() {
+        let root = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"enum": ["a", "b"]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "pairs": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"]}},
+                "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "next": {"anyOf": [{"$ref": "#/$defs/Pos"}, {"type": "null"}]},
+                "done": {"const": true},
+                "bad-name": {"type": ["string", "null"]},
+                "any": {}
+            },
+            "required": ["mode"],
+            "$defs": {"Pos": {"type": "object", "properties": {"line": {"type": "integer"}}, "required": ["line"]}}
+        });
+        assert_eq!(
+            ts_type(&root, &root, 0),
+            "{ mode: \"a\" | \"b\"; tags?: string[]; pairs?: Array<{ k: string }>; \
+             counts?: Record<string, number>; next?: { line: number } | null; done?: true; \
+             \"bad-name\"?: string | null; any?: unknown }"
+        );
+    }
+
+    #[test]
+    fn only_identifiers_are_methods() {
+        assert!(is_identifier("file_view"));
+        assert!(!is_identifier("fs.read"));
+        assert!(!is_identifier("1x"));
+    }
+}
