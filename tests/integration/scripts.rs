@@ -502,3 +502,27 @@ fn over_mcp_run_script_is_listed_with_its_declaration_and_runs() {
         "{obs:#}"
     );
 }
+
+/// A script sees inner outputs as a direct caller does, secrets redacted;
+/// one it writes itself is redacted in what it returns.
+#[test]
+fn redaction_applies_to_what_a_script_reads_and_returns() {
+    let ws = fixture();
+    let id = format!("{}{}", ["AK", "IA"].concat(), "Q7XK2M4PZR5T3WNB");
+    ws.write(
+        "src/aws.ini",
+        format!("[default]\naws_access_key_id = {id}\n"),
+    );
+    let s = scripting(&ws, &["."]);
+    let obs = run(
+        &s,
+        r#"const v = await tools.file_view({ path: "src/aws.ini" }); return v.lines[1];"#,
+    );
+    let line = value(&obs).as_str().unwrap();
+    assert!(line.contains("[REDACTED:aws_access_key_id]"), "{obs:#}");
+    assert!(!obs.to_string().contains(&id), "{obs:#}");
+    // Rebuilt inside the script, it is caught on the way out.
+    let obs = run(&s, r#"return ["AK", "IA"].join("") + "Q7XK2M4PZR5T3WNB";"#);
+    assert!(!obs.to_string().contains(&id), "{obs:#}");
+    assert!(!obs["redactions"].as_array().unwrap().is_empty(), "{obs:#}");
+}
