@@ -1,12 +1,13 @@
-//! Builds the reference tools (`plugins/reference`) to `wasm32-wasip2` so the
-//! `toolhost` binary can embed them: `cargo build --release` alone yields a
-//! host that lists and runs them.
+//! Builds the reference tools (`plugins/reference`) and the script engine
+//! (`plugins/script`, `run_script`) to `wasm32-wasip2` so the `toolhost`
+//! binary can embed them: `cargo build --release` alone yields a host that
+//! lists and runs them.
 //!
 //! The guest workspace is built by a nested `cargo` into `target/guests`
 //! (its own target directory, so it never waits on the outer build's lock).
 //! If the `wasm32-wasip2` target is missing, `rustup target add` installs it.
 //!
-//! The component is then compiled ahead of time by the host's own wasmtime
+//! Each component is then compiled ahead of time by the host's own wasmtime
 //! with the host's engine settings (`src/sandbox/engine.rs`), framed with a
 //! digest of those settings, and embedded beside it: a fresh host loads it
 //! without compiling when the settings match, and compiles otherwise.
@@ -28,6 +29,8 @@ fn main() {
         "reference/src",
         "reference/build.rs",
         "reference/Cargo.toml",
+        "script/src",
+        "script/Cargo.toml",
         "Cargo.toml",
         "Cargo.lock",
     ] {
@@ -46,6 +49,8 @@ fn main() {
         "wasm32-wasip2",
         "-p",
         "toolhost-reference",
+        "-p",
+        "toolhost-script",
     ])
     .arg("--manifest-path")
     .arg(plugins.join("Cargo.toml"))
@@ -56,14 +61,16 @@ fn main() {
         .status()
         .expect("running cargo for the reference plugin");
     if !status.success() {
-        panic!("building plugins/reference for wasm32-wasip2 failed (see the output above)");
+        panic!("building the guest plugins for wasm32-wasip2 failed (see the output above)");
     }
-    let wasm = target_dir.join("wasm32-wasip2/release/toolhost_reference.wasm");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let out = out_dir.join("toolhost_reference.wasm");
-    std::fs::copy(&wasm, &out).unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
-    precompile(&out, &out_dir.join("toolhost_reference.cwasm"));
-    digests(&out, &out_dir.join("toolhost_reference"));
+    for stem in ["toolhost_reference", "toolhost_script"] {
+        let wasm = target_dir.join(format!("wasm32-wasip2/release/{stem}.wasm"));
+        let out = out_dir.join(format!("{stem}.wasm"));
+        std::fs::copy(&wasm, &out).unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
+        precompile(&out, &out_dir.join(format!("{stem}.cwasm")));
+        digests(&out, &out_dir.join(stem));
+    }
 }
 
 /// The component's digests, so a start does not hash the embedded bytes
@@ -85,7 +92,7 @@ fn digests(wasm: &Path, stem: &Path) {
     write("blake3", blake3::hash(&bytes).as_bytes());
 }
 
-/// Compiles the reference component ahead of time with the host's engine
+/// Compiles an embedded component ahead of time with the host's engine
 /// settings (`src/sandbox/engine.rs`) into a framed artifact the host loads
 /// without compiling. If this engine cannot compile here, the artifact is
 /// empty and the host compiles the component at start, as it would anyway.
@@ -103,7 +110,7 @@ fn precompile(wasm: &Path, out: &Path) {
             Ok(engine::frame(&e, &artifact))
         })
         .unwrap_or_else(|e| {
-            println!("cargo:warning=not precompiling the reference component: {e:#}");
+            println!("cargo:warning=not precompiling {}: {e:#}", wasm.display());
             Vec::new()
         });
     std::fs::write(out, framed).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));

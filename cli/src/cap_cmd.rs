@@ -198,6 +198,10 @@ pub(crate) enum CapCommand {
         /// `toolhost approvals approve`.
         #[arg(long)]
         self_approve: bool,
+        /// Grant the `script` right: the holder may call `run_script`,
+        /// whose inner tool calls run under this same token.
+        #[arg(long)]
+        script: bool,
     },
     /// Narrow a token by appending caveats (no key needed); prints the
     /// token. The child gets an id of its own (an `id` caveat).
@@ -227,6 +231,7 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             caveats: flags,
             delegate,
             self_approve,
+            script,
         } => {
             let mut flags_rights = flags.caveats(true)?;
             if *delegate {
@@ -234,6 +239,9 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             }
             if *self_approve {
                 add_right(&mut flags_rights, toolhost::capability::Right::SelfApprove);
+            }
+            if *script {
+                add_right(&mut flags_rights, toolhost::capability::Right::Script);
             }
             let mut caveats = flags_rights;
             if caveats.is_empty() {

@@ -376,7 +376,7 @@ struct CallArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     allow_write: Vec<String>,
     /// Run under this capability token instead of the --allow-* flags.
-    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets", "self_approve"])]
+    #[arg(long, env = "TOOLHOST_TOKEN", conflicts_with_all = ["allow_read", "allow_write", "allow_net", "allow_exec", "allow_secrets", "self_approve", "allow_script"])]
     token: Option<String>,
     /// Approve this call's own plan (the `self_approve` right of the
     /// one-call token): an irreversible call then runs on the plan token of
@@ -390,6 +390,10 @@ struct CallArgs {
     /// `secrets` right of the one-call token).
     #[arg(long = "allow-secrets")]
     allow_secrets: bool,
+    /// Let this call run `run_script` (the `script` right of the one-call
+    /// token): the script's inner tool calls run under the same grant.
+    #[arg(long = "allow-script")]
+    allow_script: bool,
     /// Grant a network origin, scheme://host[:port] (repeatable; http and
     /// https only, exact match: default ports 80/443 are filled in).
     #[arg(long = "allow-net", value_name = "ORIGIN")]
@@ -779,6 +783,7 @@ fn sources(p: &PluginArgs) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     if !p.no_builtin {
         sources.push(Source::reference());
+        sources.push(Source::script());
     }
     if let Some(dir) = &p.plugins_dir {
         sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);
@@ -1070,7 +1075,7 @@ fn grants_session(
     token: Option<&str>,
     workspace: &std::path::Path,
     [allow_read, allow_write, allow_net, allow_exec]: [&Vec<String>; 4],
-    [allow_secrets, self_approve]: [bool; 2],
+    [allow_secrets, self_approve, allow_script]: [bool; 3],
 ) -> Result<Session> {
     if let Some(token) = token {
         return open_session(p, token, workspace.to_path_buf());
@@ -1093,6 +1098,7 @@ fn grants_session(
         exec: &exec,
         secrets: allow_secrets,
         self_approve,
+        script: allow_script,
     };
     // Minted deterministically: a plan and the call it approves
     // (plans are bound to the token) can be two commands.
@@ -1115,7 +1121,7 @@ fn call(host: &Host, p: &PluginArgs, a: CallArgs, plan: bool) -> Result<ExitCode
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
-        [a.allow_secrets, a.self_approve],
+        [a.allow_secrets, a.self_approve, a.allow_script],
     )?;
     let opts = CallOptions {
         call_id: a.call_id.clone(),
@@ -1239,7 +1245,7 @@ fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
         a.token.as_deref(),
         &a.workspace,
         [&a.allow_read, &a.allow_write, &a.allow_net, &a.allow_exec],
-        [false, false],
+        [false, false, false],
     )?;
     let opts = BatchOptions {
         max_parallel: a.max_parallel,

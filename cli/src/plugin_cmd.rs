@@ -127,6 +127,7 @@ impl Ctx<'_> {
         let mut sources = Vec::new();
         if self.builtin {
             sources.push(Source::reference());
+            sources.push(Source::script());
         }
         if let Some(dir) = &self.dir {
             sources.extend(Source::dir(dir).with_context(|| format!("reading {}", dir.display()))?);

@@ -71,6 +71,11 @@ pub struct ServeArgs {
     /// `toolhost approvals approve`.
     #[arg(long)]
     pub self_approve: bool,
+    /// Let clients on the command-line grants run scripts (the `script`
+    /// right): `run_script`, whose inner tool calls run under the same
+    /// grants, each checked, budgeted and journaled.
+    #[arg(long)]
+    pub allow_script: bool,
     /// Largest incoming message, in bytes.
     #[arg(long, value_name = "N", default_value_t = toolhost_mcp::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
@@ -139,6 +144,7 @@ impl ServeArgs {
             require_token: self.require_token,
             allow_delegate: self.allow_delegate,
             self_approve: self.self_approve,
+            allow_script: self.allow_script,
             max_message_bytes: self.max_message_bytes,
             page_size: self.page_size,
             lazy_tools: self.lazy_tools,

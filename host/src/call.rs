@@ -60,6 +60,10 @@ pub struct CallOptions {
     /// The MCP URL the request came in on (`http://host:port/mcp`), for
     /// what the host's `delegate` tool tells a sub-agent.
     pub request_url: Option<String>,
+    /// Where the call's inner tool calls go: set by the host for its
+    /// script runner only ([`crate::script`]); a caller's value is
+    /// ignored.
+    pub script: Option<crate::sandbox::ScriptLink>,
 }
 
 /// A person's answer to an approval question, as a client sent it back
@@ -195,6 +199,9 @@ pub(crate) struct Prepared<'t> {
     pub chain: Vec<String>,
     /// Who the tool's questions go to ([`crate::ask`]).
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
+    /// Where the guest's inner tool calls go: the script runner's only
+    /// ([`crate::script`]).
+    pub script: Option<crate::sandbox::ScriptLink>,
 }
 
 impl Prepared<'_> {
@@ -227,6 +234,7 @@ impl Prepared<'_> {
             limits: p.limits,
             reveal_secrets: p.secrets,
             asker: p.asker.clone(),
+            script: p.script.clone(),
         }
     }
 }

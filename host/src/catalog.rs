@@ -70,6 +70,25 @@ pub static REFERENCE_BLAKE3: blake3::Hash = blake3::Hash::from_bytes(*include_by
     "/toolhost_reference.blake3"
 )));
 
+/// The script engine (`run_script`), built from `plugins/script` by the
+/// build script: a JavaScript interpreter whose inner tool calls go through
+/// the host ([`crate::script`]).
+pub static SCRIPT_PLUGIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_script.wasm"));
+
+/// [`SCRIPT_PLUGIN`] compiled by the build script, as
+/// [`REFERENCE_PRECOMPILED`].
+pub static SCRIPT_PRECOMPILED: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_script.cwasm"));
+
+/// The `sha256:` digest of [`SCRIPT_PLUGIN`].
+pub static SCRIPT_DIGEST: &str = include_str!(concat!(env!("OUT_DIR"), "/toolhost_script.sha256"));
+
+/// The BLAKE3 digest of [`SCRIPT_PLUGIN`].
+pub static SCRIPT_BLAKE3: blake3::Hash = blake3::Hash::from_bytes(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/toolhost_script.blake3"
+)));
+
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -112,6 +131,17 @@ impl Source {
             precompiled: REFERENCE_PRECOMPILED,
             digest: REFERENCE_DIGEST,
             blake3: REFERENCE_BLAKE3,
+        }
+    }
+
+    /// The script engine (`run_script`, [`crate::script`]).
+    pub fn script() -> Source {
+        Source::Embedded {
+            name: "builtin:script".into(),
+            bytes: SCRIPT_PLUGIN,
+            precompiled: SCRIPT_PRECOMPILED,
+            digest: SCRIPT_DIGEST,
+            blake3: SCRIPT_BLAKE3,
         }
     }
 

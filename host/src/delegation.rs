@@ -88,6 +88,10 @@ pub struct DelegateArgs {
     /// session's token may).
     #[serde(default)]
     pub self_approve: bool,
+    /// Whether the child may run scripts (`run_script`; only when this
+    /// session's token may).
+    #[serde(default)]
+    pub script: bool,
     pub max_calls: Option<u64>,
     pub budget_fuel: Option<u64>,
     /// Fuel ceiling of each call.
@@ -116,6 +120,8 @@ pub struct CommandLineGrants<'a> {
     pub delegate: bool,
     /// `--self-approve`: the token also carries the `self_approve` right.
     pub self_approve: bool,
+    /// `--allow-script`: the token also carries the `script` right.
+    pub script: bool,
 }
 
 /// The session of `serve`'s command-line grants, for clients that present
@@ -135,6 +141,7 @@ pub fn command_line_session(
         exec,
         delegate,
         self_approve,
+        script,
     } = grants;
     let mut caveats = vec![Caveat::parse("tool=*")?];
     let mut rights = Vec::new();
@@ -143,6 +150,9 @@ pub fn command_line_session(
     }
     if self_approve {
         rights.push(Right::SelfApprove);
+    }
+    if script {
+        rights.push(Right::Script);
     }
     if !read.is_empty() || !write.is_empty() {
         rights.push(Right::Read);
@@ -203,6 +213,7 @@ pub fn tool_definition() -> Value {
                 "exec": list("Native programs the child may run: names on PATH or absolute paths, a subset of this session's."),
                 "delegate": {"type": "boolean", "description": "Whether the child may delegate in turn (default false)."},
                 "self_approve": {"type": "boolean", "description": "Whether the child may approve its own plans of irreversible calls, no person asked (default false; only if this session may)."},
+                "script": {"type": "boolean", "description": "Whether the child may run scripts, run_script (default false; only if this session may)."},
                 "max_calls": {"type": "integer", "minimum": 0, "description": "Calls the child (and its own children) may make."},
                 "budget_fuel": {"type": "integer", "minimum": 0, "description": "Fuel the child's calls may consume together."},
                 "fuel": {"type": "integer", "minimum": 1, "description": "Fuel ceiling of each call."},
@@ -294,6 +305,9 @@ pub fn caveats_for(args: &DelegateArgs, now: SystemTime) -> Result<Vec<Caveat>, 
     }
     if args.self_approve {
         rights.push(Right::SelfApprove);
+    }
+    if args.script {
+        rights.push(Right::Script);
     }
     out.push(Caveat::Rights(Rights::of(&rights)));
     list("read", "read", &args.read, &mut out)?;

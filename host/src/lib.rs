@@ -19,6 +19,8 @@
 //! - [`pipeline`]: [`Host`](pipeline::Host), every `impl Host`, and its one
 //!   entry point [`Host::run`](pipeline::Host::run): the gates of a call,
 //!   then the steps from name to observation, over
+//! - [`script`]: the host side of `run_script`: the inner calls of a
+//!   script, each handed back to `Host::run` on a helper thread, over
 //! - [`session`]: the caller's policy, a session bound to one verified
 //!   capability token; [`effects`]: the side-effect guard the pipeline
 //!   calls ([`EffectGuard`](effects::EffectGuard): keys, the idempotency
@@ -105,6 +107,7 @@ pub mod redact;
 pub mod resource;
 pub mod sandbox;
 pub mod schema;
+pub mod script;
 pub mod session;
 pub mod store_error;
 pub(crate) mod text;

@@ -481,6 +481,8 @@ impl Host {
             asks,
             chain: scope.chain.iter().map(ToString::to_string).collect(),
             asker: opts.asker.clone(),
+            // Only the script runner gets a link, whatever the caller set.
+            script: opts.script.clone().filter(|_| crate::script::is_runner(t)),
         })
     }
 
@@ -1016,9 +1018,22 @@ impl Host {
             opts.fuel = Some(admission.fuel);
         }
         let scope = session.scope();
-        let obs = match mode {
-            Mode::Run => self.call_unrecorded(tool, args, &scope, &opts, cancel),
-            Mode::Plan => self.plan_unrecorded(tool, args, &scope, &opts),
+        let runner = self
+            .catalog()
+            .get(tool)
+            .filter(|t| crate::script::is_runner(t));
+        let obs = match (mode, runner) {
+            // The script runner's inner calls run for this session
+            // ([`crate::script`]), within the script's own deadline.
+            (Mode::Run, Some(t)) => {
+                let timeout = crate::call::limits_for(t, &opts).timeout;
+                let inner = |call: Call<'_>| self.run(session, call);
+                crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
+                    self.call_unrecorded(tool, args, &scope, opts, cancel)
+                })
+            }
+            (Mode::Run, None) => self.call_unrecorded(tool, args, &scope, &opts, cancel),
+            (Mode::Plan, _) => self.plan_unrecorded(tool, args, &scope, &opts),
         };
         session.settle_fuel(self.budgets(), admission, &obs);
         obs

@@ -99,6 +99,9 @@ pub struct Allow<'a> {
     /// an irreversible call runs on the plan token of its own dry run, no
     /// person asked.
     pub self_approve: bool,
+    /// The calls may run scripts (the `script` right): `run_script`, whose
+    /// inner calls run under the same grant ([`crate::script`]).
+    pub script: bool,
 }
 
 impl Allow<'_> {
@@ -143,6 +146,9 @@ impl Allow<'_> {
         }
         if self.self_approve {
             rights.push(Right::SelfApprove);
+        }
+        if self.script {
+            rights.push(Right::Script);
         }
         let mut caveats = vec![Caveat::Tools(vec![ToolPattern::parse("*")?])];
         if !rights.is_empty() {
@@ -640,6 +646,7 @@ mod tests {
             exec: &["cargo"],
             secrets: false,
             self_approve: false,
+            script: false,
         };
         let s = Session::allowing(&key(), ws, &allow).unwrap();
         let rights = s.grant().rights();
@@ -647,6 +654,7 @@ mod tests {
             assert!(rights.contains(right), "{right:?}");
         }
         assert!(!rights.contains(Right::Secrets));
+        assert!(!rights.contains(Right::Script));
         assert!(s
             .grant()
             .check_path("src/a.rs", crate::paths::Access::Read)

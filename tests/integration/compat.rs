@@ -149,6 +149,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         limits: Limits::default(),
         reveal_secrets: false,
         asker: None,
+        script: None,
     }
 }
 

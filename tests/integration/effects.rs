@@ -85,6 +85,7 @@ fn request<'a>(tool: &'a str, args: &'a str, mounts: &'a [Mount]) -> CallRequest
         limits: Limits::default(),
         reveal_secrets: false,
         asker: None,
+        script: None,
     }
 }
 

@@ -159,6 +159,7 @@ fn a_grant_swapped_between_its_open_and_the_call_stays_the_opened_directory() {
         limits: Limits::default(),
         reveal_secrets: false,
         asker: None,
+        script: None,
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     assert_eq!(out["read"], "inside\n", "{out:#}");

@@ -416,6 +416,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
         limits: Limits::default(),
         reveal_secrets: false,
         asker: None,
+        script: None,
     });
     let out: Value = serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap();
     indexed_and_read_inside(&out);
@@ -444,6 +445,7 @@ fn attempt_in_sub(
         limits,
         reveal_secrets: false,
         asker: None,
+        script: None,
     });
     serde_json::from_str(&outcome.result.unwrap().unwrap().json).unwrap()
 }
@@ -529,6 +531,7 @@ fn a_call_without_mounts_is_denied_every_path() {
             limits: Limits::default(),
             reveal_secrets: false,
             asker: None,
+            script: None,
         });
         let out = outcome.result.unwrap().unwrap();
         let out: Value = serde_json::from_str(&out.json).unwrap();
@@ -559,6 +562,7 @@ fn components_without_the_files_import_still_load_and_run() {
         limits: Limits::default(),
         reveal_secrets: false,
         asker: None,
+        script: None,
     });
     let out = outcome.result.unwrap().unwrap();
     assert_eq!(out.json, r#"{"value":7}"#);

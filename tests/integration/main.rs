@@ -47,6 +47,7 @@ mod reference;
 mod reference_tools;
 mod resources;
 mod run_command;
+mod scripts;
 mod sdk_clients;
 mod spares;
 mod spill;

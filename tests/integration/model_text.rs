@@ -217,7 +217,8 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
             "file_view",
             "grep_search",
             "http_get",
-            "run_command"
+            "run_command",
+            "run_script"
         ]
     );
     let sum: u64 = tools.iter().map(|t| t["tokens"].as_u64().unwrap()).sum();
@@ -238,7 +239,7 @@ fn catalog_cost_counts_the_reference_catalog_under_300_tokens_per_tool() {
 
     let table = run(&["catalog", "--cost", "--turns", "40"]);
     assert!(
-        table.contains(&format!("per turn: {sum} tokens for 6 tools")),
+        table.contains(&format!("per turn: {sum} tokens for 7 tools")),
         "{table}"
     );
     assert!(

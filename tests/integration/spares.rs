@@ -69,6 +69,7 @@ fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limi
         limits,
         reveal_secrets: false,
         asker: None,
+        script: None,
     })
 }
 

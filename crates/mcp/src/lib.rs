@@ -167,6 +167,9 @@ pub struct ServeOptions {
     /// it such a call ends `approval_pending` until a person runs
     /// `toolhost approvals approve`.
     pub self_approve: bool,
+    /// Let clients on the command-line grants run scripts (the `script`
+    /// right): `run_script`, whose inner calls run under the same grants.
+    pub allow_script: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
     pub client: toolhost::delegation::ClientConfig,
@@ -230,6 +233,7 @@ impl Plugins {
         let mut sources = Vec::new();
         if self.builtin {
             sources.push(Source::reference());
+            sources.push(Source::script());
         }
         if let Some(dir) = &self.dir {
             match Source::dir(dir) {
@@ -609,6 +613,7 @@ pub fn run(
             exec: &args.allow_exec,
             delegate: args.allow_delegate,
             self_approve: args.self_approve,
+            script: args.allow_script,
         },
     )
     .context("the command-line grants")?;

@@ -294,6 +294,37 @@ pub fn tool_definition(tool: &Tool) -> Value {
     Value::Object(def)
 }
 
+/// `def` (a [`tool_definition`]) with `extra` appended to its
+/// description, its definition digest recomputed: the script runner's
+/// definition carries the declaration of the tools the session may call
+/// ([`toolhost::script::declarations`]).
+pub fn with_description_note(def: &Value, extra: &str) -> Value {
+    let mut def = def.clone();
+    let Some(map) = def.as_object_mut() else {
+        return def;
+    };
+    let meta = map.remove("_meta");
+    let description = map
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let description = format!("{description}\n{extra}");
+    map.insert("description".into(), Value::String(description));
+    let digest = Sha256::digest(def.to_string().as_bytes());
+    let mut meta = match meta {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    meta.insert(
+        META_DEFINITION_SHA256.into(),
+        Value::String(hex::encode(digest)),
+    );
+    if let Some(map) = def.as_object_mut() {
+        map.insert("_meta".into(), Value::Object(meta));
+    }
+    def
+}
+
 /// Why a cursor was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadCursor;

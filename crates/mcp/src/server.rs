@@ -930,6 +930,24 @@ impl ServerHandler for McpServer {
             .filter(|(name, _)| !self.state.lazy || revealed.contains(name))
             .map(|(name, def)| (name.clone(), def))
             .collect();
+        // The script runner's description declares the tools this session
+        // may call from a script (TypeScript, from their schemas).
+        let script_def;
+        if let Some(at) = visible
+            .iter()
+            .position(|(n, _)| n == toolhost::script::TOOL_NAME)
+        {
+            let catalog = generation.host.catalog();
+            let callable = generation
+                .tools
+                .iter()
+                .filter(|(name, _)| scope.allows(name))
+                .filter_map(|(name, _)| catalog.get(name))
+                .map(|t| &t.descriptor);
+            let decl = toolhost::script::declarations(callable);
+            script_def = listing::with_description_note(visible[at].1, &decl);
+            visible[at].1 = &script_def;
+        }
         // Lazy mode: `find_tools` first of all.
         let find_def;
         if self.state.lazy

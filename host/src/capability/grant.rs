@@ -96,6 +96,10 @@ impl Grant {
         self.rights
     }
     pub fn allows_tool(&self, name: &str) -> bool {
+        // The script runner needs the `script` right besides the name.
+        if name == super::rights::SCRIPT_TOOL && !self.rights.contains(Right::Script) {
+            return false;
+        }
         self.tools.allows(name)
     }
 
@@ -103,6 +107,9 @@ impl Grant {
     pub fn check_tool(&self, name: &str) -> Result<(), Denial> {
         if self.allows_tool(name) {
             return Ok(());
+        }
+        if name == super::rights::SCRIPT_TOOL && self.tools.allows(name) {
+            return self.check_right(Right::Script, "run scripts");
         }
         let allowed = self.tools.to_string();
         Err(Denial {

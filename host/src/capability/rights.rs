@@ -1,5 +1,6 @@
 //! The rights a token can grant (`read`, `write`, `net`, `secrets`,
-//! `delegate`, `exec`, `metrics`, `self_approve`) and sets of them.
+//! `delegate`, `exec`, `metrics`, `self_approve`, `script`) and sets of
+//! them.
 
 use super::*;
 
@@ -27,11 +28,18 @@ pub enum Right {
     /// for it (`cap mint --self-approve`); without it such a call waits
     /// for a person ([`crate::approval`]).
     SelfApprove,
+    /// Run scripts: the `run_script` tool, whose inner tool calls go
+    /// through the host under the same token ([`crate::script`]). Without
+    /// it the tool is not in the caller's catalog.
+    Script,
 }
+
+/// The tool the [`Right::Script`] right unlocks.
+pub const SCRIPT_TOOL: &str = "run_script";
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 8] = [
+    pub const ALL: [Right; 9] = [
         Right::Read,
         Right::Write,
         Right::Net,
@@ -40,10 +48,11 @@ impl Right {
         Right::Exec,
         Right::Metrics,
         Right::SelfApprove,
+        Right::Script,
     ];
 
     /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets`,
-    /// `exec`, `metrics` or `self_approve`.
+    /// `exec`, `metrics`, `self_approve` or `script`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
@@ -54,10 +63,11 @@ impl Right {
             Right::Exec => "exec",
             Right::Metrics => "metrics",
             Right::SelfApprove => "self_approve",
+            Right::Script => "script",
         }
     }
 
-    fn bit(self) -> u8 {
+    fn bit(self) -> u16 {
         match self {
             Right::Read => 1,
             Right::Write => 2,
@@ -67,6 +77,7 @@ impl Right {
             Right::Exec => 32,
             Right::Metrics => 64,
             Right::SelfApprove => 128,
+            Right::Script => 256,
         }
     }
 }
@@ -83,8 +94,9 @@ impl FromStr for Right {
             "exec" => Ok(Right::Exec),
             "metrics" => Ok(Right::Metrics),
             "self_approve" => Ok(Right::SelfApprove),
+            "script" => Ok(Right::Script),
             _ => Err(malformed(format!(
-                "`{s}` is not a right (use read, write, net, delegate, secrets, exec, metrics or self_approve)"
+                "`{s}` is not a right (use read, write, net, delegate, secrets, exec, metrics, self_approve or script)"
             ))),
         }
     }
@@ -92,14 +104,14 @@ impl FromStr for Right {
 
 /// A set of [`Right`]s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Rights(pub(super) u8);
+pub struct Rights(pub(super) u16);
 
 impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
-    /// `read`, `write`, `net`, `delegate`, `secrets`, `exec`, `metrics`
-    /// and `self_approve`.
-    pub const ALL: Rights = Rights(255);
+    /// `read`, `write`, `net`, `delegate`, `secrets`, `exec`, `metrics`,
+    /// `self_approve` and `script`.
+    pub const ALL: Rights = Rights(511);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -122,7 +134,7 @@ impl Rights {
         self.0 == 0
     }
     /// The rights in canonical order (read, write, net, delegate, secrets,
-    /// exec, metrics, self_approve).
+    /// exec, metrics, self_approve, script).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }

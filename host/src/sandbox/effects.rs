@@ -133,9 +133,11 @@ fn without_effects<'a>(req: &CallRequest<'a>, mounts: &'a [Mount]) -> CallReques
     CallRequest {
         mounts,
         net_origins: &[],
-        // No native program runs for a plan or a probe, and nobody is asked.
+        // No native program runs for a plan or a probe, nobody is asked,
+        // and no inner call is made.
         exec: None,
         asker: None,
+        script: None,
         ..req.clone()
     }
 }

@@ -33,6 +33,10 @@
 //! | file indexes        | `toolhost:plugin/files` indexes only files the |
 //! |                     | guest could open through the call's mounts     |
 //! |                     | (`files_link`), cached host-wide               |
+//! | inner tool calls    | `toolhost:plugin/script` reaches the host's    |
+//! |                     | call path only through the request's           |
+//! |                     | [`ScriptLink`] (`script_link`); none for any   |
+//! |                     | call but the host's script runner              |
 //! | stdin               | closed                                         |
 //! | stdout, stderr      | captured, first [`Limits::max_log_bytes`] kept |
 //! | CPU                 | [`Limits::fuel`] and a wall-clock deadline     |
@@ -72,12 +76,14 @@ mod files_link;
 mod fsguard;
 pub mod http;
 mod limits;
+mod script_link;
 mod spare;
 
 pub use cache::{CacheError, Checked, CompileCache, Miss};
 pub use compat::{Contract, PREVIOUS_CONTRACT, PREVIOUS_CONTRACT_VERSION, SUPPORTED_CONTRACTS};
 pub use effects::ProbeOutcome;
 pub use http::{net_grant, normalize_origin, ANY_ORIGIN};
+pub use script_link::ScriptLink;
 pub use spare::SpareStats;
 
 use std::path::{Path, PathBuf};
@@ -298,6 +304,9 @@ pub struct CallRequest<'a> {
     /// every question is `unavailable`. Only calls use it, never a dry-run
     /// or a probe.
     pub asker: Option<Arc<dyn crate::ask::Asker>>,
+    /// Where the `script` import's inner calls go: only the host's script
+    /// runner gets one. `None`: every `call-tool` is `denied`.
+    pub script: Option<ScriptLink>,
 }
 
 /// A failure the plugin reported itself.
@@ -450,6 +459,9 @@ struct State {
     pending: Option<crate::ask::Question>,
     /// The questions answered so far: key, SHA-256 of the answer.
     answered: Vec<(String, String)>,
+    /// Where the guest's inner tool calls go (`script_link`); `None`:
+    /// every one is `denied`.
+    script: Option<ScriptLink>,
 }
 
 impl WasiHttpView for State {
@@ -544,6 +556,7 @@ impl Sandbox {
         exec_link::add_to_linker(&mut linker)?;
         ask_link::add_to_linker(&mut linker)?;
         files_link::add_to_linker(&mut linker)?;
+        script_link::add_to_linker(&mut linker)?;
         deadline::start();
         let cache = config.cache_dir.as_ref().and_then(|dir| {
             let opened = match config
@@ -919,6 +932,7 @@ impl Plugin {
             questions: 0,
             pending: None,
             answered: Vec::new(),
+            script: None,
         };
         Ok(state)
     }
@@ -1024,6 +1038,7 @@ impl Plugin {
             Err(e) => return unavailable(e),
         };
         state.reveal_secrets = req.reveal_secrets;
+        state.script = req.script.clone();
         let (mut store, ready) = match self.slot.take() {
             // A spare that already holds more memory than this call may
             // have is no use to it: instantiating under the call's own
@@ -1300,6 +1315,7 @@ impl Plugin {
             questions: 0,
             pending: None,
             answered: Vec::new(),
+            script: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.set_fuel(u64::MAX).unwrap();

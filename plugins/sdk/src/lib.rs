@@ -105,6 +105,7 @@ mod error;
 pub mod exec;
 pub mod files;
 mod plan;
+pub mod script;
 mod tool;
 
 pub use context::Context;

@@ -1,0 +1,313 @@
+//! The `run_script` engine: a JavaScript interpreter (Boa) in a Wasm
+//! component, whose only way out is the host.
+//!
+//! The script is the body of an async function. Its globals are the
+//! language's built-ins plus three names:
+//!
+//! - `input`: the call's `input` argument (JSON), or `null`;
+//! - `tools`: `tools.<name>(args)` calls tool `<name>` through the
+//!   `toolhost:plugin/script` import and returns a promise of the tool's
+//!   output, or rejects with an `Error` carrying the observation's `code`,
+//!   `field`, `expected`, `actual` and `retry`;
+//! - `console`: `log`, `info`, `warn` and `error` append a line to the
+//!   captured console output, clipped at [`CONSOLE_BYTES`].
+//!
+//! There is nothing else: no `fetch`, no `require`, no file system, no
+//! timers. The component has no preopens and no network; the host runs it
+//! under the call's fuel, memory and deadline, which bound every inner call
+//! too.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use boa_engine::builtins::promise::PromiseState;
+use boa_engine::object::builtins::JsPromise;
+use boa_engine::{js_string, Context, JsResult, JsString, JsValue, NativeFunction, Source};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolhost_sdk::{Context as CallContext, SideEffect, Tool, ToolError, Value};
+
+/// Most bytes of console output kept; the rest is counted.
+pub const CONSOLE_BYTES: usize = 16 * 1024;
+
+/// Longest script, in bytes.
+const MAX_SOURCE_BYTES: u32 = 65_536;
+
+const DESCRIPTION: &str = "\
+Runs a JavaScript async function body that calls tools and returns only its result: chain \
+several calls (search, read, filter, count) in one round trip.
+Globals: input, tools.<name>(args) (a promise of that tool's output; rejects with an Error \
+carrying code, field, expected, actual, retry), console.log. No fetch, require, files or timers.
+Inner calls are checked, budgeted and journaled like direct ones, under your grants.
+Output: {value, console, calls}. Errors: script_error (threw, did not parse, never settled).";
+
+/// Arguments of `run_script`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptArgs {
+    /// JavaScript, the body of an async function; `return` the answer.
+    #[schemars(length(min = 1, max = 65536))]
+    pub source: String,
+    /// JSON text the script reads, parsed, as `input` (default null).
+    #[serde(default)]
+    #[schemars(length(max = 65536))]
+    pub input: Option<String>,
+}
+
+/// What the inner calls did.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct CallSummary {
+    /// Inner calls made.
+    pub total: u32,
+    /// Inner calls per tool name.
+    pub by_tool: BTreeMap<String, u32>,
+    /// Inner calls that ended in an error.
+    pub failures: u32,
+    /// Wall time spent in inner calls, in milliseconds.
+    pub wall_time_ms: u64,
+}
+
+/// Result of `run_script`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ScriptOutput {
+    /// The script's return value (`null` for none).
+    pub value: Value,
+    /// What the script wrote with `console.*`, one line each, clipped.
+    pub console: String,
+    /// Bytes of console output left out.
+    pub console_omitted_bytes: u64,
+    /// The inner calls.
+    pub calls: CallSummary,
+}
+
+/// What the native functions record while the script runs.
+#[derive(Default)]
+struct Run {
+    console: String,
+    console_omitted: u64,
+    calls: CallSummary,
+    call_time: Duration,
+}
+
+thread_local! {
+    static RUN: RefCell<Run> = RefCell::new(Run::default());
+}
+
+/// The globals the script sees, made from the two native functions, which
+/// are then removed from the global object.
+const PRELUDE: &str = r#"
+(() => {
+  const call = globalThis.__toolhost_call;
+  const log = globalThis.__toolhost_log;
+  delete globalThis.__toolhost_call;
+  delete globalThis.__toolhost_log;
+  const show = (v) => {
+    if (typeof v === 'string') return v;
+    try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; }
+    catch (_) { return String(v); }
+  };
+  const line = (...a) => log(a.map(show).join(' '));
+  globalThis.console = Object.freeze({ log: line, info: line, warn: line, error: line, debug: line });
+  globalThis.tools = new Proxy(Object.freeze({}), {
+    get(_, name) {
+      if (typeof name !== 'string' || name === 'then') return undefined;
+      return async (args) => {
+        const r = JSON.parse(call(name, JSON.stringify(args === undefined ? {} : args)));
+        if ('ok' in r) return r.ok;
+        const e = new Error(r.err.message);
+        e.name = 'ToolError';
+        for (const k of ['code', 'field', 'expected', 'actual', 'retry', 'details']) {
+          if (r.err[k] !== undefined && r.err[k] !== null) e[k] = r.err[k];
+        }
+        throw e;
+      };
+    },
+  });
+})();
+"#;
+
+/// The script, wrapped so that its outcome is one JSON string.
+fn wrap(source: &str, input: &str) -> String {
+    format!(
+        r#"globalThis.input = JSON.parse({input});
+(async () => {{
+  try {{
+    const value = await (async () => {{
+{source}
+    }})();
+    return JSON.stringify({{ ok: value === undefined ? null : value }});
+  }} catch (e) {{
+    const err = (e instanceof Error)
+      ? {{ name: e.name, message: String(e.message), code: e.code, field: e.field,
+          expected: e.expected, actual: e.actual, retry: e.retry, details: e.details }}
+      : {{ name: 'Error', message: String(e) }};
+    return JSON.stringify({{ err }});
+  }}
+}})()"#,
+        input = serde_json::to_string(input).unwrap_or_else(|_| "\"null\"".into()),
+    )
+}
+
+fn text_of(v: &JsValue, ctx: &mut Context) -> JsResult<String> {
+    Ok(v.to_string(ctx)?.to_std_string_escaped())
+}
+
+/// `__toolhost_call(name, argsJson)`: one inner call through the host; a
+/// JSON envelope `{"ok": output}` or `{"err": error}`.
+fn native_call(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let name = text_of(args.first().unwrap_or(&JsValue::undefined()), ctx)?;
+    let json = text_of(args.get(1).unwrap_or(&JsValue::undefined()), ctx)?;
+    let start = Instant::now();
+    let answer = toolhost_sdk::script::call_tool(&name, &json);
+    let elapsed = start.elapsed();
+    RUN.with_borrow_mut(|run| {
+        run.calls.total += 1;
+        *run.calls.by_tool.entry(name).or_default() += 1;
+        run.calls.failures += u32::from(answer.is_err());
+        run.call_time += elapsed;
+    });
+    let envelope = match answer {
+        Ok(out) => format!("{{\"ok\":{out}}}"),
+        Err(err) => format!("{{\"err\":{err}}}"),
+    };
+    Ok(JsValue::from(JsString::from(envelope.as_str())))
+}
+
+/// `__toolhost_log(line)`: appends one console line, within the cap.
+fn native_log(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let line = text_of(args.first().unwrap_or(&JsValue::undefined()), ctx)?;
+    RUN.with_borrow_mut(|run| {
+        let room = CONSOLE_BYTES.saturating_sub(run.console.len());
+        if line.len() < room {
+            run.console.push_str(&line);
+            run.console.push('\n');
+        } else {
+            let mut cut = room;
+            while cut > 0 && !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            run.console.push_str(&line[..cut]);
+            run.console_omitted += (line.len() - cut + 1) as u64;
+        }
+    });
+    Ok(JsValue::undefined())
+}
+
+fn script_error(message: impl Into<String>) -> ToolError {
+    ToolError::new("script_error", message).correctable()
+}
+
+fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolError> {
+    let input = match args.input.as_deref() {
+        None => "null".to_string(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => v.to_string(),
+            Err(e) => {
+                return Err(
+                    ToolError::new("invalid_input", format!("`input` is not JSON: {e}"))
+                        .field("/input")
+                        .correctable(),
+                )
+            }
+        },
+    };
+    RUN.with_borrow_mut(|run| *run = Run::default());
+    let mut ctx = Context::default();
+    let register = |ctx: &mut Context| -> JsResult<()> {
+        ctx.register_global_builtin_callable(
+            js_string!("__toolhost_call"),
+            2,
+            NativeFunction::from_fn_ptr(native_call),
+        )?;
+        ctx.register_global_builtin_callable(
+            js_string!("__toolhost_log"),
+            1,
+            NativeFunction::from_fn_ptr(native_log),
+        )?;
+        ctx.eval(Source::from_bytes(PRELUDE))?;
+        Ok(())
+    };
+    register(&mut ctx).map_err(|e| ToolError::new("script_error", format!("prelude: {e}")))?;
+    let promise = ctx
+        .eval(Source::from_bytes(&wrap(&args.source, &input)))
+        .map_err(|e| script_error(format!("the script did not parse: {e}")).field("/source"))?;
+    ctx.run_jobs()
+        .map_err(|e| script_error(format!("the script failed: {e}")))?;
+    let state = promise
+        .as_object()
+        .and_then(|o| JsPromise::from_object(o.clone()).ok())
+        .map(|p| p.state());
+    let outcome = match state {
+        Some(PromiseState::Fulfilled(v)) => {
+            text_of(&v, &mut ctx).map_err(|e| script_error(e.to_string()))?
+        }
+        Some(PromiseState::Rejected(e)) => {
+            return Err(script_error(format!(
+                "the script failed: {}",
+                text_of(&e, &mut ctx).unwrap_or_default()
+            )))
+        }
+        _ => {
+            return Err(script_error(
+                "the script's promise never settled (it awaited something that never resolves)",
+            ))
+        }
+    };
+    let outcome: Value = serde_json::from_str(&outcome)
+        .map_err(|e| script_error(format!("the script's outcome is not JSON: {e}")))?;
+    let run = RUN.with_borrow_mut(std::mem::take);
+    if let Some(err) = outcome.get("err") {
+        let name = err["name"].as_str().unwrap_or("Error");
+        let message = err["message"].as_str().unwrap_or("");
+        return Err(
+            script_error(format!("the script threw {name}: {message}")).details(err.clone())
+        );
+    }
+    let value = outcome.get("ok").cloned().unwrap_or(Value::Null);
+    let mut calls = run.calls;
+    calls.wall_time_ms = run.call_time.as_millis() as u64;
+    Ok(ScriptOutput {
+        value,
+        console: run.console,
+        console_omitted_bytes: run.console_omitted,
+        calls,
+    })
+}
+
+/// The component's one tool.
+pub fn tools() -> Vec<Tool> {
+    vec![Tool::new("run_script", run_script)
+        .title("Run a script over tools")
+        .description(DESCRIPTION)
+        .side_effect(SideEffect::ReadOnly)
+        .error_codes(&["script_error", "invalid_input"])
+        .timeout_ms(30_000)
+        .max_output_bytes(MAX_SOURCE_BYTES * 4)
+        .text(render)]
+}
+
+/// What the model reads: the value as compact JSON, then the console
+/// output and a one-line summary of the inner calls.
+fn render(out: &ScriptOutput) -> String {
+    let mut text = out.value.to_string();
+    if !out.console.is_empty() {
+        text.push_str("\nconsole:\n");
+        text.push_str(out.console.trim_end());
+        if out.console_omitted_bytes > 0 {
+            text.push_str(&format!(" [+{} bytes]", out.console_omitted_bytes));
+        }
+    }
+    let c = &out.calls;
+    let per_tool: Vec<String> = c.by_tool.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    text.push_str(&format!(
+        "\ncalls: {} ({}), {} failed, {} ms",
+        c.total,
+        per_tool.join(", "),
+        c.failures,
+        c.wall_time_ms
+    ));
+    text
+}
+
+toolhost_sdk::plugin!(tools);
