@@ -37,6 +37,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::rt::TokioTimer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::offload;
 use super::server::McpServer;
 use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
@@ -285,13 +286,20 @@ async fn route(
     };
     // A verified token is cached; whether it is still good is asked on
     // every request (the revocation list is re-read at most once a second).
+    // The store is read off the async workers, within the request timeout.
     if !scope.anonymous {
-        match scope.session.liveness(front.state.current().host.budgets()) {
-            Ok(()) => {}
-            Err(NotLive::Dead(info)) => return Ok(unauthorized(&info.message)),
-            Err(NotLive::Unknown(info)) => {
+        let (session, generation) = (scope.session.clone(), front.state.current());
+        let live = offload::blocking(front.limits.request_timeout, move || {
+            session.liveness(generation.host.budgets())
+        })
+        .await;
+        match live {
+            Ok(Ok(())) => {}
+            Ok(Err(NotLive::Dead(info))) => return Ok(unauthorized(&info.message)),
+            Ok(Err(NotLive::Unknown(info))) => {
                 return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &info.message))
             }
+            Err(e) => return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())),
         }
     }
     if req.uri().path() == "/metrics" {

@@ -81,6 +81,7 @@ mod direct;
 mod elicit;
 mod http;
 pub mod listing;
+mod offload;
 mod raw_args;
 mod request_ids;
 mod server;

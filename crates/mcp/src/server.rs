@@ -912,20 +912,37 @@ impl ServerHandler for McpServer {
         let uri = request.uri;
         let not_found =
             |why: String| ErrorData::resource_not_found(why, Some(json!({ "uri": uri.clone() })));
-        let Some(store) = generation.host.artifacts() else {
+        if generation.host.artifacts().is_none() {
             return Err(not_found(format!("no resource `{uri}`")));
-        };
+        }
         let Some(id) = toolhost::artifact::id_of_uri(&uri) else {
             return Err(not_found(format!(
                 "no resource `{uri}`: this server serves only {}<id> of spilled results",
                 toolhost::artifact::URI_PREFIX
             )));
         };
-        if let Err(e) = scope.session.check_live(generation.host.budgets()) {
-            return Err(ErrorData::invalid_request(e.message.clone(), None));
-        }
-        let owner = scope.session.grant().binding_hex();
-        let artifact = store.read(id, &owner).map_err(|e| match e {
+        let id = id.to_string();
+        let read = crate::offload::blocking(crate::offload::STORE_WAIT, {
+            let generation = generation.clone();
+            move || {
+                scope.session.check_live(generation.host.budgets())?;
+                let owner = scope.session.grant().binding_hex();
+                Ok(match generation.host.artifacts() {
+                    Some(store) => store.read(&id, &owner),
+                    None => Err(toolhost::artifact::ArtifactError::NotFound(id)),
+                })
+            }
+        })
+        .await;
+        let artifact = match read {
+            Err(e) => return Err(ErrorData::internal_error(e.to_string(), None)),
+            Ok(Err(info)) => {
+                let info: Box<toolhost::observation::ErrorInfo> = info;
+                return Err(ErrorData::invalid_request(info.message.clone(), None));
+            }
+            Ok(Ok(read)) => read,
+        };
+        let artifact = artifact.map_err(|e| match e {
             toolhost::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
                 e.to_string(),
                 Some(json!({"uri": uri.clone(), "code": "denied"})),
