@@ -361,6 +361,15 @@ pub trait Store: Send + Sync {
     ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
         None
     }
+
+    /// The artifacts kept in this store ([`crate::artifact`]), if the
+    /// backend keeps them: then every host sharing the store serves every
+    /// artifact. Without them a host keeps its artifacts in a directory.
+    fn artifacts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
+        None
+    }
 }
 
 /// `duration` in whole milliseconds, rounded up (a 1 µs lease is 1 ms), as

@@ -47,6 +47,7 @@
 //! ```
 
 mod approval;
+pub mod artifact;
 mod journal;
 mod ledger;
 
@@ -455,6 +456,12 @@ impl Store for PostgresStore {
         self: std::sync::Arc<Self>,
     ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
         Some(self)
+    }
+
+    fn artifacts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
+        Some(std::sync::Arc::new(artifact::PgArtifacts::new(self)))
     }
 }
 
