@@ -102,6 +102,7 @@ pub mod provenance;
 pub mod record;
 pub mod redact;
 pub mod resource;
+pub mod reveal;
 pub mod sandbox;
 pub mod schema;
 pub mod session;

@@ -48,6 +48,7 @@
 
 mod approval;
 pub mod artifact;
+pub mod fleet;
 mod journal;
 mod ledger;
 
@@ -462,6 +463,18 @@ impl Store for PostgresStore {
         self: std::sync::Arc<Self>,
     ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
         Some(std::sync::Arc::new(artifact::PgArtifacts::new(self)))
+    }
+
+    fn breaker_counts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::breaker::BreakerBackend>> {
+        Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
+    }
+
+    fn reveals(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::reveal::RevealBackend>> {
+        Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 }
 
