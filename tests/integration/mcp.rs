@@ -976,7 +976,7 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
-fn stateless_meta() -> Value {
+pub(crate) fn stateless_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}

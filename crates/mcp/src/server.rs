@@ -238,9 +238,6 @@ impl McpServer {
     /// has no session to add them to (its handler is made for it and
     /// dropped after it): its list stays the same, and nothing is announced.
     async fn reveal(&self, req: &CallRequest<'_>, name: &str, obs: &Observation) {
-        let Some(peer) = req.peer.filter(|_| !(req.stateless && req.parts.is_some())) else {
-            return;
-        };
         let mut found: Vec<String> = Vec::new();
         if self.state.lazy && name == toolhost::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
@@ -250,6 +247,27 @@ impl McpServer {
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
             found.push(toolhost::artifact::TOOL_NAME.to_string());
         }
+        if found.is_empty() {
+            return;
+        }
+        // A store shared by hosts keeps them by token or session, so the
+        // next request sees them through any host.
+        if let (Some(store), Some(key)) = (
+            self.state.reveals.clone(),
+            reveal_key(req.parts, req.stateless),
+        ) {
+            let names = found.clone();
+            let kept = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+                store.add(&key, &names, toolhost::reveal::KEEP)
+            })
+            .await;
+            if !matches!(kept, Ok(Ok(_))) {
+                tracing::warn!("toolhost: the revealed tools could not be kept in the store");
+            }
+        }
+        let Some(peer) = req.peer.filter(|_| !(req.stateless && req.parts.is_some())) else {
+            return;
+        };
         let added = {
             let mut revealed = self.revealed.lock().unwrap_or_else(|e| e.into_inner());
             let before = revealed.len();
@@ -259,6 +277,33 @@ impl McpServer {
         if added {
             let _ = peer.notify_tool_list_changed().await;
         }
+    }
+
+    /// What this session was shown: its own reveals and, with a shared
+    /// store, those kept for its token or session.
+    async fn revealed(
+        &self,
+        parts: Option<&http::request::Parts>,
+        stateless: bool,
+    ) -> std::collections::BTreeSet<String> {
+        let mut revealed = self
+            .revealed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let (Some(store), Some(key)) = (self.state.reveals.clone(), reveal_key(parts, stateless))
+        {
+            let kept =
+                crate::offload::blocking(crate::offload::STORE_WAIT, move || store.revealed(&key))
+                    .await;
+            match kept {
+                Ok(Ok(names)) => revealed.extend(names),
+                _ => {
+                    tracing::warn!("toolhost: the revealed tools could not be read from the store")
+                }
+            }
+        }
+        revealed
     }
 
     /// Whether stderr lines of a call go out as `notifications/message`.
@@ -274,6 +319,19 @@ impl McpServer {
             None => true,
         }
     }
+}
+
+/// The store key of an HTTP request's reveals: its 2025-11-25 session's
+/// id, or for a stateless request its token's id (a client without a
+/// token has none: its reveals are not kept).
+fn reveal_key(parts: Option<&http::request::Parts>, stateless: bool) -> Option<String> {
+    let parts = parts?;
+    if !stateless {
+        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        return Some(toolhost::reveal::session_key(id));
+    }
+    let scope = parts.extensions.get::<Arc<SessionScope>>()?;
+    (!scope.anonymous).then(|| toolhost::reveal::token_key(&scope.session.grant().token_id_hex()))
 }
 
 /// Whether `name` is the host's own `artifact_view` on this host: it spills
@@ -347,7 +405,8 @@ impl McpServer {
         let parsed = match self.parse_call(req, &generation, &scope, name) {
             Ok(parsed) => parsed,
             Err(e) => {
-                self.journal_refusal(&generation, &scope, name, &arguments);
+                self.journal_refusal(&generation, &scope, name, &arguments)
+                    .await;
                 return Err(e);
             }
         };
@@ -457,42 +516,49 @@ impl McpServer {
     }
 
     /// A `tools/call` refused before the pipeline (a tool this session
-    /// cannot see, or unusable `_meta`) is journaled all the same.
-    fn journal_refusal(
+    /// cannot see, or unusable `_meta`) is journaled all the same (on the
+    /// blocking pool: the breaker may count in the store).
+    async fn journal_refusal(
         &self,
-        generation: &Generation,
-        scope: &SessionScope,
+        generation: &Arc<Generation>,
+        scope: &Arc<SessionScope>,
         name: &str,
         arguments: &str,
     ) {
         use toolhost::observation::ErrorCode;
-        let opts = toolhost::pipeline::CallOptions {
-            conversation: Some(self.conversation.to_string()),
-            ..Default::default()
-        };
-        let caller = toolhost::record::Caller {
-            tool: name,
-            args: arguments,
-            opts: &opts,
-            chain: scope.session.chain_ids(),
-        };
-        let visible = generation.host.catalog().get(name).is_some() && scope.allows(name);
-        let code = match generation.host.catalog().refusal(name) {
-            _ if visible => ErrorCode::InvalidArguments,
-            Some(p) => p
-                .code
-                .as_deref()
-                .and_then(ErrorCode::from_code)
-                .unwrap_or(ErrorCode::PluginUnavailable),
-            None => ErrorCode::UnknownTool,
-        };
-        let info = code.info(format!(
-            "`{name}`: refused before it ran (see the protocol error)"
-        ));
-        let _ = generation
-            .host
-            .recorder()
-            .refusal(generation.host.catalog(), &caller, info);
+        let (generation, scope) = (generation.clone(), scope.clone());
+        let (name, arguments) = (name.to_string(), arguments.to_string());
+        let conversation = self.conversation.to_string();
+        let _ = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+            let opts = toolhost::pipeline::CallOptions {
+                conversation: Some(conversation),
+                ..Default::default()
+            };
+            let caller = toolhost::record::Caller {
+                tool: &name,
+                args: &arguments,
+                opts: &opts,
+                chain: scope.session.chain_ids(),
+            };
+            let visible = generation.host.catalog().get(&name).is_some() && scope.allows(&name);
+            let code = match generation.host.catalog().refusal(&name) {
+                _ if visible => ErrorCode::InvalidArguments,
+                Some(p) => p
+                    .code
+                    .as_deref()
+                    .and_then(ErrorCode::from_code)
+                    .unwrap_or(ErrorCode::PluginUnavailable),
+                None => ErrorCode::UnknownTool,
+            };
+            let info = code.info(format!(
+                "`{name}`: refused before it ran (see the protocol error)"
+            ));
+            let _ = generation
+                .host
+                .recorder()
+                .refusal(generation.host.catalog(), &caller, info);
+        })
+        .await;
     }
 
     /// Parse: the tool must be one this session may see (else JSON-RPC
@@ -542,6 +608,7 @@ impl McpServer {
             )
         })?;
         let mut opts = self.state.defaults.clone();
+        let client_trajectory = matches!(meta.idempotency, Some(KeySource::Derived { .. }));
         let call_id = meta.call_id.unwrap_or_else(new_call_id);
         // Without the client's ids, a key unique to this request: the call
         // is still recorded, and its key is in the observation for a retry.
@@ -559,7 +626,16 @@ impl McpServer {
             .peer
             .and_then(|p| p.peer_info())
             .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
-        opts.conversation = Some(self.conversation.to_string());
+        // The breaker's conversation: a session's id; without a session
+        // (a stateless request, on whichever host), the trajectory the
+        // client names (counted under its token), else its token.
+        opts.conversation = match (req.stateless && req.parts.is_some(), client_trajectory) {
+            (true, true) => None,
+            (true, false) if !scope.anonymous => {
+                Some(format!("token:{}", scope.session.grant().token_id_hex()))
+            }
+            _ => Some(self.conversation.to_string()),
+        };
         opts.request_url = self.request_url(req);
         Ok(ParsedCall {
             opts,
@@ -812,10 +888,11 @@ impl ServerHandler for McpServer {
         let scope = self.scope(cx.extensions.get::<http::request::Parts>())?;
         let generation = self.state.current();
         let revealed = self
-            .revealed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .revealed(
+                cx.extensions.get::<http::request::Parts>(),
+                is_stateless(&cx),
+            )
+            .await;
         let mut visible: Vec<(String, &Value)> = generation
             .tools
             .iter()
