@@ -1,5 +1,5 @@
-//! What every [`ArtifactBackend`] must do, run on the directory and the
-//! PostgreSQL backends: round trips (large ones across chunks), the owner
+//! What every [`ArtifactBackend`] must do, run on the directory backend
+//! here and on the PostgreSQL one beside it: round trips (large ones across chunks), the owner
 //! binding, expiry, sweeping and the quota.
 
 use std::sync::Arc;
@@ -119,25 +119,4 @@ fn directory_artifacts_behave() {
     one_quota_across_handles(&move || {
         Arc::new(super::dir::DirBackend::open(&path).unwrap()) as Arc<dyn ArtifactBackend>
     });
-}
-
-fn postgres() -> Arc<dyn ArtifactBackend> {
-    let url = std::env::var("TOOLHOST_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
-    let store =
-        crate::idempotency::postgres::PostgresStore::connect(&url, Duration::from_secs(3600))
-            .unwrap_or_else(|e| {
-                panic!(
-                    "PostgreSQL unreachable at {url}: {e}\n\
-                 start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""
-                )
-            });
-    crate::idempotency::Store::artifacts(Arc::new(store)).expect("PostgreSQL keeps artifacts")
-}
-
-#[test]
-#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
-fn postgres_artifacts_behave() {
-    suite(postgres());
-    one_quota_across_handles(&postgres);
 }

@@ -233,3 +233,29 @@ impl ArtifactBackend for PgArtifacts {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::conformance;
+
+    fn backend() -> Arc<dyn ArtifactBackend> {
+        let url = std::env::var("TOOLHOST_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
+        let store = PostgresStore::connect(&url, std::time::Duration::from_secs(3600))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "PostgreSQL unreachable at {url}: {e}\n\
+                     start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""
+                )
+            });
+        Arc::new(PgArtifacts::new(Arc::new(store)))
+    }
+
+    #[test]
+    #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+    fn postgres_artifacts_behave() {
+        conformance::suite(backend());
+        conformance::one_quota_across_handles(&backend);
+    }
+}
