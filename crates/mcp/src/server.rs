@@ -626,15 +626,13 @@ impl McpServer {
             .peer
             .and_then(|p| p.peer_info())
             .map(|info| format!("mcp:{}/{}", info.client_info.name, info.client_info.version));
-        // The breaker's conversation: a session's id; without a session
-        // (a stateless request, on whichever host), the trajectory the
-        // client names (counted under its token), else its token.
-        opts.conversation = match (req.stateless && req.parts.is_some(), client_trajectory) {
-            (true, true) => None,
-            (true, false) if !scope.anonymous => {
-                Some(format!("token:{}", scope.session.grant().token_id_hex()))
-            }
-            _ => Some(self.conversation.to_string()),
+        // The breaker's conversation: a session's id; for a stateless HTTP
+        // request (on whichever host) the trajectory the client names,
+        // counted under its token, else this handler's.
+        opts.conversation = if req.stateless && req.parts.is_some() && client_trajectory {
+            None
+        } else {
+            Some(self.conversation.to_string())
         };
         opts.request_url = self.request_url(req);
         Ok(ParsedCall {
