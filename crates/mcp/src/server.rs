@@ -462,9 +462,9 @@ impl McpServer {
         let Some((id, details)) = elicit::pending(&obs) else {
             return Err(obs);
         };
-        let Some(approvals) = generation.host.approvals() else {
+        if generation.host.approvals().is_none() {
             return Err(obs);
-        };
+        }
         if mode != Mode::Run || opts.approval.is_some() || !elicit::can_ask(peer) {
             return Err(obs);
         }
@@ -487,9 +487,28 @@ impl McpServer {
             elicit::Answer::None => return Err(obs),
         };
         let who = format!("{} (elicitation)", elicit::who(peer));
-        if let Err(e) = approvals.decide(&id, approve, &who, note.as_deref()) {
-            tracing::warn!("the answer to approval {id} could not be recorded: {e}");
-            return Err(obs);
+        // The store is written on the blocking pool (never on a worker).
+        let decided = {
+            let (generation, id) = (generation.clone(), id.clone());
+            crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+                generation
+                    .host
+                    .approvals()
+                    .map(|a| a.decide(&id, approve, &who, note.as_deref()))
+            })
+            .await
+        };
+        match decided {
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(e))) => {
+                tracing::warn!("the answer to approval {id} could not be recorded: {e}");
+                return Err(obs);
+            }
+            Ok(None) => return Err(obs),
+            Err(e) => {
+                tracing::warn!("the answer to approval {id} could not be recorded: {e}");
+                return Err(obs);
+            }
         }
         // The same call again, under the same key, with the approval: it
         // runs bound to the plan the person saw, or says why not.
