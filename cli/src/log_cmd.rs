@@ -52,16 +52,24 @@ impl JournalArgs {
 }
 
 /// The recorder of a host: the journal in `store` (a connection of its
-/// own), the breaker, and `metrics` if given.
+/// own), the breaker (its counts in that store when the store shares them
+/// between hosts), and `metrics` if given.
 pub fn recorder(
     a: &JournalArgs,
     store: impl FnOnce() -> Result<Arc<dyn Store>>,
     metrics: Option<Arc<Metrics>>,
 ) -> Result<Recorder> {
+    let mut breaker = Breaker::new(a.breaker_threshold);
     let journal = if a.no_journal {
         None
     } else {
-        let backend = journal_backend(store()?)?;
+        let store = store()?;
+        // A store shared by hosts keeps the breaker's counts too (on the
+        // journal's connection).
+        if let Some(shared) = store.clone().breaker_counts() {
+            breaker = breaker.shared(shared);
+        }
+        let backend = journal_backend(store)?;
         let on_append: Option<journal::OnAppend> = metrics.clone().map(|m| {
             let hook: journal::OnAppend = Box::new(move |e| m.observe_entry(e));
             hook
@@ -75,7 +83,7 @@ pub fn recorder(
     };
     Ok(Recorder {
         journal,
-        breaker: Arc::new(Breaker::new(a.breaker_threshold)),
+        breaker: Arc::new(breaker),
         metrics,
     })
 }

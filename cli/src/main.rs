@@ -151,7 +151,8 @@ struct PluginArgs {
     approval_ttl_ms: u64,
     /// Where results over their output limit are kept for the token that
     /// made them, read back with `artifact_view` (default: `artifacts`
-    /// beside the root key file, ~/.local/share/toolhost/artifacts).
+    /// beside the root key file, ~/.local/share/toolhost/artifacts). With a
+    /// PostgreSQL `--store` they are kept there instead, for every host.
     #[arg(long, value_name = "DIR", env = "TOOLHOST_ARTIFACT_DIR", global = true)]
     artifact_dir: Option<PathBuf>,
     /// How long a spilled result is kept: `30m`, `2h`, … (default 1h).
@@ -1000,8 +1001,9 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
     )
 }
 
-/// The artifact store: `--artifact-dir`, by default `artifacts` beside the
-/// root key, keeping results for `--artifact-retention`.
+/// The artifact store: the PostgreSQL record store when `--store` is one,
+/// else `--artifact-dir`, by default `artifacts` beside the root key;
+/// keeping results for `--artifact-retention`.
 fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifacts>> {
     let beside_key = p
         .key_file
@@ -1013,14 +1015,27 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
         (None, Some(d)) => d.join("artifacts"),
         (None, None) => default_state_dir()?.join("artifacts"),
     };
-    let store = toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
-        .with_context(|| format!("opening the artifact store {}", dir.display()))?
-        .with_quota(toolhost::artifact::Quota {
-            token_bytes: p.artifact_quota_token_bytes,
-            token_count: p.artifact_quota_token_count,
-            total_bytes: p.artifact_quota_bytes,
-            total_count: p.artifact_quota_count,
-        });
+    let store = match p.store.as_deref() {
+        // A shared store keeps the artifacts, so every host serves them.
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let pg = toolhost::idempotency::postgres::PostgresStore::connect(
+                url,
+                std::time::Duration::from_secs(p.retention_hours.max(1) * 3600),
+            )
+            .context("opening the PostgreSQL artifact store")?;
+            let backend = toolhost::idempotency::Store::artifacts(std::sync::Arc::new(pg))
+                .context("the PostgreSQL store keeps no artifacts")?;
+            toolhost::artifact::Artifacts::in_backend(backend, p.artifact_retention)
+        }
+        _ => toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
+            .with_context(|| format!("opening the artifact store {}", dir.display()))?,
+    }
+    .with_quota(toolhost::artifact::Quota {
+        token_bytes: p.artifact_quota_token_bytes,
+        token_count: p.artifact_quota_token_count,
+        total_bytes: p.artifact_quota_bytes,
+        total_count: p.artifact_quota_count,
+    });
     Ok(std::sync::Arc::new(store))
 }
 

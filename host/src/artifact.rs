@@ -8,9 +8,10 @@
 //! `truncated.follow_up` call ([`crate::observation::Observation::spilled`]).
 //! Each artifact is
 //!
-//! - **host-owned**: a file in a directory only the host writes (created
-//!   0700, files 0600), named by a random 128-bit id that is checked to be
-//!   32 hex digits before it touches a path;
+//! - **host-owned**: kept where only the host writes (a private
+//!   directory, [`dir`], or the shared PostgreSQL store), named by a random
+//!   128-bit id that is checked to be 32 hex digits before it reaches the
+//!   backend;
 //! - **owned by one token**: its metadata holds the SHA-256 of the binding
 //!   of the capability token the call ran under
 //!   ([`crate::capability::Grant::binding_hex`]); a read under any other
@@ -19,8 +20,9 @@
 //!   checked on every read, and expired artifacts are removed when a new
 //!   one is written (at most once a minute);
 //! - **within a quota** ([`Quota`]): per token and in all, in bytes and in
-//!   artifacts, counted over the live artifacts of the directory (so every
-//!   process sharing it counts the same) under an advisory lock. An output
+//!   artifacts, counted over the live artifacts of the backend (so every
+//!   process sharing it counts the same), the check and the write being one
+//!   step ([`ArtifactBackend::put`]). An output
 //!   over a cap is not kept ([`ArtifactError::OverQuota`]): the call's
 //!   answer is clipped, with no artifact, and says which cap.
 //!
@@ -35,10 +37,15 @@
 //! the whole output, byte for byte. Over MCP the same
 //! artifact is a resource (`toolhost://artifacts/<id>`, [`uri`]) that
 //! `resources/read` serves whole to the token that produced it.
+//!
+//! Where they are kept is an [`ArtifactBackend`]: a directory of the host
+//! ([`dir`]) by default, or the shared PostgreSQL store, where every host
+//! of a fleet keeps and serves the same artifacts.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+#[cfg(test)]
+pub(crate) mod conformance;
+pub mod dir;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -119,6 +126,9 @@ pub enum ArtifactError {
         used: u64,
         bytes: u64,
     },
+    /// The shared store failed.
+    #[error("artifact store: {0}")]
+    Store(#[from] crate::store_error::StoreError),
     /// The store's directory or files failed.
     #[error("artifact store {path}: {source}")]
     Io {
@@ -129,17 +139,17 @@ pub enum ArtifactError {
 }
 
 /// What the host knows of an artifact besides its bytes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Meta {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactMeta {
     /// Hex SHA-256 of the owner's token binding.
-    owner_sha256: String,
+    pub owner_sha256: String,
     /// Unix seconds after which it is gone.
-    expires_at: u64,
+    pub expires_at: u64,
     /// The tool whose output it is.
-    tool: String,
-    bytes: u64,
+    pub tool: String,
+    pub bytes: u64,
     /// Where its content came from (the spilled call's provenance).
-    provenance: Vec<Source>,
+    pub provenance: Vec<Source>,
 }
 
 /// An artifact read whole.
@@ -151,26 +161,60 @@ pub struct Artifact {
     pub provenance: Vec<Source>,
 }
 
-/// The host's artifact directory and retention period.
-#[derive(Debug)]
+/// Where artifacts are kept: a directory of one host ([`dir::DirBackend`])
+/// or the shared store (the PostgreSQL backend), so that any host serves
+/// them. Ids reach a backend checked ([`valid_id`]); expiry and the owner
+/// are checked by [`Artifacts`].
+pub trait ArtifactBackend: Send + Sync {
+    /// Keeps `content` under `id` if it fits `quota` beside the artifacts
+    /// live at `now` ([`admit`]); the check and the write are one step
+    /// for every host sharing the backend.
+    fn put(
+        &self,
+        id: &str,
+        meta: &ArtifactMeta,
+        content: &[u8],
+        quota: &Quota,
+        now: u64,
+    ) -> Result<(), ArtifactError>;
+    /// The metadata of `id`, if it is kept (expired or not).
+    fn meta(&self, id: &str) -> Result<Option<ArtifactMeta>, ArtifactError>;
+    /// The bytes of `id`, if it is kept.
+    fn content(&self, id: &str) -> Result<Option<Vec<u8>>, ArtifactError>;
+    /// Removes `id`.
+    fn remove(&self, id: &str) -> Result<(), ArtifactError>;
+    /// Removes every artifact expired at `now`.
+    fn sweep(&self, now: u64) -> Result<(), ArtifactError>;
+}
+
+/// Artifacts kept in a backend for a retention period, within a quota.
 pub struct Artifacts {
-    dir: PathBuf,
+    backend: std::sync::Arc<dyn ArtifactBackend>,
     retention: Duration,
     quota: Quota,
     /// Unix seconds of the last sweep of expired artifacts.
     swept: AtomicU64,
 }
 
-/// What the live artifacts of a store hold, in all and for one owner.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Usage {
-    token_bytes: u64,
-    token_count: u64,
-    total_bytes: u64,
-    total_count: u64,
+impl std::fmt::Debug for Artifacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Artifacts")
+            .field("retention", &self.retention)
+            .field("quota", &self.quota)
+            .finish_non_exhaustive()
+    }
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> ArtifactError {
+/// What the live artifacts of a store hold, in all and for one owner.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub token_bytes: u64,
+    pub token_count: u64,
+    pub total_bytes: u64,
+    pub total_count: u64,
+}
+
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> ArtifactError {
     ArtifactError::Io {
         path: path.to_path_buf(),
         source,
@@ -188,7 +232,7 @@ fn owner_hash(owner: &str) -> String {
 }
 
 /// Whether `id` has the form of an id the host makes.
-fn valid_id(id: &str) -> bool {
+pub fn valid_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -202,21 +246,73 @@ pub fn id_of_uri(uri: &str) -> Option<&str> {
     uri.strip_prefix(URI_PREFIX).filter(|id| valid_id(id))
 }
 
+/// `Ok` when `bytes` more, owned by the owner `usage` counts for, fit
+/// every cap of `quota`.
+pub fn admit(quota: &Quota, usage: &Usage, bytes: u64) -> Result<(), ArtifactError> {
+    let (u, q) = (usage, quota);
+    let over = |cap, limit: u64, used: u64, adding: u64| {
+        (used.saturating_add(adding) > limit).then_some(ArtifactError::OverQuota {
+            cap,
+            limit,
+            used,
+            bytes,
+        })
+    };
+    let refused = over(
+        "this token's artifact bytes cap",
+        q.token_bytes,
+        u.token_bytes,
+        bytes,
+    )
+    .or_else(|| {
+        over(
+            "this token's artifact count cap",
+            q.token_count,
+            u.token_count,
+            1,
+        )
+    })
+    .or_else(|| {
+        over(
+            "the host's artifact bytes cap",
+            q.total_bytes,
+            u.total_bytes,
+            bytes,
+        )
+    })
+    .or_else(|| {
+        over(
+            "the host's artifact count cap",
+            q.total_count,
+            u.total_count,
+            1,
+        )
+    });
+    refused.map_or(Ok(()), Err)
+}
+
 impl Artifacts {
     /// The store in `dir` (created owner-only if missing), keeping each
     /// artifact for `retention`.
     pub fn open(dir: &Path, retention: Duration) -> Result<Artifacts, ArtifactError> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| io_err(dir, e))?;
-        Ok(Artifacts {
-            dir: dir.to_path_buf(),
+        let backend = dir::DirBackend::open(dir)?;
+        Ok(Artifacts::in_backend(
+            std::sync::Arc::new(backend),
+            retention,
+        ))
+    }
+
+    /// The store in `backend`, keeping each artifact for `retention`.
+    pub fn in_backend(
+        backend: std::sync::Arc<dyn ArtifactBackend>,
+        retention: Duration,
+    ) -> Artifacts {
+        Artifacts {
+            backend,
             retention,
             quota: Quota::default(),
             swept: AtomicU64::new(0),
-        })
+        }
     }
 
     /// The same store under `quota` instead of [`Quota::default`].
@@ -229,117 +325,8 @@ impl Artifacts {
         self.quota
     }
 
-    /// The live artifacts' bytes and count, in all and owned by the owner
-    /// whose hash is `owner_sha256`.
-    fn usage(&self, owner_sha256: &str) -> Usage {
-        let mut u = Usage::default();
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return u;
-        };
-        let now = now_secs();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".meta")) else {
-                continue;
-            };
-            if !valid_id(id) {
-                continue;
-            }
-            let Some(meta) = fs::read(entry.path())
-                .ok()
-                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok())
-            else {
-                continue;
-            };
-            if meta.expires_at <= now {
-                continue;
-            }
-            u.total_bytes = u.total_bytes.saturating_add(meta.bytes);
-            u.total_count += 1;
-            if meta.owner_sha256 == owner_sha256 {
-                u.token_bytes = u.token_bytes.saturating_add(meta.bytes);
-                u.token_count += 1;
-            }
-        }
-        u
-    }
-
-    /// `Ok` when `bytes` more, owned by `owner_sha256`, fit every cap.
-    fn admit(&self, owner_sha256: &str, bytes: u64) -> Result<(), ArtifactError> {
-        let u = self.usage(owner_sha256);
-        let q = self.quota;
-        let over = |cap, limit: u64, used: u64, adding: u64| {
-            (used.saturating_add(adding) > limit).then_some(ArtifactError::OverQuota {
-                cap,
-                limit,
-                used,
-                bytes,
-            })
-        };
-        let refused = over(
-            "this token's artifact bytes cap",
-            q.token_bytes,
-            u.token_bytes,
-            bytes,
-        )
-        .or_else(|| {
-            over(
-                "this token's artifact count cap",
-                q.token_count,
-                u.token_count,
-                1,
-            )
-        })
-        .or_else(|| {
-            over(
-                "the host's artifact bytes cap",
-                q.total_bytes,
-                u.total_bytes,
-                bytes,
-            )
-        })
-        .or_else(|| {
-            over(
-                "the host's artifact count cap",
-                q.total_count,
-                u.total_count,
-                1,
-            )
-        });
-        refused.map_or(Ok(()), Err)
-    }
-
-    /// An exclusive advisory lock on the store, held while the quota is
-    /// checked and the artifact written, so processes sharing the
-    /// directory cannot pass a cap together.
-    fn lock(&self) -> Result<fs::File, ArtifactError> {
-        let path = self.dir.join(".quota.lock");
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| io_err(&path, e))?;
-        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| io_err(&path, e.into()))?;
-        Ok(f)
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn retention(&self) -> Duration {
         self.retention
-    }
-
-    fn paths(&self, id: &str) -> (PathBuf, PathBuf) {
-        (
-            self.dir.join(format!("{id}.json")),
-            self.dir.join(format!("{id}.meta")),
-        )
     }
 
     /// Keeps `content` (the output of `tool`) for the token whose binding
@@ -353,47 +340,36 @@ impl Artifacts {
     ) -> Result<String, ArtifactError> {
         self.sweep_now_and_then();
         let mut raw = [0u8; 16];
-        getrandom::fill(&mut raw)
-            .map_err(|e| io_err(&self.dir, std::io::Error::other(e.to_string())))?;
+        getrandom::fill(&mut raw).map_err(|e| ArtifactError::Io {
+            path: PathBuf::from("getrandom"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
         let id = hex::encode(raw);
-        let (data, meta_path) = self.paths(&id);
-        let owner_sha256 = owner_hash(owner);
-        let _lock = self.lock()?;
-        self.admit(&owner_sha256, content.len() as u64)?;
-        let meta = Meta {
-            owner_sha256,
-            expires_at: now_secs().saturating_add(self.retention.as_secs()),
+        let now = now_secs();
+        let meta = ArtifactMeta {
+            owner_sha256: owner_hash(owner),
+            expires_at: now.saturating_add(self.retention.as_secs()),
             tool: tool.to_owned(),
             bytes: content.len() as u64,
             provenance: provenance.to_vec(),
         };
-        let meta = serde_json::to_vec(&meta).map_err(|e| io_err(&meta_path, e.into()))?;
-        // The content first: whoever finds the metadata finds the content.
-        write_new(&data, content)?;
-        write_new(&meta_path, &meta)?;
+        self.backend.put(&id, &meta, content, &self.quota, now)?;
         Ok(id)
     }
 
     /// The metadata of `id`, when it exists, is not expired and belongs to
     /// `owner`.
-    fn meta(&self, id: &str, owner: &str) -> Result<Meta, ArtifactError> {
+    fn meta(&self, id: &str, owner: &str) -> Result<ArtifactMeta, ArtifactError> {
         if !valid_id(id) {
             return Err(ArtifactError::BadId(
                 crate::text::clip_bytes(id, 64).to_string(),
             ));
         }
-        let (data, meta_path) = self.paths(id);
-        let raw = match fs::read(&meta_path) {
-            Ok(raw) => raw,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ArtifactError::NotFound(id.to_owned()))
-            }
-            Err(e) => return Err(io_err(&meta_path, e)),
+        let Some(meta) = self.backend.meta(id)? else {
+            return Err(ArtifactError::NotFound(id.to_owned()));
         };
-        let meta: Meta = serde_json::from_slice(&raw).map_err(|e| io_err(&meta_path, e.into()))?;
         if meta.expires_at <= now_secs() {
-            let _ = fs::remove_file(&meta_path);
-            let _ = fs::remove_file(&data);
+            let _ = self.backend.remove(id);
             return Err(ArtifactError::NotFound(id.to_owned()));
         }
         let mine = owner_hash(owner);
@@ -409,8 +385,10 @@ impl Artifacts {
     /// The whole artifact `id`, for `owner` only.
     pub fn read(&self, id: &str, owner: &str) -> Result<Artifact, ArtifactError> {
         let meta = self.meta(id, owner)?;
-        let (data, _) = self.paths(id);
-        let content = fs::read(&data).map_err(|e| io_err(&data, e))?;
+        let content = self
+            .backend
+            .content(id)?
+            .ok_or_else(|| ArtifactError::NotFound(id.to_owned()))?;
         Ok(Artifact {
             id: id.to_owned(),
             tool: meta.tool,
@@ -436,43 +414,8 @@ impl Artifacts {
 
     /// Removes every expired artifact now.
     pub fn sweep(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        let now = now_secs();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".meta")) else {
-                continue;
-            };
-            if !valid_id(id) {
-                continue;
-            }
-            let expired = fs::read(entry.path())
-                .ok()
-                .and_then(|raw| serde_json::from_slice::<Meta>(&raw).ok())
-                .is_none_or(|m| m.expires_at <= now);
-            if expired {
-                let (data, meta) = self.paths(id);
-                let _ = fs::remove_file(meta);
-                let _ = fs::remove_file(data);
-            }
-        }
+        let _ = self.backend.sweep(now_secs());
     }
-}
-
-/// Writes a new owner-only file whole (a temporary name, then a rename).
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| io_err(&tmp, e))?;
-    f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(|e| io_err(path, e))
 }
 
 /// The arguments of `artifact_view`, checked.

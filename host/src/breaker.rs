@@ -15,7 +15,11 @@
 //! including it). The state is in memory, bounded ([`MAX_RUNS`]);
 //! [`Breaker::seed`] replays a trajectory's journaled calls into it, which
 //! is how the CLI (one process per call) carries the count from one call to
-//! the next.
+//! the next. A breaker [shared](Breaker::shared) through a store
+//! ([`BreakerBackend`], the PostgreSQL store) keeps the counts there
+//! instead, so failures of one conversation spread over several hosts trip
+//! it on all of them; when that store cannot answer, the breaker counts in
+//! memory (it guards against loops, it is not an authority).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -23,6 +27,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use crate::observation::{ErrorCode, ErrorInfo};
+use crate::store_error::StoreError;
 
 /// Consecutive failures with one code after which a repeat is refused.
 pub const DEFAULT_THRESHOLD: u32 = 3;
@@ -40,11 +45,46 @@ struct Run {
     args: HashSet<String>,
 }
 
+/// A run of failures as a store keeps it: the error code, the count and
+/// the argument digests of the failed calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRun {
+    pub code: String,
+    pub count: u32,
+    pub args: Vec<String>,
+}
+
+/// Breaker counts kept in a store shared by several hosts, keyed by
+/// conversation (a session id, or a trajectory under a token) and tool.
+/// Each method is one atomic step.
+pub trait BreakerBackend: Send + Sync {
+    /// The current run of `tool` in `conversation`.
+    fn run(&self, conversation: &str, tool: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// A success (`None`) ends the run; a failure with the run's code
+    /// extends it, with another code starts a new one. Returns the count
+    /// (0 for a success).
+    fn record(
+        &self,
+        conversation: &str,
+        tool: &str,
+        failure: Option<(&str, &str)>,
+    ) -> Result<u32, StoreError>;
+}
+
 /// The breaker of one host (see the module docs).
-#[derive(Debug)]
 pub struct Breaker {
     threshold: u32,
     runs: Mutex<Runs>,
+    shared: Option<std::sync::Arc<dyn BreakerBackend>>,
+}
+
+impl std::fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Breaker")
+            .field("threshold", &self.threshold)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -69,6 +109,30 @@ impl Breaker {
         Breaker {
             threshold,
             runs: Mutex::new(Runs::default()),
+            shared: None,
+        }
+    }
+
+    /// The same breaker counting in `backend` (shared by hosts).
+    pub fn shared(mut self, backend: std::sync::Arc<dyn BreakerBackend>) -> Breaker {
+        self.shared = Some(backend);
+        self
+    }
+
+    /// The shared run of (`conversation`, `tool`), when the breaker is
+    /// shared and its store answers.
+    fn stored(&self, conversation: &str, tool: &str) -> Option<Option<Run>> {
+        let backend = self.shared.as_ref()?;
+        match backend.run(conversation, tool) {
+            Ok(run) => Some(run.map(|r| Run {
+                code: r.code,
+                count: r.count,
+                args: r.args.into_iter().collect(),
+            })),
+            Err(e) => {
+                tracing::warn!(error = %e, "the breaker's store did not answer; counting in memory");
+                None
+            }
         }
     }
 
@@ -83,12 +147,16 @@ impl Breaker {
     /// Whether the breaker of `tool` in `conversation` is open at all (so
     /// a caller computes the argument digest only then).
     pub fn is_open(&self, conversation: &str, tool: &str) -> bool {
-        self.threshold > 0
-            && self
-                .runs()
-                .map
-                .get(&(conversation.to_string(), tool.to_string()))
-                .is_some_and(|r| r.count >= self.threshold)
+        if self.threshold == 0 {
+            return false;
+        }
+        if let Some(run) = self.stored(conversation, tool) {
+            return run.is_some_and(|r| r.count >= self.threshold);
+        }
+        self.runs()
+            .map
+            .get(&(conversation.to_string(), tool.to_string()))
+            .is_some_and(|r| r.count >= self.threshold)
     }
 
     /// The `circuit_open` error for a call that repeats a failure of an open
@@ -97,10 +165,14 @@ impl Breaker {
         if self.threshold == 0 {
             return None;
         }
-        let runs = self.runs();
-        let run = runs
-            .map
-            .get(&(conversation.to_string(), tool.to_string()))?;
+        let run = match self.stored(conversation, tool) {
+            Some(run) => run?,
+            None => self
+                .runs()
+                .map
+                .get(&(conversation.to_string(), tool.to_string()))?
+                .clone(),
+        };
         if run.count < self.threshold || !run.args.contains(args_digest) {
             return None;
         }
@@ -124,6 +196,14 @@ impl Breaker {
     /// Returns the consecutive failures with that code, this one included
     /// (0 for a success).
     pub fn record(&self, conversation: &str, tool: &str, failure: Option<(&str, &str)>) -> u32 {
+        if let Some(backend) = &self.shared {
+            match backend.record(conversation, tool, failure) {
+                Ok(count) => return count,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the breaker's store did not answer; counting in memory");
+                }
+            }
+        }
         let key = (conversation.to_string(), tool.to_string());
         let mut runs = self.runs();
         let Some((code, digest)) = failure else {
@@ -162,7 +242,8 @@ impl Breaker {
         earlier: impl FnOnce() -> Vec<(Option<String>, String)>,
     ) -> bool {
         let key = (conversation.to_string(), tool.to_string());
-        if !self.runs().seeded.insert(key) {
+        // A shared store has every host's counts already.
+        if self.shared.is_some() || !self.runs().seeded.insert(key) {
             return false;
         }
         for (code, digest) in earlier() {
@@ -178,6 +259,40 @@ impl Breaker {
         }
         true
     }
+}
+
+/// What a [`BreakerBackend`] must do, seen through two breakers sharing
+/// it (two hosts): failures counted on either trip both.
+#[cfg(test)]
+pub(crate) fn conformance(backend: std::sync::Arc<dyn BreakerBackend>) {
+    let mut raw = [0u8; 8];
+    getrandom::fill(&mut raw).unwrap();
+    let conv = format!("conv-{}", hex::encode(raw));
+    let hosts = [
+        Breaker::new(3).shared(backend.clone()),
+        Breaker::new(3).shared(backend.clone()),
+    ];
+    assert_eq!(backend.run(&conv, "t").unwrap(), None);
+    assert_eq!(hosts[0].record(&conv, "t", Some(("timeout", "d1"))), 1);
+    assert_eq!(hosts[1].record(&conv, "t", Some(("timeout", "d1"))), 2);
+    assert!(!hosts[0].is_open(&conv, "t"));
+    assert_eq!(hosts[0].record(&conv, "t", Some(("timeout", "d2"))), 3);
+    for h in &hosts {
+        assert!(h.is_open(&conv, "t"));
+        assert!(h.check(&conv, "t", "d1").is_some());
+        assert!(h.check(&conv, "t", "d2").is_some());
+        assert!(h.check(&conv, "t", "d3").is_none());
+        assert!(!h.is_open(&conv, "other"));
+    }
+    // Another code starts a new run; a success ends it.
+    assert_eq!(hosts[1].record(&conv, "t", Some(("denied", "d1"))), 1);
+    let run = backend.run(&conv, "t").unwrap().unwrap();
+    assert_eq!(
+        (run.code.as_str(), run.count, run.args.len()),
+        ("denied", 1, 1)
+    );
+    assert_eq!(hosts[0].record(&conv, "t", None), 0);
+    assert_eq!(backend.run(&conv, "t").unwrap(), None);
 }
 
 #[cfg(test)]

@@ -108,6 +108,12 @@ impl EffectGuard {
         }
     }
 
+    /// The revealed tools kept in the store ([`Store::reveals`]), if it
+    /// shares them between hosts.
+    pub fn reveals(&self) -> Option<Arc<dyn crate::reveal::RevealBackend>> {
+        self.store.clone().reveals()
+    }
+
     /// The capability ledger kept in the store ([`Store::capability_ledger`]):
     /// a host with these records counts `max_calls`/`budget_fuel` and
     /// checks revocations there.

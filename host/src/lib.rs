@@ -105,6 +105,7 @@ pub mod provenance;
 pub mod record;
 pub mod redact;
 pub mod resource;
+pub mod reveal;
 pub mod sandbox;
 pub mod schema;
 pub mod script;

@@ -1392,3 +1392,24 @@ fn two_hosts_sharing_postgres_accept_one_request_state_once() {
     );
     assert!(ws.path("old.txt").exists());
 }
+
+/// With a PostgreSQL store, the person's answer to the question is written
+/// there and the approved deletion runs (the answer is recorded off the
+/// server's async workers).
+#[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+fn pg_mcp_elicitation_records_the_answer_and_runs() {
+    let mut setup = crate::mcp::Setup::new(&[]);
+    setup.store = Some(crate::support::postgres_url());
+    setup.ws.write("pub/a.txt", "keep?\n");
+    let mut s = asking_client(&setup);
+    let (obs, _) = delete_asking(
+        &mut s,
+        1,
+        "pub/a.txt",
+        || {},
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    assert_eq!(obs["status"], "ok", "{obs}");
+    assert!(!setup.ws.path("pub/a.txt").exists());
+}

@@ -25,6 +25,7 @@ mod exec;
 mod exec_call;
 mod file_index;
 mod first_hour;
+mod fleet;
 mod hostile;
 mod http_auth;
 mod idempotency;

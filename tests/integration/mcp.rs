@@ -976,7 +976,7 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
-fn stateless_meta() -> Value {
+pub(crate) fn stateless_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}
@@ -1135,7 +1135,13 @@ fn http_stateless_call_answers_alike_with_and_without_rmcp() {
         ];
         let direct = server.post(&headers, body.as_bytes());
         headers.push(("Origin", "http://localhost:1"));
-        let rmcp = server.post(&headers, body.as_bytes());
+        // Another trajectory, so the breaker counts the two sends apart (a
+        // trajectory's failures count across requests).
+        let other = body.replace(
+            r#""dev.toolhost/trajectory_id": "t""#,
+            r#""dev.toolhost/trajectory_id": "t2""#,
+        );
+        let rmcp = server.post(&headers, other.as_bytes());
         assert_eq!(direct.status, 200, "{body}: {}", direct.body);
         assert_eq!(rmcp.status, direct.status, "{body}: {}", rmcp.body);
         assert_eq!(direct.header("content-type"), Some("application/json"));

@@ -309,3 +309,83 @@ fn a_spill_over_the_tokens_quota_is_clipped_with_no_artifact() {
         .count();
     assert_eq!(kept, 2);
 }
+
+/// Two `serve --http` hosts sharing only PostgreSQL (each with its own
+/// artifact directory, as on two machines): a spill made through one is
+/// read whole through the other, by `resources/read` and by `artifact_view`,
+/// and refused to another token on both.
+#[test]
+#[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
+fn pg_a_spill_made_on_one_host_is_read_through_the_other() {
+    let mut setup = setup();
+    setup.store = Some(crate::support::postgres_url());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let servers: Vec<HttpServer> = dirs
+        .iter()
+        .map(|d| {
+            let dir = d.path().to_str().unwrap();
+            HttpServer::start(
+                &setup,
+                &[&["--require-token", "--artifact-dir", dir], LIMIT].concat(),
+            )
+        })
+        .collect();
+    let key = setup.state.path().join("root.key");
+    let a = mint(&key, &["--tool", "*", "--read", "pub"]);
+    let b = mint(&key, &["--tool", "*", "--read", "pub"]);
+    let call_on = |server: &HttpServer, token: &str, id: i64, tool: &str, args: Value| {
+        let r = stateless_as(
+            server,
+            Some(token),
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.reply()
+    };
+    let reply = call_on(
+        &servers[0],
+        &a,
+        1,
+        "file_view",
+        json!({"path": "pub/big.txt", "limit": 400}),
+    );
+    let obs = spilled(&reply);
+    let id = obs["truncated"]["artifact"].as_str().unwrap().to_string();
+    // Follow-ups alternate between the hosts.
+    let mut n = 0;
+    let whole = read_back(
+        |i, t, args| {
+            n += 1;
+            call_on(&servers[n % 2], &a, i, t, args)
+        },
+        &obs,
+    );
+    for server in &servers {
+        let read_as = |token: &str| {
+            let started = std::time::Instant::now();
+            let r = stateless_as(
+                server,
+                Some(token),
+                7,
+                "resources/read",
+                json!({"uri": format!("toolhost://artifacts/{id}")}),
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(10));
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.reply()
+        };
+        assert_eq!(read_as(&a)["result"]["contents"][0]["text"], whole);
+        let refused = read_as(&b);
+        assert!(refused["error"].is_object(), "{refused}");
+        let other = observation_of(&call_on(
+            server,
+            &b,
+            8,
+            "artifact_view",
+            json!({"artifact": id}),
+        ));
+        assert_eq!(other["status"], "denied", "{other}");
+    }
+}

@@ -7,7 +7,8 @@
 //! otherwise 403), asks the [`SessionPolicy`] for the request's scope from
 //! its bearer token (401 when refused), and checks that the token has not
 //! expired and that no id of its chain is revoked (401; 503 when the store
-//! cannot say). It then reads a POST body up to the limit (413 beyond it,
+//! cannot say, or does not within the request timeout: the store is read
+//! on the blocking pool, [`super::offload`]). It then reads a POST body up to the limit (413 beyond it,
 //! whether declared or streamed) and answers a body that is not JSON with
 //! a JSON-RPC parse error (-32700, HTTP 400); a `tools/call` whose
 //! arguments fail the strict parse travels on with their text (see
@@ -37,6 +38,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::rt::TokioTimer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::offload;
 use super::server::McpServer;
 use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
@@ -85,20 +87,24 @@ pub const ALLOWED_ORIGINS: [&str; 6] = [
 ];
 
 /// `/metrics`: the server's metrics in the Prometheus text format (read
-/// off the runtime: the records gauge reads the store).
-async fn metrics(state: &Arc<State>) -> Response<Body> {
+/// off the runtime: the records gauge reads the store; 503 when it does
+/// not answer within `within`).
+async fn metrics(state: &Arc<State>, within: std::time::Duration) -> Response<Body> {
     let Some(m) = state.recorder.metrics.clone() else {
         return plain(StatusCode::NOT_FOUND, "this server keeps no metrics");
     };
     let records = state.records.clone();
-    let text = tokio::task::spawn_blocking(move || {
+    let text = offload::blocking(within, move || {
         let counts = records
             .as_ref()
             .map(|r| toolhost::metrics::record_counts(r.store()));
         m.render(counts.as_deref())
     })
-    .await
-    .unwrap_or_default();
+    .await;
+    let text = match text {
+        Ok(text) => text,
+        Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, toolhost::metrics::CONTENT_TYPE)
@@ -285,13 +291,20 @@ async fn route(
     };
     // A verified token is cached; whether it is still good is asked on
     // every request (the revocation list is re-read at most once a second).
+    // The store is read off the async workers, within the request timeout.
     if !scope.anonymous {
-        match scope.session.liveness(front.state.current().host.budgets()) {
-            Ok(()) => {}
-            Err(NotLive::Dead(info)) => return Ok(unauthorized(&info.message)),
-            Err(NotLive::Unknown(info)) => {
+        let (session, generation) = (scope.session.clone(), front.state.current());
+        let live = offload::blocking(front.limits.request_timeout, move || {
+            session.liveness(generation.host.budgets())
+        })
+        .await;
+        match live {
+            Ok(Ok(())) => {}
+            Ok(Err(NotLive::Dead(info))) => return Ok(unauthorized(&info.message)),
+            Ok(Err(NotLive::Unknown(info))) => {
                 return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &info.message))
             }
+            Err(e) => return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())),
         }
     }
     if req.uri().path() == "/metrics" {
@@ -301,7 +314,7 @@ async fn route(
                 "/metrics needs a token with the `metrics` right (toolhost cap mint --right metrics)",
             ));
         }
-        return Ok(metrics(&front.state).await);
+        return Ok(metrics(&front.state, front.limits.request_timeout).await);
     }
     let owner = owner_of(&scope);
     req.extensions_mut().insert(scope);

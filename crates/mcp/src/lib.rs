@@ -82,6 +82,7 @@ mod direct;
 mod elicit;
 mod http;
 pub mod listing;
+mod offload;
 mod raw_args;
 mod request_ids;
 mod server;
@@ -472,6 +473,9 @@ pub(crate) struct State {
     pub records: Option<EffectGuard>,
     /// The artifact store every generation's host spills to.
     pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
+    /// Where revealed tools are kept by token or session id, when the
+    /// record store shares them between hosts ([`toolhost::reveal`]).
+    pub reveals: Option<Arc<dyn toolhost::reveal::RevealBackend>>,
     /// The journal, breaker and metrics every generation's host shares.
     pub recorder: toolhost::record::Recorder,
     /// What `delegate` results say about reaching this host.
@@ -678,6 +682,7 @@ pub fn serve(
     let slots = call_slots();
     let state = Arc::new(State {
         current: RwLock::new(Arc::new(first)),
+        reveals: records.as_ref().and_then(|r| r.reveals()),
         records,
         artifacts: args.artifacts.clone(),
         recorder,

@@ -266,9 +266,6 @@ impl McpServer {
     /// has no session to add them to (its handler is made for it and
     /// dropped after it): its list stays the same, and nothing is announced.
     async fn reveal(&self, req: &CallRequest<'_>, name: &str, obs: &Observation) {
-        let Some(peer) = req.peer.filter(|_| !(req.stateless && req.parts.is_some())) else {
-            return;
-        };
         let mut found: Vec<String> = Vec::new();
         if self.state.lazy && name == toolhost::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
@@ -278,6 +275,27 @@ impl McpServer {
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
             found.push(toolhost::artifact::TOOL_NAME.to_string());
         }
+        if found.is_empty() {
+            return;
+        }
+        // A store shared by hosts keeps them by token or session, so the
+        // next request sees them through any host.
+        if let (Some(store), Some(key)) = (
+            self.state.reveals.clone(),
+            reveal_key(req.parts, req.stateless),
+        ) {
+            let names = found.clone();
+            let kept = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+                store.add(&key, &names, toolhost::reveal::KEEP)
+            })
+            .await;
+            if !matches!(kept, Ok(Ok(_))) {
+                tracing::warn!("toolhost: the revealed tools could not be kept in the store");
+            }
+        }
+        let Some(peer) = req.peer.filter(|_| !(req.stateless && req.parts.is_some())) else {
+            return;
+        };
         let added = {
             let mut revealed = self.revealed.lock().unwrap_or_else(|e| e.into_inner());
             let before = revealed.len();
@@ -287,6 +305,33 @@ impl McpServer {
         if added {
             let _ = peer.notify_tool_list_changed().await;
         }
+    }
+
+    /// What this session was shown: its own reveals and, with a shared
+    /// store, those kept for its token or session.
+    async fn revealed(
+        &self,
+        parts: Option<&http::request::Parts>,
+        stateless: bool,
+    ) -> std::collections::BTreeSet<String> {
+        let mut revealed = self
+            .revealed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let (Some(store), Some(key)) = (self.state.reveals.clone(), reveal_key(parts, stateless))
+        {
+            let kept =
+                crate::offload::blocking(crate::offload::STORE_WAIT, move || store.revealed(&key))
+                    .await;
+            match kept {
+                Ok(Ok(names)) => revealed.extend(names),
+                _ => {
+                    tracing::warn!("toolhost: the revealed tools could not be read from the store")
+                }
+            }
+        }
+        revealed
     }
 
     /// Whether stderr lines of a call go out as `notifications/message`.
@@ -302,6 +347,19 @@ impl McpServer {
             None => true,
         }
     }
+}
+
+/// The store key of an HTTP request's reveals: its 2025-11-25 session's
+/// id, or for a stateless request its token's id (a client without a
+/// token has none: its reveals are not kept).
+fn reveal_key(parts: Option<&http::request::Parts>, stateless: bool) -> Option<String> {
+    let parts = parts?;
+    if !stateless {
+        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        return Some(toolhost::reveal::session_key(id));
+    }
+    let scope = parts.extensions.get::<Arc<SessionScope>>()?;
+    (!scope.anonymous).then(|| toolhost::reveal::token_key(&scope.session.grant().token_id_hex()))
 }
 
 /// Whether `name` is the host's own `artifact_view` on this host: it spills
@@ -375,7 +433,8 @@ impl McpServer {
         let mut parsed = match self.parse_call(req, &generation, &scope, name) {
             Ok(parsed) => parsed,
             Err(e) => {
-                self.journal_refusal(&generation, &scope, name, &arguments);
+                self.journal_refusal(&generation, &scope, name, &arguments)
+                    .await;
                 return Err(e);
             }
         };
@@ -389,7 +448,8 @@ impl McpServer {
         ) {
             Ok(asker) => asker,
             Err(e) => {
-                self.journal_refusal(&generation, &scope, name, &arguments);
+                self.journal_refusal(&generation, &scope, name, &arguments)
+                    .await;
                 return Err(e);
             }
         };
@@ -434,7 +494,10 @@ impl McpServer {
             return Ok(CallToolResponse::InputRequired(asked));
         }
         if mode == Mode::Run && !answered {
-            if let Some(asked) = self.ask_stateless(req, &generation, name, &arguments, &obs) {
+            if let Some(asked) = self
+                .ask_stateless(req, &generation, name, &arguments, &obs)
+                .await
+            {
                 return Ok(CallToolResponse::InputRequired(asked));
             }
         }
@@ -464,9 +527,9 @@ impl McpServer {
         let Some((id, details)) = elicit::pending(&obs) else {
             return Err(obs);
         };
-        let Some(approvals) = generation.host.approvals() else {
+        if generation.host.approvals().is_none() {
             return Err(obs);
-        };
+        }
         if mode != Mode::Run || opts.approval.is_some() || !elicit::can_ask(peer) {
             return Err(obs);
         }
@@ -489,9 +552,28 @@ impl McpServer {
             elicit::Answer::None => return Err(obs),
         };
         let who = format!("{} (elicitation)", elicit::who(peer));
-        if let Err(e) = approvals.decide(&id, approve, &who, note.as_deref()) {
-            tracing::warn!("the answer to approval {id} could not be recorded: {e}");
-            return Err(obs);
+        // The store is written on the blocking pool (never on a worker).
+        let decided = {
+            let (generation, id) = (generation.clone(), id.clone());
+            crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+                generation
+                    .host
+                    .approvals()
+                    .map(|a| a.decide(&id, approve, &who, note.as_deref()))
+            })
+            .await
+        };
+        match decided {
+            Ok(Some(Ok(_))) => {}
+            Ok(Some(Err(e))) => {
+                tracing::warn!("the answer to approval {id} could not be recorded: {e}");
+                return Err(obs);
+            }
+            Ok(None) => return Err(obs),
+            Err(e) => {
+                tracing::warn!("the answer to approval {id} could not be recorded: {e}");
+                return Err(obs);
+            }
         }
         // The same call again, under the same key, with the approval: it
         // runs bound to the plan the person saw, or says why not.
@@ -520,10 +602,10 @@ impl McpServer {
     /// A call that waits for a person's approval, in a 2026-07-28 request
     /// whose client can answer a form: the `input_required` result that
     /// asks (see [`elicit`]), with the approval's signed request state.
-    fn ask_stateless(
+    async fn ask_stateless(
         &self,
         req: &CallRequest<'_>,
-        generation: &Generation,
+        generation: &Arc<Generation>,
         name: &str,
         arguments: &str,
         obs: &Observation,
@@ -532,15 +614,31 @@ impl McpServer {
             return None;
         }
         let (id, details) = elicit::pending(obs)?;
-        let guard = generation.host.effect_guard()?;
-        match guard.seal_request_state(&id, elicit::MAX_WAIT) {
-            Ok(state) => Some(InputRequiredResult::new(
+        generation.host.effect_guard()?;
+        // The approval is read from the store on the blocking pool.
+        let sealed = {
+            let (generation, id) = (generation.clone(), id.clone());
+            crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+                generation
+                    .host
+                    .effect_guard()
+                    .map(|g| g.seal_request_state(&id, elicit::MAX_WAIT))
+            })
+            .await
+        };
+        match sealed {
+            Ok(Some(Ok(state))) => Some(InputRequiredResult::new(
                 Some(elicit::input_request(elicit::question(
                     name, arguments, details,
                 ))),
                 Some(state),
             )),
-            Err((_, e)) => {
+            Ok(Some(Err((_, e)))) => {
+                tracing::warn!("approval {id} cannot be asked in this request: {e}");
+                None
+            }
+            Ok(None) => None,
+            Err(e) => {
                 tracing::warn!("approval {id} cannot be asked in this request: {e}");
                 None
             }
@@ -548,42 +646,49 @@ impl McpServer {
     }
 
     /// A `tools/call` refused before the pipeline (a tool this session
-    /// cannot see, or unusable `_meta`) is journaled all the same.
-    fn journal_refusal(
+    /// cannot see, or unusable `_meta`) is journaled all the same (on the
+    /// blocking pool: the breaker may count in the store).
+    async fn journal_refusal(
         &self,
-        generation: &Generation,
-        scope: &SessionScope,
+        generation: &Arc<Generation>,
+        scope: &Arc<SessionScope>,
         name: &str,
         arguments: &str,
     ) {
         use toolhost::observation::ErrorCode;
-        let opts = toolhost::pipeline::CallOptions {
-            conversation: Some(self.conversation.to_string()),
-            ..Default::default()
-        };
-        let caller = toolhost::record::Caller {
-            tool: name,
-            args: arguments,
-            opts: &opts,
-            chain: scope.session.chain_ids(),
-        };
-        let visible = generation.host.catalog().get(name).is_some() && scope.allows(name);
-        let code = match generation.host.catalog().refusal(name) {
-            _ if visible => ErrorCode::InvalidArguments,
-            Some(p) => p
-                .code
-                .as_deref()
-                .and_then(ErrorCode::from_code)
-                .unwrap_or(ErrorCode::PluginUnavailable),
-            None => ErrorCode::UnknownTool,
-        };
-        let info = code.info(format!(
-            "`{name}`: refused before it ran (see the protocol error)"
-        ));
-        let _ = generation
-            .host
-            .recorder()
-            .refusal(generation.host.catalog(), &caller, info);
+        let (generation, scope) = (generation.clone(), scope.clone());
+        let (name, arguments) = (name.to_string(), arguments.to_string());
+        let conversation = self.conversation.to_string();
+        let _ = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
+            let opts = toolhost::pipeline::CallOptions {
+                conversation: Some(conversation),
+                ..Default::default()
+            };
+            let caller = toolhost::record::Caller {
+                tool: &name,
+                args: &arguments,
+                opts: &opts,
+                chain: scope.session.chain_ids(),
+            };
+            let visible = generation.host.catalog().get(&name).is_some() && scope.allows(&name);
+            let code = match generation.host.catalog().refusal(&name) {
+                _ if visible => ErrorCode::InvalidArguments,
+                Some(p) => p
+                    .code
+                    .as_deref()
+                    .and_then(ErrorCode::from_code)
+                    .unwrap_or(ErrorCode::PluginUnavailable),
+                None => ErrorCode::UnknownTool,
+            };
+            let info = code.info(format!(
+                "`{name}`: refused before it ran (see the protocol error)"
+            ));
+            let _ = generation
+                .host
+                .recorder()
+                .refusal(generation.host.catalog(), &caller, info);
+        })
+        .await;
     }
 
     /// Parse: the tool must be one this session may see (else JSON-RPC
@@ -633,6 +738,7 @@ impl McpServer {
             )
         })?;
         let mut opts = self.state.defaults.clone();
+        let client_trajectory = matches!(meta.idempotency, Some(KeySource::Derived { .. }));
         let call_id = meta.call_id.unwrap_or_else(new_call_id);
         // Without the client's ids, a key unique to this request: the call
         // is still recorded, and its key is in the observation for a retry.
@@ -666,7 +772,14 @@ impl McpServer {
                 ),
             });
         }
-        opts.conversation = Some(self.conversation.to_string());
+        // The breaker's conversation: a session's id; for a stateless HTTP
+        // request (on whichever host) the trajectory the client names,
+        // counted under its token, else this handler's.
+        opts.conversation = if req.stateless && req.parts.is_some() && client_trajectory {
+            None
+        } else {
+            Some(self.conversation.to_string())
+        };
         opts.request_url = self.request_url(req);
         Ok(ParsedCall {
             opts,
@@ -919,10 +1032,11 @@ impl ServerHandler for McpServer {
         let scope = self.scope(cx.extensions.get::<http::request::Parts>())?;
         let generation = self.state.current();
         let revealed = self
-            .revealed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .revealed(
+                cx.extensions.get::<http::request::Parts>(),
+                is_stateless(&cx),
+            )
+            .await;
         let mut visible: Vec<(String, &Value)> = generation
             .tools
             .iter()
@@ -1041,20 +1155,37 @@ impl ServerHandler for McpServer {
         let uri = request.uri;
         let not_found =
             |why: String| ErrorData::resource_not_found(why, Some(json!({ "uri": uri.clone() })));
-        let Some(store) = generation.host.artifacts() else {
+        if generation.host.artifacts().is_none() {
             return Err(not_found(format!("no resource `{uri}`")));
-        };
+        }
         let Some(id) = toolhost::artifact::id_of_uri(&uri) else {
             return Err(not_found(format!(
                 "no resource `{uri}`: this server serves only {}<id> of spilled results",
                 toolhost::artifact::URI_PREFIX
             )));
         };
-        if let Err(e) = scope.session.check_live(generation.host.budgets()) {
-            return Err(ErrorData::invalid_request(e.message.clone(), None));
-        }
-        let owner = scope.session.grant().binding_hex();
-        let artifact = store.read(id, &owner).map_err(|e| match e {
+        let id = id.to_string();
+        let read = crate::offload::blocking(crate::offload::STORE_WAIT, {
+            let generation = generation.clone();
+            move || {
+                scope.session.check_live(generation.host.budgets())?;
+                let owner = scope.session.grant().binding_hex();
+                Ok(match generation.host.artifacts() {
+                    Some(store) => store.read(&id, &owner),
+                    None => Err(toolhost::artifact::ArtifactError::NotFound(id)),
+                })
+            }
+        })
+        .await;
+        let artifact = match read {
+            Err(e) => return Err(ErrorData::internal_error(e.to_string(), None)),
+            Ok(Err(info)) => {
+                let info: Box<toolhost::observation::ErrorInfo> = info;
+                return Err(ErrorData::invalid_request(info.message.clone(), None));
+            }
+            Ok(Ok(read)) => read,
+        };
+        let artifact = artifact.map_err(|e| match e {
             toolhost::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
                 e.to_string(),
                 Some(json!({"uri": uri.clone(), "code": "denied"})),

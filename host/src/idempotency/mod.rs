@@ -361,6 +361,33 @@ pub trait Store: Send + Sync {
     ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
         None
     }
+
+    /// The artifacts kept in this store ([`crate::artifact`]), if the
+    /// backend keeps them: then every host sharing the store serves every
+    /// artifact. Without them a host keeps its artifacts in a directory.
+    fn artifacts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
+        None
+    }
+
+    /// The circuit breaker's counts kept in this store
+    /// ([`crate::breaker::BreakerBackend`]), if the backend shares them
+    /// between hosts. Without them each host counts in memory.
+    fn breaker_counts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::breaker::BreakerBackend>> {
+        None
+    }
+
+    /// The tools revealed to tokens and sessions ([`crate::reveal`]), if
+    /// the backend shares them between hosts. Without them a 2025-11-25
+    /// session keeps its own and a stateless request sees none.
+    fn reveals(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::reveal::RevealBackend>> {
+        None
+    }
 }
 
 /// `duration` in whole milliseconds, rounded up (a 1 µs lease is 1 ms), as

@@ -47,6 +47,8 @@
 //! ```
 
 mod approval;
+pub mod artifact;
+pub mod fleet;
 mod journal;
 mod ledger;
 
@@ -455,6 +457,24 @@ impl Store for PostgresStore {
         self: std::sync::Arc<Self>,
     ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
         Some(self)
+    }
+
+    fn artifacts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
+        Some(std::sync::Arc::new(artifact::PgArtifacts::new(self)))
+    }
+
+    fn breaker_counts(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::breaker::BreakerBackend>> {
+        Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
+    }
+
+    fn reveals(
+        self: std::sync::Arc<Self>,
+    ) -> Option<std::sync::Arc<dyn crate::reveal::RevealBackend>> {
+        Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 }
 

@@ -25,9 +25,16 @@
 //! No entry of a call that ran is dropped: a batch the store refuses stays
 //! queued and is tried again ([`RETRY_EVERY`]); [`Journal::flush`] waits
 //! for everything queued so far, and dropping the last handle flushes and
-//! joins the writer (the CLI does so before it exits). What a process
-//! killed by `SIGKILL` had queued and not yet written (at most [`LINGER`]
-//! of calls) is lost.
+//! joins the writer (the CLI does so before it exits).
+//!
+//! The bound on what a crash loses: the entry of a call that may have
+//! acted (any level but read-only) is written before its answer leaves the
+//! host ([`Journal::flush`] right after [`Journal::append`], in
+//! [`crate::record`]; calls finishing together share the transaction).
+//! Only read-only calls' entries wait for a batch, so a process killed by
+//! `SIGKILL` loses at most the entries of the read-only calls it answered
+//! in the last [`LINGER`] (plus, while the store refuses writes, those
+//! kept for a retry).
 //!
 //! # Retention
 //!
