@@ -8,6 +8,9 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             reads each, and one keyed edit sent 10 times: every read ok, the
             edit applied once and replayed 9 times
   reads     30 stateless reads, every one ok (after a host was killed)
+  approve   3 deletions asked of the person as input_required round trips
+            (round robin: the retry usually reaches another host): the
+            approved one runs once, the declined and cancelled ones do not
 """
 
 import json
@@ -64,6 +67,32 @@ async def keyed_edit(url, n):
     return outcomes
 
 
+class Answers:
+    """The elicitation callback: answers in order."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+
+    async def __call__(self, context, params):
+        from mcp import types
+
+        answer = self.answers.pop(0) if self.answers else {"action": "cancel"}
+        return types.ElicitResult(**answer)
+
+
+async def deletions(url):
+    answers = Answers(
+        [{"action": "accept", "content": {"approve": True}}, {"action": "decline"}, {"action": "cancel"}]
+    )
+    codes = []
+    async with Client(url, mode="2026-07-28", elicitation_callback=answers) as client:
+        for name in ["gone.txt", "kept1.txt", "kept2.txt"]:
+            result = await client.call_tool("file_delete", {"path": name})
+            obs = observation(result)
+            codes.append(obs.get("status") if obs.get("error") is None else obs["error"]["code"])
+    return codes
+
+
 async def main(url, phase):
     started = time.monotonic()
     if phase == "spread":
@@ -84,6 +113,10 @@ async def main(url, phase):
             and report["edits_ok"] == 10
             and report["edits_run"] == 1
         )
+    elif phase == "approve":
+        codes = await deletions(url)
+        report = {"outcomes": codes}
+        ok = codes == ["ok", "approval_declined", "approval_pending"]
     elif phase == "reads":
         reads = await stateless_reads(url, 30)
         report = {"reads_ok": reads.count("ok")}

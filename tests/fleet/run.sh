@@ -8,6 +8,8 @@
 #   1. spread: stateless reads go round robin, 2025-11-25 sessions stick to
 #      their host, a keyed edit sent ten times through the proxy runs once;
 #      the journal shows calls answered by all three hosts;
+#      a deletion asked of the person as a 2026-07-28 round trip is accepted
+#      by whichever host the retry reaches, once;
 #   2. a host is SIGKILLed: the proxy stops sending to it, every read still
 #      answers;
 #   3. another host gets SIGTERM: it drains and exits, every read still
@@ -52,6 +54,13 @@ hosts="$("$BIN" log --json --store "$TOOLHOST_FLEET_POSTGRES" --since "$since" -
 [ "$hosts" = "host-a host-b host-c" ] || fail "the reads were answered by: $hosts"
 pass "journal: reads answered by $hosts"
 
+for f in gone.txt kept1.txt kept2.txt; do printf 'x\n' >"$DIR/workspace/$f"; done
+report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" approve 2>/dev/null)" ||
+  fail "approve: $report"
+[ ! -e "$DIR/workspace/gone.txt" ] && [ -e "$DIR/workspace/kept1.txt" ] && [ -e "$DIR/workspace/kept2.txt" ] ||
+  fail "approve: the files are not as the person decided"
+pass "approve: $report"
+
 # 2. A host dies.
 kill -KILL "$(cat "$DIR/host-b/pid")"
 sleep 1.5
@@ -72,4 +81,10 @@ sleep 1.5
 report="$(timeout 60 "$PY" tests/fleet/fleet_client.py "$URL" reads 2>/dev/null)" ||
   fail "after SIGTERM of host-c: $report"
 pass "after SIGTERM of host-c: $report"
+deploy/fleet.sh down
+sleep 1
+if grep -l "panicked" "$DIR"/logs/*.log; then
+  fail "a host panicked (see the logs above)"
+fi
+pass "no host panicked, stopping included"
 echo "fleet: all checks passed"

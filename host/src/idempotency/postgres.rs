@@ -219,6 +219,31 @@ impl Statements {
     }
 }
 
+/// Drops `value` (which holds blocking PostgreSQL clients) where a client
+/// may close: a client closes by blocking on a runtime of its own, which
+/// tokio refuses on a thread that drives one (a store dropped by an async
+/// server at shutdown), so there it is dropped on a thread of its own.
+pub(crate) fn drop_off_runtime<T: Send>(value: T) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|scope| {
+            let _ = scope.spawn(move || drop(value)).join();
+        });
+    } else {
+        drop(value);
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop_off_runtime(conn);
+    }
+}
+
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://` URL or a
     /// `key=value` string), creates the schema if absent and prepares the
@@ -299,14 +324,37 @@ impl PostgresStore {
     /// gone drops it so the next call reconnects.
     /// Runs `f` on the connection (as the store's own operations do), for
     /// the capability ledger's tables ([`crate::ledger::postgres`]).
-    pub(crate) fn with_client<T>(
+    pub(crate) fn with_client<T: Send>(
         &self,
-        f: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
         self.with(|client, _| f(client))
     }
 
-    fn with<T>(
+    fn with<T: Send>(
+        &self,
+        f: impl FnOnce(&mut Client, &Statements) -> Result<T, StoreError> + Send,
+    ) -> Result<T, StoreError> {
+        // The blocking client drives a runtime of its own, which tokio
+        // refuses to start inside another: a caller on an async thread (a
+        // handler, or a value dropped there at shutdown) has the work done
+        // on a thread of its own rather than panic.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return std::thread::scope(|scope| {
+                scope
+                    .spawn(|| self.with_here(f))
+                    .join()
+                    .unwrap_or_else(|_| {
+                        Err(StoreError::unavailable(
+                            "the store work failed unexpectedly".to_string(),
+                        ))
+                    })
+            });
+        }
+        self.with_here(f)
+    }
+
+    fn with_here<T>(
         &self,
         f: impl FnOnce(&mut Client, &Statements) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -324,7 +372,7 @@ impl PostgresStore {
         key: &str,
         fence: u64,
         operation: &'static str,
-        run: impl FnOnce(&mut Client, &Statements, i64) -> Result<u64, postgres::Error>,
+        run: impl FnOnce(&mut Client, &Statements, i64) -> Result<u64, postgres::Error> + Send,
     ) -> Result<(), StoreError> {
         self.with(|client, sql| {
             let Some(fence_param) = fence_param(fence) else {

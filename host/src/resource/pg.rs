@@ -44,6 +44,13 @@ pub(crate) struct PgLocks {
     idle: Mutex<Vec<Client>>,
 }
 
+impl Drop for PgLocks {
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(PoisonError::into_inner));
+        crate::idempotency::postgres::drop_off_runtime(idle);
+    }
+}
+
 impl std::fmt::Debug for PgLocks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgLocks").finish_non_exhaustive()

@@ -85,9 +85,9 @@ impl PgArtifacts {
     }
 
     /// Runs `f` on the store's connection, the tables created first.
-    fn with<T>(
+    fn with<T: Send>(
         &self,
-        f: impl FnOnce(&mut postgres::Client) -> Result<T, ArtifactError>,
+        f: impl FnOnce(&mut postgres::Client) -> Result<T, ArtifactError> + Send,
     ) -> Result<T, ArtifactError> {
         if self.init.get().is_none() {
             self.store.with_client(|client| {

@@ -82,9 +82,9 @@ impl PgFleetState {
         }
     }
 
-    fn with<T>(
+    fn with<T: Send>(
         &self,
-        f: impl FnOnce(&mut postgres::Client) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut postgres::Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
         if self.init.get().is_none() {
             self.store.with_client(|client| {

@@ -54,9 +54,9 @@ fn backend(e: postgres::Error) -> StoreError {
 }
 
 impl PostgresStore {
-    fn run<T>(
+    fn run<T: Send>(
         &self,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error> + Send,
     ) -> Result<T, StoreError> {
         self.with_client(|client| f(client).map_err(backend))
     }
