@@ -329,7 +329,10 @@ fn elicitation_defaults(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
         }
     });
     let reply = ask("defaults", "Please review your information", &schema)?;
-    one(text(&format!("Elicitation completed: {}", reply_text(&reply))))
+    one(text(&format!(
+        "Elicitation completed: {}",
+        reply_text(&reply)
+    )))
 }
 
 fn elicitation_enums(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
@@ -353,7 +356,10 @@ fn elicitation_enums(_: &Context, _: NoArgs) -> Result<Content, ToolError> {
         }
     });
     let reply = ask("enums", "Please select your options", &schema)?;
-    one(text(&format!("Elicitation completed: {}", reply_text(&reply))))
+    one(text(&format!(
+        "Elicitation completed: {}",
+        reply_text(&reply)
+    )))
 }
 
 /// The content of an accepted reply; any other reply ends the tool.
@@ -480,14 +486,12 @@ fn tools() -> Vec<Tool> {
              and cancellation.",
         )
         .timeout_ms(60_000),
-        asking(
-            fixture(
-                Tool::new("test_elicitation", elicitation),
-                "Ask the user",
-                "Conformance fixture: asks the person `message` with a username/email form \
+        asking(fixture(
+            Tool::new("test_elicitation", elicitation),
+            "Ask the user",
+            "Conformance fixture: asks the person `message` with a username/email form \
                  and returns their response.",
-            ),
-        ),
+        )),
         asking(fixture(
             Tool::new("test_elicitation_sep1034_defaults", elicitation_defaults),
             "Ask with defaults",
