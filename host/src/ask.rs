@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -221,13 +220,6 @@ pub enum InputStateError {
 pub const INPUT_STATE_PREFIX: &str = "in1.";
 const DOMAIN: &[u8] = b"toolhost/input-state/v1\0";
 
-fn mac(key: &[u8], payload: &[u8]) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-    mac.update(DOMAIN);
-    mac.update(payload);
-    hex::encode(mac.finalize().into_bytes())
-}
-
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -238,12 +230,9 @@ pub fn now_ms() -> u64 {
 impl InputState {
     /// The text of this state, signed with `key`.
     pub fn seal(&self, key: &[u8]) -> String {
-        use base64::Engine;
-        let payload = serde_json::to_vec(self).expect("an input state serialises");
         format!(
-            "{INPUT_STATE_PREFIX}{}.{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&payload),
-            mac(key, &payload)
+            "{INPUT_STATE_PREFIX}{}",
+            crate::sealed::seal(key, DOMAIN, self)
         )
     }
 
@@ -256,21 +245,14 @@ impl InputState {
         args_digest: &str,
         capability: &str,
     ) -> Result<InputState, InputStateError> {
-        use base64::Engine;
-        use subtle::ConstantTimeEq;
         let body = text
             .strip_prefix(INPUT_STATE_PREFIX)
             .ok_or(InputStateError::Malformed)?;
-        let (payload_b64, sig) = body.split_once('.').ok_or(InputStateError::Malformed)?;
-        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(payload_b64)
-            .map_err(|_| InputStateError::Malformed)?;
-        let expected = mac(key, &payload);
-        if expected.len() != sig.len() || !bool::from(expected.as_bytes().ct_eq(sig.as_bytes())) {
-            return Err(InputStateError::Forged);
-        }
-        let state: InputState =
-            serde_json::from_slice(&payload).map_err(|_| InputStateError::Malformed)?;
+        let state: InputState = match crate::sealed::open(key, DOMAIN, body) {
+            Ok((state, _)) => state,
+            Err(crate::sealed::Unsealed::Malformed) => return Err(InputStateError::Malformed),
+            Err(crate::sealed::Unsealed::Forged) => return Err(InputStateError::Forged),
+        };
         if state.tool != tool {
             return Err(InputStateError::OtherCall("another tool"));
         }

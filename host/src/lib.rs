@@ -109,6 +109,7 @@ pub mod reveal;
 pub mod sandbox;
 pub mod schema;
 pub mod script;
+pub mod sealed;
 pub mod session;
 pub mod store_error;
 pub(crate) mod text;

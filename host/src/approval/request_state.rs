@@ -14,10 +14,8 @@
 //! The text is `base64url(payload) "." hex(hmac)`; it is signed, not
 //! encrypted (it holds no secret).
 
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Sha256;
 
 /// What a request state binds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,40 +56,20 @@ pub enum StateError {
 /// Domain of the signature: never valid as a plan token's.
 const DOMAIN: &[u8] = b"toolhost/request-state/v1\0";
 
-fn mac(key: &[u8], payload: &[u8]) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-    mac.update(DOMAIN);
-    mac.update(payload);
-    hex::encode(mac.finalize().into_bytes())
-}
-
 /// The text of `state`, signed with `key`.
 pub fn seal(key: &[u8], state: &RequestState) -> String {
-    use base64::Engine;
-    let payload = serde_json::to_vec(state).expect("a request state serialises");
-    format!(
-        "{}.{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&payload),
-        mac(key, &payload)
-    )
+    crate::sealed::seal(key, DOMAIN, state)
 }
 
 /// The state `text` carries when `key` signed it, with its signature (the
 /// handle its use is recorded under). Expiry and binding are the caller's
 /// to check ([`RequestState::check`]).
 pub fn open(key: &[u8], text: &str) -> Result<(RequestState, String), StateError> {
-    use base64::Engine;
-    let (payload_b64, sig) = text.split_once('.').ok_or(StateError::Malformed)?;
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload_b64)
-        .map_err(|_| StateError::Malformed)?;
-    let expected = mac(key, &payload);
-    use subtle::ConstantTimeEq;
-    if expected.len() != sig.len() || !bool::from(expected.as_bytes().ct_eq(sig.as_bytes())) {
-        return Err(StateError::Forged);
+    match crate::sealed::open(key, DOMAIN, text) {
+        Ok((state, sig)) => Ok((state, sig.to_string())),
+        Err(crate::sealed::Unsealed::Malformed) => Err(StateError::Malformed),
+        Err(crate::sealed::Unsealed::Forged) => Err(StateError::Forged),
     }
-    let state = serde_json::from_slice(&payload).map_err(|_| StateError::Malformed)?;
-    Ok((state, sig.to_string()))
 }
 
 impl RequestState {
