@@ -77,44 +77,34 @@
 
 pub mod approval;
 pub mod artifact;
-pub mod ask;
-pub mod boundary;
 pub mod breaker;
 pub mod budget;
 pub mod call;
 pub mod capability;
 pub mod catalog;
 pub mod delegation;
-pub mod descriptor;
 pub mod discovery;
 pub mod effects;
-pub mod exec_call;
-pub mod file_index;
 pub mod idempotency;
 pub mod journal;
-pub mod json;
 pub mod ledger;
 pub mod lint;
 pub mod metrics;
-pub mod observation;
-pub mod opendir;
-pub mod origin;
-pub mod paths;
 pub mod pipeline;
-pub mod provenance;
 pub mod record;
-pub mod redact;
 pub mod resource;
 pub mod reveal;
 pub mod sandbox;
 pub mod schema;
 pub mod script;
-pub mod sealed;
 pub mod session;
 pub mod store_error;
-pub(crate) mod text;
-pub mod toolname;
 pub mod trust;
 
 /// The host's own words, kept beside the observations they explain.
 pub use observation::messages;
+pub use toolhost_base::{
+    ask, boundary, descriptor, exec_call, file_index, json, observation, opendir, origin, paths,
+    provenance, redact, sealed, secret, toolname,
+};
+pub(crate) use toolhost_base::text;

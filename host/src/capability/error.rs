@@ -114,25 +114,7 @@ impl WidenError {
     }
 }
 
-/// Loading or creating a root key failed.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    #[error("root key file {}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The key file can be read or written by group or others.
-    #[error("root key file {} has mode {mode:03o}: it must be readable by its owner only (chmod 600)", path.display())]
-    Permissions { path: PathBuf, mode: u32 },
-    /// The key material is not 32 bytes (raw, or 64 hex digits).
-    #[error("root key from {origin}: {reason}")]
-    Invalid { origin: String, reason: String },
-    /// The operating system's random source failed.
-    #[error("no randomness available for a root key: {0}")]
-    Random(String),
-}
+pub use toolhost_base::secret::KeyError;
 
 /// An access a [`Grant`] refused. Its message names the failed caveat (type
 /// and value) so that a model can act on it, e.g. "`secrets/key` is outside

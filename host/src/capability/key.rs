@@ -2,6 +2,7 @@
 //! verifying the chained signature, and rotation.
 
 use super::*;
+use toolhost_base::secret;
 
 /// Identifies a root key: the first 4 bytes of SHA-256 of a domain tag and
 /// the key. Shown as 8 hex digits.
@@ -58,26 +59,12 @@ impl RootKey {
 
     /// A new key from the operating system's random source.
     pub fn generate() -> Result<RootKey, KeyError> {
-        let mut bytes = [0u8; KEY_LEN];
-        getrandom::fill(&mut bytes).map_err(|e| KeyError::Random(e.to_string()))?;
-        Ok(RootKey::from_bytes(bytes))
+        secret::generate().map(RootKey::from_bytes)
     }
 
     /// A key from 64 hex digits.
     pub fn from_hex(hex_key: &str) -> Result<RootKey, KeyError> {
-        RootKey::from_hex_at(hex_key, "hex")
-    }
-
-    fn from_hex_at(hex_key: &str, origin: &str) -> Result<RootKey, KeyError> {
-        let invalid = |reason: &str| KeyError::Invalid {
-            origin: origin.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let raw = hex::decode(hex_key.trim()).map_err(|_| invalid("not hex"))?;
-        let bytes: [u8; KEY_LEN] = raw
-            .try_into()
-            .map_err(|_| invalid("a root key is 32 bytes (64 hex digits)"))?;
-        Ok(RootKey::from_bytes(bytes))
+        secret::from_hex(hex_key, "hex").map(RootKey::from_bytes)
     }
 
     /// The key in `TOOLHOST_ROOT_KEY` (hex), or `None` if the variable is
@@ -93,87 +80,7 @@ impl RootKey {
     /// one key. A file readable or writable by group or others is refused.
     /// The file holds 32 raw bytes (64 hex digits are accepted too).
     pub fn load_or_create(path: impl AsRef<Path>) -> Result<RootKey, KeyError> {
-        let path = path.as_ref();
-        match RootKey::load(path) {
-            Err(KeyError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-            other => return other,
-        }
-        let key = RootKey::generate()?;
-        let io = |source| KeyError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.exists() {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(parent).map_err(io)?;
-        }
-        // Write a private temporary file, then link it into place: the key
-        // file never exists half-written, and a concurrent creator wins or
-        // loses as a whole.
-        let file_name = path
-            .file_name()
-            .map_or_else(|| "root-key".into(), |n| n.to_string_lossy().into_owned());
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = parent.join(format!(".{file_name}.{}.{nanos}.tmp", std::process::id()));
-        write_private(&tmp, &key.bytes).map_err(io)?;
-        let linked = std::fs::hard_link(&tmp, path);
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => Ok(key),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => RootKey::load(path),
-            // File systems without hard links: exclusive create in place.
-            Err(_) => match write_private(path, &key.bytes) {
-                Ok(()) => Ok(key),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => RootKey::load(path),
-                Err(e) => Err(io(e)),
-            },
-        }
-    }
-
-    fn load(path: &Path) -> Result<RootKey, KeyError> {
-        let io = |source| KeyError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(KeyError::Permissions {
-                    path: path.to_owned(),
-                    mode,
-                });
-            }
-        }
-        if !meta.is_file() {
-            return Err(KeyError::Invalid {
-                origin: path.display().to_string(),
-                reason: "not a regular file".into(),
-            });
-        }
-        let data = std::fs::read(path).map_err(io)?;
-        if let Ok(bytes) = <[u8; KEY_LEN]>::try_from(data.as_slice()) {
-            return Ok(RootKey::from_bytes(bytes));
-        }
-        let text = std::str::from_utf8(&data).map_err(|_| KeyError::Invalid {
-            origin: path.display().to_string(),
-            reason: format!(
-                "{} bytes; expected 32 raw bytes or 64 hex digits",
-                data.len()
-            ),
-        })?;
-        RootKey::from_hex_at(text, &path.display().to_string())
+        secret::load_or_create(path).map(RootKey::from_bytes)
     }
 
     /// The key's id, written into every token it mints.
@@ -181,16 +88,13 @@ impl RootKey {
         self.id
     }
 
-    /// Mints a token (same as [`Token::mint`]).
     /// A subkey for another purpose (e.g. `"idempotency"`), so one root
     /// secret serves several MACs without ever being reused directly.
     pub fn derive(&self, purpose: &str) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.bytes).expect("any key length");
-        mac.update(b"toolhost/subkey/v1\0");
-        mac.update(purpose.as_bytes());
-        mac.finalize().into_bytes().into()
+        secret::derive(&self.bytes, purpose)
     }
 
+    /// Mints a token (same as [`Token::mint`]).
     pub fn mint(&self, caveats: &[Caveat]) -> Result<Token, CapError> {
         Token::mint(self, caveats)
     }
@@ -233,16 +137,6 @@ pub(super) fn chain_step(sig: &[u8; SIG_LEN], caveat: &[u8]) -> [u8; SIG_LEN] {
     let mut mac = HmacSha256::new_from_slice(sig).expect("HMAC takes any key length");
     mac.update(caveat);
     mac.finalize().into_bytes().into()
-}
-
-pub(super) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let mut file = opts.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 /// Root keys by id, for rotation: mint with the newest, verify with any.
@@ -303,7 +197,7 @@ impl Keyring {
         }
         let mut ring = Keyring::new();
         for part in value.split(',') {
-            ring.insert(RootKey::from_hex_at(part, ROOT_KEY_ENV)?);
+            ring.insert(RootKey::from_bytes(secret::from_hex(part, ROOT_KEY_ENV)?));
         }
         Ok(Some(ring))
     }

@@ -127,8 +127,7 @@
 //! ```
 
 use std::fmt;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -147,8 +146,7 @@ pub const TOKEN_VERSION: u8 = 1;
 /// Environment variable holding the root key(s), hex; comma-separated for
 /// rotation (the first one signs, all of them verify).
 pub const ROOT_KEY_ENV: &str = "TOOLHOST_ROOT_KEY";
-/// Length of a root key in bytes.
-pub const KEY_LEN: usize = 32;
+pub use toolhost_base::secret::KEY_LEN;
 /// Most caveats one token may carry (minted and appended together).
 pub const MAX_CAVEATS: usize = 255;
 /// Longest encoded token [`Token::decode`] accepts, in characters.

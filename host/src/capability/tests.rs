@@ -1,6 +1,7 @@
 //! Tests of capability tokens: encoding, caveats, folding, attenuation, keys.
 
 use super::*;
+use toolhost_base::secret::write_private;
 
 const T0: u64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 

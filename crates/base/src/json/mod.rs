@@ -14,7 +14,7 @@ pub mod strict;
 
 pub use toolhost_compact_json as compact;
 
-pub(crate) use strict::clip;
+pub use strict::clip;
 pub use strict::{
     escape_pointer_token, parse_strict, parse_strict_limited, parse_with, push_pointer_token,
     JsonError, JsonErrorKind, ParseOptions, MAX_DEPTH, MAX_SAFE_INTEGER,

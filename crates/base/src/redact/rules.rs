@@ -123,7 +123,7 @@ impl std::fmt::Display for SecretRule {
 
 /// What a match must also satisfy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Check {
+pub enum Check {
     None,
     /// The header segment decodes to a JSON object with `alg`.
     Jwt,
@@ -135,7 +135,7 @@ pub(crate) enum Check {
     RandomValue,
 }
 
-pub(crate) struct RuleDef {
+pub struct RuleDef {
     pub rule: SecretRule,
     pub pattern: &'static str,
     /// Capture group of the secret (0: the whole match).
@@ -195,9 +195,9 @@ pub fn triggers(rule: SecretRule) -> &'static [&'static str] {
 
 /// Names whose values are secrets (in `name = value` text and as JSON
 /// member names).
-pub(crate) const SECRET_NAME: &str = r"(?:pass(?:word|wd|phrase)?|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|bearer[_\-]?token|token|credentials?|client[_\-]?secret|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key)";
+pub const SECRET_NAME: &str = r"(?:pass(?:word|wd|phrase)?|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|bearer[_\-]?token|token|credentials?|client[_\-]?secret|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key)";
 
-pub(crate) static RULES: LazyLock<Vec<RuleDef>> = LazyLock::new(|| {
+pub static RULES: LazyLock<Vec<RuleDef>> = LazyLock::new(|| {
     use SecretRule::*;
     let (none, random) = (Check::None, Check::RandomValue);
     let def = |rule, pattern: &'static str, group, check| RuleDef {
@@ -370,7 +370,7 @@ pub(crate) static RULES: LazyLock<Vec<RuleDef>> = LazyLock::new(|| {
 });
 
 /// The JSON member names whose string values are secrets as a whole.
-pub(crate) static SECRET_NAME_RX: LazyLock<Regex> = LazyLock::new(|| {
+pub static SECRET_NAME_RX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
         r"(?i)^[a-z0-9_.\-]{{0,32}}{SECRET_NAME}s?[a-z0-9_\-]{{0,16}}$"
     ))
@@ -378,12 +378,12 @@ pub(crate) static SECRET_NAME_RX: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// AWS secret key member names (`SecretAccessKey`, `aws_secret_access_key`).
-pub(crate) static AWS_SECRET_NAME_RX: LazyLock<Regex> = LazyLock::new(|| {
+pub static AWS_SECRET_NAME_RX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:aws_?)?secret_?(?:access_?)?key$").expect("aws name pattern compiles")
 });
 
 /// A standalone 40-character base-64 run, for the AWS key pair rule.
-pub(crate) static BASE64_40_RX: LazyLock<Regex> =
+pub static BASE64_40_RX: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9/+]{40}").expect("base64 pattern compiles"));
 
 fn is_base64_char(b: u8) -> bool {
@@ -393,7 +393,7 @@ fn is_base64_char(b: u8) -> bool {
 /// The 40-character run at `start..end` of `text` stands alone (no
 /// base-64 character on either side) and mixes upper case, lower case and
 /// digits, as a random AWS secret key does (a git SHA-1 is lowercase hex).
-pub(crate) fn aws_secret_ok(text: &str, start: usize, end: usize) -> bool {
+pub fn aws_secret_ok(text: &str, start: usize, end: usize) -> bool {
     let bytes = text.as_bytes();
     let alone = (start == 0 || !is_base64_char(bytes[start - 1]))
         && (end == bytes.len() || !is_base64_char(bytes[end]) && bytes[end] != b'=');
@@ -405,7 +405,7 @@ pub(crate) fn aws_secret_ok(text: &str, start: usize, end: usize) -> bool {
 }
 
 /// The header segment of a JWT decodes to a JSON object naming `alg`.
-pub(crate) fn jwt_ok(token: &str) -> bool {
+pub fn jwt_ok(token: &str) -> bool {
     let header = token.split('.').next().unwrap_or("");
     URL_SAFE_NO_PAD
         .decode(header)
@@ -443,12 +443,12 @@ fn is_placeholder(value: &str) -> bool {
 
 /// The password of a connection string is worth hiding: not a
 /// placeholder, not the user name repeated, at least 4 characters.
-pub(crate) fn connection_password_ok(user: &str, password: &str) -> bool {
+pub fn connection_password_ok(user: &str, password: &str) -> bool {
     password.chars().count() >= 4 && password != user && !is_placeholder(password)
 }
 
 /// Shannon entropy in bits per byte.
-pub(crate) fn entropy(value: &str) -> f64 {
+pub fn entropy(value: &str) -> f64 {
     let mut counts = [0u32; 256];
     for b in value.bytes() {
         counts[b as usize] += 1;
@@ -466,7 +466,7 @@ pub(crate) fn entropy(value: &str) -> f64 {
 
 /// A value assigned to a secret-looking name that looks like a secret
 /// rather than code, a type, a word or a placeholder.
-pub(crate) fn looks_like_secret_value(value: &str) -> bool {
+pub fn looks_like_secret_value(value: &str) -> bool {
     let value = value.trim_end_matches(['"', '\'', ')', ']', '}', '.']);
     if value.len() < 8 || is_placeholder(value) {
         return false;

@@ -205,7 +205,7 @@ fn pointer_for_message(pointer: &str) -> &str {
 }
 
 /// Clips `s` to at most `max` characters, marking the cut with `…`.
-pub(crate) fn clip(s: &str, max: usize) -> Cow<'_, str> {
+pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
     match s.char_indices().nth(max) {
         None => Cow::Borrowed(s),
         Some(_) => {

@@ -51,7 +51,7 @@ use crate::opendir::OpenDir;
 
 /// Where a prepared call may take content from, as the host resolved it.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Inputs {
+pub struct Inputs {
     /// Workspace-relative paths (`.` for the root) the call may read.
     pub files: Vec<String>,
     /// The open workspace root, to hash files beneath it (set when `files`
@@ -72,7 +72,7 @@ impl Inputs {
 /// regular files, from `indexes` when it holds one), then the URLs the
 /// guest requested, then the programs it ran, then the questions the
 /// person answered (with the digest of each answer).
-pub(crate) fn sources(
+pub fn sources(
     inputs: &Inputs,
     requested: &[String],
     programs: &[String],
@@ -111,7 +111,7 @@ pub(crate) fn sources(
 
 /// Whether nothing is at `rel` beneath `root` (a missing name on the way
 /// or at the end); any other failure to look counts as present.
-pub(crate) fn absent(root: &OpenDir, rel: &str) -> bool {
+pub fn absent(root: &OpenDir, rel: &str) -> bool {
     matches!(
         crate::opendir::kind_beneath(root, rel, false),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound

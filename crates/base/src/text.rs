@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 /// `s` cut to at most `max` bytes on a character boundary, the cut marked
 /// with `…` (which comes on top of `max`).
-pub(crate) fn clip_bytes(s: &str, max: usize) -> Cow<'_, str> {
+pub fn clip_bytes(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }

@@ -406,7 +406,7 @@ impl IndexCache {
     /// Caches `index` for what the open file `file` is now, whatever it
     /// holds (tests plant indexes with it).
     #[cfg(test)]
-    pub(crate) fn remember(&self, file: &File, index: FileIndex) {
+    pub fn remember(&self, file: &File, index: FileIndex) {
         let key = FileKey::of(file).unwrap();
         self.lock().insert(key, Arc::new(index));
     }

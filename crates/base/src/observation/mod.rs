@@ -65,7 +65,7 @@ mod hygiene;
 pub mod messages;
 mod render;
 
-pub(crate) use clip::clip_bounds;
+pub use clip::clip_bounds;
 use clip::clip_short;
 pub use clip::{clip_head_tail, DEFAULT_TRUNCATION_HINT};
 pub use error::{
@@ -87,7 +87,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const SCHEMA_ID: &str = "https://toolhost.dev/schemas/observation-1.json";
 
 /// The published JSON Schema (draft 2020-12) of an observation.
-pub const SCHEMA_JSON: &str = include_str!("../../../schemas/observation.schema.json");
+pub const SCHEMA_JSON: &str = include_str!("../../../../schemas/observation.schema.json");
 
 /// Longest error message kept, in bytes (guest messages are untrusted).
 pub const MAX_MESSAGE_BYTES: usize = 2048;
@@ -447,7 +447,7 @@ impl Observation {
     /// then hashes the result from the text on its own thread instead of
     /// taking a copy of the value on the call's (500 lines of a file:
     /// ~2,000 allocations). Dropped when the output is spilled.
-    pub(crate) fn with_output_text(mut self, text: String) -> Observation {
+    pub fn with_output_text(mut self, text: String) -> Observation {
         if self.output.is_some() {
             self.output_text = Some(text);
         }
@@ -457,7 +457,7 @@ impl Observation {
     /// The JSON text of `output` kept by
     /// [`with_output_text`](Self::with_output_text), while there is an
     /// output.
-    pub(crate) fn output_text(&self) -> Option<&str> {
+    pub fn output_text(&self) -> Option<&str> {
         self.output.as_ref().and(self.output_text.as_deref())
     }
 

@@ -92,7 +92,7 @@ pub(super) fn join_head_tail(s: &str, head_end: usize, tail_start: usize) -> Str
 /// Where [`clip_head_tail`] cuts `s` for `max_bytes`: the end of the head
 /// and the start of the tail (both on char boundaries, `head_end <=
 /// tail_start`), or `None` when `s` fits whole.
-pub(crate) fn clip_bounds(s: &str, max_bytes: usize) -> Option<(usize, usize)> {
+pub fn clip_bounds(s: &str, max_bytes: usize) -> Option<(usize, usize)> {
     let len = s.len();
     if len <= max_bytes {
         return None;
