@@ -21,12 +21,12 @@ RULES = {
     "rmcp": {"toolhost-mcp"},
     "hyper-util": {"toolhost-mcp"},
     "notify": {"toolhost-mcp"},
-    # The engine and the databases stay in the host library until the
-    # sandbox and the record store are crates of their own.
-    "wasmtime": {"toolhost"},
-    "wasmtime-wasi": {"toolhost"},
-    "wasmtime-wasi-http": {"toolhost"},
-    "wasmtime-wasi-io": {"toolhost"},
+    "wasmtime": {"toolhost-sandbox"},
+    "wasmtime-wasi": {"toolhost-sandbox"},
+    "wasmtime-wasi-http": {"toolhost-sandbox"},
+    "wasmtime-wasi-io": {"toolhost-sandbox"},
+    # The databases stay in the host library until the record store is a
+    # crate of its own.
     "rusqlite": {"toolhost"},
     "postgres": {"toolhost"},
 }

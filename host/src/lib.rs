@@ -94,7 +94,6 @@ pub mod pipeline;
 pub mod record;
 pub mod resource;
 pub mod reveal;
-pub mod sandbox;
 pub mod schema;
 pub mod script;
 pub mod session;
@@ -103,8 +102,9 @@ pub mod trust;
 
 /// The host's own words, kept beside the observations they explain.
 pub use observation::messages;
+pub(crate) use toolhost_base::text;
 pub use toolhost_base::{
     ask, boundary, descriptor, exec_call, file_index, json, observation, opendir, origin, paths,
     provenance, redact, sealed, secret, toolname,
 };
-pub(crate) use toolhost_base::text;
+pub use toolhost_sandbox as sandbox;

@@ -29,7 +29,8 @@ fn check(name: &str, page: &str) {
 /// The `///` lines above each variant of `pub enum ErrorCode`, by variant
 /// name: the one place the codes' meanings are written.
 fn variant_docs() -> Vec<(String, String)> {
-    let src = std::fs::read_to_string(repo_root().join("host/src/observation/error.rs")).unwrap();
+    let src =
+        std::fs::read_to_string(repo_root().join("crates/base/src/observation/error.rs")).unwrap();
     let body = src
         .split_once("pub enum ErrorCode {")
         .expect("the enum")

@@ -2,7 +2,7 @@
 //!
 //! `index(path, max-bytes)` lets a plugin learn a file's SHA-256, size,
 //! line count and line starts from the host instead of reading and hashing
-//! the whole file in Wasm on every request ([`crate::file_index`] computes
+//! the whole file in Wasm on every request ([`toolhost_base::file_index`] computes
 //! and caches them). The host reads only what the guest itself could read:
 //!
 //! - `path` is a guest path, absolute and lexically plain (no `..`, no NUL);
@@ -31,7 +31,7 @@
 //!
 //! `redacted-text(path, max-bytes)` opens the file the same way and
 //! answers its text with every secret replaced by its marker, line by line
-//! ([`crate::redact::Redactor::redact_lines`]), or as it is for a caller
+//! ([`toolhost_base::redact::Redactor::redact_lines`]), or as it is for a caller
 //! with the `secrets` right; `none` for a file that is not text. A search
 //! tool that matches this text cannot be made to say, by its matches or
 //! its counts, anything of what a marker hides.
@@ -43,8 +43,8 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::plugin::toolhost::plugin::files as wit;
 use super::{SandboxError, State};
-use crate::file_index::{self, IndexError, HOST_MAX_BYTES};
-use crate::opendir::{self, Kind, OpenDir};
+use toolhost_base::file_index::{self, IndexError, HOST_MAX_BYTES};
+use toolhost_base::opendir::{self, Kind, OpenDir};
 
 /// Leading bytes `redacted-text` checks for NUL before it reads a file whole.
 const SNIFF_BYTES: u64 = 8 * 1024;
@@ -156,7 +156,7 @@ impl State {
         if self.reveal_secrets {
             return Ok(Some(text));
         }
-        let (clean, _) = crate::redact::redactor().redact_lines(&text);
+        let (clean, _) = toolhost_base::redact::redactor().redact_lines(&text);
         Ok(Some(match clean {
             std::borrow::Cow::Borrowed(_) => text,
             std::borrow::Cow::Owned(clean) => clean,

@@ -106,7 +106,7 @@ pub enum CacheError {
     #[error("compiled-code cache key: no HOME to keep it in; set TOOLHOST_CACHE_KEY_FILE")]
     NoKeyFile,
     #[error("compiled-code cache key: {0}")]
-    Key(#[from] crate::capability::KeyError),
+    Key(#[from] toolhost_base::secret::KeyError),
 }
 
 /// A directory of compiled components, and the secret that authenticates
@@ -159,7 +159,7 @@ impl CompileCache {
             // directory may not exist yet, so its nearest existing ancestor
             // is what is resolved.
             let ws_real = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.to_owned());
-            if crate::paths::real_path_of(&dir).starts_with(&ws_real) {
+            if toolhost_base::paths::real_path_of(&dir).starts_with(&ws_real) {
                 return Err(CacheError::InWorkspace {
                     dir,
                     workspace: ws.to_owned(),
@@ -191,10 +191,10 @@ impl CompileCache {
                 return Err(CacheError::Writable { dir, mode });
             }
         }
-        let secret = crate::capability::RootKey::load_or_create(key_file)?;
+        let secret = toolhost_base::secret::load_or_create(key_file)?;
         Ok(CompileCache {
             dir,
-            mac_key: secret.derive("compile cache entry mac"),
+            mac_key: toolhost_base::secret::derive(&secret, "compile cache entry mac"),
         })
     }
 

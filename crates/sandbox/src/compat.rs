@@ -37,7 +37,7 @@ use super::{
     read_descriptor, read_wit_descriptor, ProbeOutcome, SandboxError, State, ToolError, ToolOutput,
     CONTRACT, CONTRACT_PACKAGE, CONTRACT_VERSION,
 };
-use crate::descriptor::{Described, Needs, SideEffect, ToolDescriptor};
+use toolhost_base::descriptor::{Described, Needs, SideEffect, ToolDescriptor};
 
 /// The previous contract (package and version, `wit/v0.1.0/toolhost.wit`),
 /// which this host still implements.
@@ -55,14 +55,14 @@ pub const SUPPORTED_CONTRACTS: &str =
 pub(super) mod v0_1 {
     pub mod plugin {
         wasmtime::component::bindgen!({
-            path: "../wit/v0.1.0",
+            path: "../../wit/v0.1.0",
             world: "plugin",
         });
     }
 
     pub mod with_effects {
         wasmtime::component::bindgen!({
-            path: "../wit/v0.1.0",
+            path: "../../wit/v0.1.0",
             world: "plugin-with-effects",
         });
     }

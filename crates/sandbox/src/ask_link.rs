@@ -2,7 +2,7 @@
 //! tool's question to the person behind the client.
 //!
 //! [`State`]'s `client::Host::ask` counts the call's questions (at most
-//! [`MAX_QUESTIONS`]) and hands each to [`crate::ask::mediate`] with the
+//! [`MAX_QUESTIONS`]) and hands each to [`toolhost_base::ask::mediate`] with the
 //! call's asker; a dry-run, a probe and `describe` have none, so they are
 //! told `unavailable`. A question whose answer comes only with a later
 //! request stops the guest here: the question is kept in the state, and
@@ -12,7 +12,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::plugin::toolhost::plugin::client as wit;
 use super::{SandboxError, State};
-use crate::ask::{mediate, Answer, Mediated, MAX_QUESTIONS};
+use toolhost_base::ask::{mediate, Answer, Mediated, MAX_QUESTIONS};
 
 /// The trap message of a call stopped for its question.
 pub(super) const INPUT_REQUIRED: &str = "toolhost: the call waits for an answer";

@@ -12,7 +12,7 @@
 
 pub(super) mod plugin {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "plugin",
         // A question whose answer comes only with a later request stops
         // the call (`ask_link`).
@@ -22,7 +22,7 @@ pub(super) mod plugin {
 
 pub(super) mod with_effects {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "plugin-with-effects",
         imports: { "toolhost:plugin/client.ask": trappable },
     });

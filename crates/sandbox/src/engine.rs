@@ -2,7 +2,7 @@
 //! reference component's precompiled artifact.
 //!
 //! The sandbox builds its engine from [`compile_settings`]; the build script
-//! (`host/build.rs`, which compiles this file too, by path) precompiles the
+//! (`build.rs`, which compiles this file too, by path) precompiles the
 //! embedded reference component with the same settings and the same
 //! wasmtime, so a fresh host runs it without compiling (a cold start without
 //! a compile cache). The artifact is framed as

@@ -1,4 +1,4 @@
-//! The sandbox: the only part of toolhost that touches wasmtime.
+//! toolhost-sandbox: the only crate of toolhost that touches wasmtime.
 //!
 //! [`Sandbox`] owns one engine (pooling allocator, copy-on-write heap images,
 //! fuel, epoch interruption), one linker with WASI preview 2 plus
@@ -70,6 +70,7 @@ mod capture;
 mod compat;
 mod deadline;
 mod effects;
+pub mod embedded;
 mod engine;
 mod exec_link;
 mod files_link;
@@ -99,12 +100,12 @@ use wasmtime::{
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::descriptor::{parse_schema_texts, Described, Needs, SideEffect, ToolDescriptor};
-use crate::file_index::{CacheStats, IndexCache};
-use crate::opendir::OpenDir;
 use capture::Capture;
 use http::{NetHooks, NetPolicy};
 use limits::MemoryLimiter;
+use toolhost_base::descriptor::{parse_schema_texts, Described, Needs, SideEffect, ToolDescriptor};
+use toolhost_base::file_index::{CacheStats, IndexCache};
+use toolhost_base::opendir::OpenDir;
 
 use bindings::plugin::toolhost::plugin::types as wit;
 
@@ -236,7 +237,7 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Largest output JSON handed back at all: an output between
     /// `max_output_bytes` and this is returned for the host to spill to an
-    /// artifact ([`crate::artifact`]); beyond both → `output_too_large`.
+    /// artifact (`toolhost::artifact`); beyond both → `output_too_large`.
     /// 0 (the default): no spill.
     pub spill_output_bytes: usize,
     /// Bytes of stdout and of stderr kept (the rest is counted).
@@ -270,7 +271,7 @@ impl Mount {
     /// A mount of the host directory at `path`, opened now (following
     /// symbolic links in `path`: for directories the embedder chooses; the
     /// pipeline opens grants beneath the workspace root instead, see
-    /// [`crate::paths::Workspace::open_grant`]).
+    /// [`toolhost_base::paths::Workspace::open_grant`]).
     pub fn open(path: &Path, guest: &str, writable: bool) -> std::io::Result<Mount> {
         Ok(Mount {
             dir: OpenDir::open(path)?,
@@ -294,16 +295,16 @@ pub struct CallRequest<'a> {
     /// Empty: every request is refused, without a DNS lookup.
     pub net_origins: &'a [String],
     /// The native programs the call may run through the `exec` import, and
-    /// where ([`crate::exec_call`]). `None`: every `run` is `denied`.
-    pub exec: Option<Arc<crate::exec_call::CallExec>>,
+    /// where ([`toolhost_base::exec_call`]). `None`: every `run` is `denied`.
+    pub exec: Option<Arc<toolhost_base::exec_call::CallExec>>,
     pub limits: Limits,
     /// The caller holds the `secrets` right: the `files` import's
     /// `redacted-text` answers files as they are.
     pub reveal_secrets: bool,
-    /// Who the `client` import's questions go to ([`crate::ask`]); `None`:
+    /// Who the `client` import's questions go to ([`toolhost_base::ask`]); `None`:
     /// every question is `unavailable`. Only calls use it, never a dry-run
     /// or a probe.
-    pub asker: Option<Arc<dyn crate::ask::Asker>>,
+    pub asker: Option<Arc<dyn toolhost_base::ask::Asker>>,
     /// Where the `script` import's inner calls go: only the host's script
     /// runner gets one. `None`: every `call-tool` is `denied`.
     pub script: Option<ScriptLink>,
@@ -338,7 +339,9 @@ pub enum Failure {
     Cancelled,
     /// The tool asked a question whose answer comes only with a later
     /// request (a stateless MCP request): the call stopped there.
-    InputRequired { question: crate::ask::Question },
+    InputRequired {
+        question: toolhost_base::ask::Question,
+    },
 }
 
 /// Resource use of one call.
@@ -438,7 +441,7 @@ struct State {
     deadline: Instant,
     cancel: Option<CancelToken>,
     /// The call's programs (`exec_link`).
-    exec: Option<Arc<crate::exec_call::CallExec>>,
+    exec: Option<Arc<toolhost_base::exec_call::CallExec>>,
     /// A program was ended by the call's deadline: the run is a timeout.
     deadline_reached: bool,
     /// The call's mounts (open directory, guest path), for `files_link`.
@@ -452,11 +455,11 @@ struct State {
     /// The caller may see secrets (`files_link`'s `redacted-text`).
     reveal_secrets: bool,
     /// Where the call's questions go (`ask_link`).
-    asker: Option<Arc<dyn crate::ask::Asker>>,
+    asker: Option<Arc<dyn toolhost_base::ask::Asker>>,
     /// Questions asked so far.
     questions: usize,
     /// The question that stopped the call, waiting for a later request.
-    pending: Option<crate::ask::Question>,
+    pending: Option<toolhost_base::ask::Question>,
     /// The questions answered so far: key, SHA-256 of the answer.
     answered: Vec<(String, String)>,
     /// Where the guest's inner tool calls go (`script_link`); `None`:
@@ -819,7 +822,7 @@ impl Plugin {
     }
 
     /// Whether the component imports `toolhost:plugin/client`: its tools
-    /// may ask the person behind the client ([`crate::ask`]).
+    /// may ask the person behind the client ([`toolhost_base::ask`]).
     pub fn asks(&self) -> bool {
         self.asks
     }
@@ -885,7 +888,7 @@ impl Plugin {
         limits: &Limits,
         deadline: Instant,
         cancel: Option<&CancelToken>,
-        exec: Option<Arc<crate::exec_call::CallExec>>,
+        exec: Option<Arc<toolhost_base::exec_call::CallExec>>,
     ) -> std::io::Result<State> {
         let mut b = WasiCtxBuilder::new();
         b.allow_blocking_current_thread(true);

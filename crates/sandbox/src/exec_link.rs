@@ -2,7 +2,7 @@
 //!
 //! This is the one place a guest's request to run a native program enters
 //! the host: [`State`]'s `exec::Host::run`. It hands the command to the
-//! call's [`CallExec`](crate::exec_call::CallExec) with the call's deadline
+//! call's [`CallExec`](toolhost_base::exec_call::CallExec) with the call's deadline
 //! and cancellation, which checks it against the call's grant before
 //! anything starts and runs it in the OS sandbox of [`toolhost_exec`]. A call
 //! without programs (its tool declares none, or it is a dry-run or a probe)
@@ -14,7 +14,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::plugin::toolhost::plugin::exec as wit;
 use super::{SandboxError, State};
-use crate::exec_call::{Command, CommandError};
+use toolhost_base::exec_call::{Command, CommandError};
 
 /// The answer to a `run` in a call that may run no program.
 pub(super) const NO_PROGRAMS: &str =

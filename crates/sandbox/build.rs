@@ -8,7 +8,7 @@
 //! If the `wasm32-wasip2` target is missing, `rustup target add` installs it.
 //!
 //! Each component is then compiled ahead of time by the host's own wasmtime
-//! with the host's engine settings (`src/sandbox/engine.rs`), framed with a
+//! with the host's engine settings (`src/engine.rs`), framed with a
 //! digest of those settings, and embedded beside it: a fresh host loads it
 //! without compiling when the settings match, and compiles otherwise.
 
@@ -16,12 +16,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[allow(dead_code)]
-#[path = "src/sandbox/engine.rs"]
+#[path = "src/engine.rs"]
 mod engine;
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest_dir.parent().unwrap().to_path_buf();
+    let root = manifest_dir
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf();
     let plugins = root.join("plugins");
     for p in [
         "sdk/src",
@@ -93,13 +97,13 @@ fn digests(wasm: &Path, stem: &Path) {
 }
 
 /// Compiles an embedded component ahead of time with the host's engine
-/// settings (`src/sandbox/engine.rs`) into a framed artifact the host loads
+/// settings (`src/engine.rs`) into a framed artifact the host loads
 /// without compiling. If this engine cannot compile here, the artifact is
 /// empty and the host compiles the component at start, as it would anyway.
 fn precompile(wasm: &Path, out: &Path) {
     println!(
         "cargo:rerun-if-changed={}",
-        Path::new("src/sandbox/engine.rs").display()
+        Path::new("src/engine.rs").display()
     );
     let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()));
     let mut config = wasmtime::Config::new();

@@ -34,7 +34,7 @@ use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
 };
 
 use super::{SandboxError, State};
-use crate::opendir;
+use toolhost_base::opendir;
 
 /// The `wasi:filesystem` package version wasmtime-wasi 48 links (and we
 /// shadow).

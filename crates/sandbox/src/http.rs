@@ -57,10 +57,10 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::origin::{Host, Origin, OriginError, Scheme};
-use crate::text::clip_bytes;
+use toolhost_base::origin::{Host, Origin, OriginError, Scheme};
+use toolhost_base::text::clip_bytes;
 
-pub use crate::origin::ANY_ORIGIN;
+pub use toolhost_base::origin::ANY_ORIGIN;
 
 /// Largest response body a guest can read, per response.
 pub const MAX_RESPONSE_BODY_BYTES: u64 = 8 << 20;
@@ -78,7 +78,7 @@ const MAX_RECORDED_URL_BYTES: usize = 1024;
 const MAX_RECORDED_DENIALS: usize = 16;
 
 /// Normalizes an origin (`HTTP://Example.com` → `http://example.com:80`):
-/// see [`crate::origin`] for the grammar. Only `http` and `https` origins
+/// see [`toolhost_base::origin`] for the grammar. Only `http` and `https` origins
 /// are accepted.
 pub fn normalize_origin(s: &str) -> Result<String, OriginError> {
     Origin::parse(s).map(|o| o.to_string())
