@@ -25,10 +25,8 @@ RULES = {
     "wasmtime-wasi": {"toolhost-sandbox"},
     "wasmtime-wasi-http": {"toolhost-sandbox"},
     "wasmtime-wasi-io": {"toolhost-sandbox"},
-    # The databases stay in the host library until the record store is a
-    # crate of its own.
-    "rusqlite": {"toolhost"},
-    "postgres": {"toolhost"},
+    "rusqlite": {"toolhost-store"},
+    "postgres": {"toolhost-store"},
 }
 
 # workspace crate -> every crate it may depend on, nothing else. The exec

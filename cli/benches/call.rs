@@ -103,7 +103,7 @@ fn main() {
     // (d) the same trivial tool declared idempotent: key + SQLite claim +
     // complete on every call (a fresh key each time).
     let db = tempfile::tempdir().unwrap();
-    let store = toolhost::idempotency::sqlite::SqliteStore::open(
+    let store = toolhost_store::SqliteStore::open(
         db.path().join("bench.sqlite"),
         Duration::from_secs(3600),
     )
@@ -175,7 +175,7 @@ fn main() {
     // (g), (h): a host with a SQLite record store keeps budgets and
     // revocations there.
     let ledger_db = tempfile::tempdir().unwrap();
-    let ledger_store = toolhost::idempotency::sqlite::SqliteStore::open(
+    let ledger_store = toolhost_store::SqliteStore::open(
         ledger_db.path().join("ledger.sqlite"),
         Duration::from_secs(3600),
     )
@@ -198,7 +198,7 @@ fn main() {
     // (b) without it.
     let journal_db = tempfile::tempdir().unwrap();
     let journal_store = std::sync::Arc::new(
-        toolhost::idempotency::sqlite::SqliteStore::open(
+        toolhost_store::SqliteStore::open(
             journal_db.path().join("journal.sqlite"),
             Duration::from_secs(3600),
         )

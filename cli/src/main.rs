@@ -953,7 +953,8 @@ fn client_config(
 /// default records.sqlite beside the root key.
 fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
     use std::sync::Arc;
-    use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+    use toolhost::idempotency::Store;
+    use toolhost_store::{PostgresStore, SqliteStore};
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
@@ -1018,7 +1019,7 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
     let store = match p.store.as_deref() {
         // A shared store keeps the artifacts, so every host serves them.
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let pg = toolhost::idempotency::postgres::PostgresStore::connect(
+            let pg = toolhost_store::PostgresStore::connect(
                 url,
                 std::time::Duration::from_secs(p.retention_hours.max(1) * 3600),
             )
@@ -1051,7 +1052,10 @@ fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
     let locks = dir.map_or_else(Locks::in_process, Locks::with_dir);
     Ok(match p.store.as_deref() {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            locks.with_postgres(url)?
+            let pg = toolhost_store::PgLocks::new(url)
+                .map_err(anyhow::Error::msg)
+                .context("PostgreSQL advisory locks")?;
+            locks.with_shared(std::sync::Arc::new(pg))
         }
         _ => locks,
     })

@@ -42,8 +42,9 @@
 //! ([`dir`]) by default, or the shared PostgreSQL store, where every host
 //! of a fleet keeps and serves the same artifacts.
 
-#[cfg(test)]
-pub(crate) mod conformance;
+#[cfg(any(test, feature = "conformance"))]
+#[doc(hidden)]
+pub mod conformance;
 pub mod dir;
 
 use std::path::{Path, PathBuf};

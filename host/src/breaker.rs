@@ -263,8 +263,9 @@ impl Breaker {
 
 /// What a [`BreakerBackend`] must do, seen through two breakers sharing
 /// it (two hosts): failures counted on either trip both.
-#[cfg(test)]
-pub(crate) fn conformance(backend: std::sync::Arc<dyn BreakerBackend>) {
+#[cfg(any(test, feature = "conformance"))]
+#[doc(hidden)]
+pub fn conformance(backend: std::sync::Arc<dyn BreakerBackend>) {
     let mut raw = [0u8; 8];
     getrandom::fill(&mut raw).unwrap();
     let conv = format!("conv-{}", hex::encode(raw));

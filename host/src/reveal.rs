@@ -34,8 +34,9 @@ pub fn session_key(session_id: &str) -> String {
 }
 
 /// What every [`RevealBackend`] must do.
-#[cfg(test)]
-pub(crate) fn conformance(backend: &dyn RevealBackend) {
+#[cfg(any(test, feature = "conformance"))]
+#[doc(hidden)]
+pub fn conformance(backend: &dyn RevealBackend) {
     let mut raw = [0u8; 8];
     getrandom::fill(&mut raw).unwrap();
     let (a, b) = (token_key(&hex::encode(raw)), session_key(&hex::encode(raw)));

@@ -169,19 +169,22 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn unavailable(message: impl fmt::Display) -> StoreError {
+    /// The store cannot be reached.
+    pub fn unavailable(message: impl fmt::Display) -> StoreError {
         StoreError::Unavailable {
             message: message.to_string(),
         }
     }
 
-    pub(crate) fn backend(message: impl fmt::Display) -> StoreError {
+    /// The backend failed in a way the host cannot correct.
+    pub fn backend(message: impl fmt::Display) -> StoreError {
         StoreError::Backend {
             message: message.to_string(),
         }
     }
 
-    pub(crate) fn corrupt(key: &str, message: impl fmt::Display) -> StoreError {
+    /// What is stored under `key` cannot be read back.
+    pub fn corrupt(key: &str, message: impl fmt::Display) -> StoreError {
         StoreError::Corrupt {
             key: key.to_owned(),
             message: message.to_string(),

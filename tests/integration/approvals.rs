@@ -12,11 +12,11 @@ use toolhost::approval::{Approvals, Decided};
 use toolhost::capability::{Caveat, Token};
 use toolhost::catalog::Source;
 use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::idempotency::Store;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::session::Session;
+use toolhost_store::SqliteStore;
 
 use crate::support::*;
 
@@ -988,7 +988,7 @@ fn mcp_calls_waiting_for_a_person_hold_no_call_slot() {
 #[test]
 #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn two_hosts_sharing_postgres_honour_one_approval_once() {
-    use toolhost::idempotency::postgres::PostgresStore;
+    use toolhost_store::PostgresStore;
     let url = postgres_url();
     let host = || {
         let store: Arc<dyn Store> =
@@ -1345,7 +1345,7 @@ fn an_expired_request_state_runs_nothing() {
 #[test]
 #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
 fn two_hosts_sharing_postgres_accept_one_request_state_once() {
-    use toolhost::idempotency::postgres::PostgresStore;
+    use toolhost_store::PostgresStore;
     let url = postgres_url();
     let host = || {
         let store: Arc<dyn Store> =

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
 use toolhost::effects::EffectGuard;
-use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::session::Session;
+use toolhost_store::SqliteStore;
 
 use crate::mcp::{mint, observation_of, stateless_as, HttpServer, Setup};
 use crate::support::*;

@@ -11,10 +11,11 @@ use serde_json::Value;
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
 use toolhost::effects::EffectGuard;
-use toolhost::idempotency::{postgres::PostgresStore, sqlite::SqliteStore, Store};
+use toolhost::idempotency::Store;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::session::Session;
+use toolhost_store::{PostgresStore, SqliteStore};
 
 use crate::support::*;
 

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use toolhost::catalog::{Catalog, Source};
 use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::pipeline::{Call, CallOptions, Host};
 use toolhost::sandbox::{CallRequest, Limits, Mount, DESCRIBE_TIMEOUT};
 use toolhost::session::{Allow, Session};
+use toolhost_store::SqliteStore;
 
 use crate::support::*;
 

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolhost::catalog::Source;
 use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::{
-    sqlite::SqliteStore, Claim, KeyRecord, Settlement, State, Store, StoreError,
-};
+use toolhost::idempotency::{Claim, KeyRecord, Settlement, State, Store, StoreError};
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost_store::SqliteStore;
 
 fn records_at(path: &std::path::Path) -> EffectGuard {
     let store = SqliteStore::open(path, Duration::from_secs(3600)).unwrap();
@@ -357,11 +356,8 @@ fn fifty_concurrent_duplicates_on_two_hosts_sharing_postgres_run_once() {
     // A fresh trajectory per run so old records do not replay.
     let nonce = format!("{:?}", std::time::SystemTime::now());
     concurrent_duplicates(|| {
-        let store = toolhost::idempotency::postgres::PostgresStore::connect(
-            &url,
-            Duration::from_secs(3600),
-        )
-        .unwrap();
+        let store =
+            toolhost_store::PostgresStore::connect(&url, Duration::from_secs(3600)).unwrap();
         EffectGuard::new(Arc::new(store), nonce.as_bytes())
     });
 }

@@ -14,10 +14,11 @@ use crate::mcp::{observation_of, stateless_call, HttpServer, Setup, StdioServer}
 use crate::support::*;
 use toolhost::catalog::Source;
 use toolhost::effects::KeySource;
-use toolhost::idempotency::{PostgresStore, SqliteStore, Store};
+use toolhost::idempotency::Store;
 use toolhost::journal::{self, stats, Filter, Journal, JournalOptions};
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::record::Recorder;
+use toolhost_store::{PostgresStore, SqliteStore};
 
 const FLUSH: Duration = Duration::from_secs(60);
 

@@ -13,11 +13,12 @@ use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
-use toolhost::idempotency::{SqliteStore, Store};
+use toolhost::idempotency::Store;
 use toolhost::journal::{Filter, Journal, JournalOptions};
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::session::Session;
+use toolhost_store::SqliteStore;
 
 fn in_ns(namespace: &str, plugin: &str) -> Source {
     Source::Namespaced {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toolhost::catalog::Source;
 use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::sqlite::SqliteStore;
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost_store::SqliteStore;
 
 use crate::support::*;
 

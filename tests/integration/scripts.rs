@@ -8,12 +8,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::catalog::Source;
-use toolhost::idempotency::{SqliteStore, Store};
+use toolhost::idempotency::Store;
 use toolhost::journal::{Filter, Journal, JournalOptions};
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
 use toolhost::record::Recorder;
 use toolhost::session::{Allow, Session};
+use toolhost_store::SqliteStore;
 
 use crate::support::*;
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use toolhost::catalog::Source;
 use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::{sqlite::SqliteStore, Claim, Store};
+use toolhost::idempotency::{Claim, Store};
 use toolhost::pipeline::CallOptions;
+use toolhost_store::SqliteStore;
 
 use crate::support::*;
 

@@ -114,11 +114,9 @@ pub fn hostile_host() -> &'static Host {
 pub fn host_with(sources: &[Source]) -> Host {
     let catalog = Catalog::load(sandbox(), sources, &|_, _| {});
     let dir = tempfile::tempdir().unwrap().keep();
-    let store = toolhost::idempotency::sqlite::SqliteStore::open(
-        dir.join("records.sqlite"),
-        Duration::from_secs(3600),
-    )
-    .unwrap();
+    let store =
+        toolhost_store::SqliteStore::open(dir.join("records.sqlite"), Duration::from_secs(3600))
+            .unwrap();
     let records = toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
         .with_records(records)
@@ -373,9 +371,7 @@ pub fn expect_ok(obs: &Value) -> &Value {
 pub fn postgres_url() -> String {
     let url = std::env::var("TOOLHOST_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost".into());
-    if let Err(e) =
-        toolhost::idempotency::postgres::PostgresStore::connect(&url, Duration::from_secs(3600))
-    {
+    if let Err(e) = toolhost_store::PostgresStore::connect(&url, Duration::from_secs(3600)) {
         panic!(
             "PostgreSQL unreachable at {url}: {e}\n\
              start it with: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\""

@@ -35,8 +35,6 @@
 //! ```
 
 pub mod request_state;
-#[cfg(test)]
-mod tests;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -78,7 +76,8 @@ impl State {
         }
     }
 
-    pub(crate) fn parse(s: &str) -> Option<State> {
+    /// The state named by [`State::as_str`]; `None` for another text.
+    pub fn parse(s: &str) -> Option<State> {
         [State::Pending, State::Approved, State::Denied]
             .into_iter()
             .find(|x| x.as_str() == s)
@@ -347,64 +346,8 @@ fn os_user() -> String {
     "unknown".into()
 }
 
-pub(crate) fn to_i64(v: u64) -> i64 {
+fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-pub(crate) fn to_u64(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-/// The row's columns, in [`COLUMNS`] order, as both backends read them.
-pub(crate) struct Row {
-    pub id: String,
-    pub state: String,
-    pub tool: String,
-    pub args: String,
-    pub args_digest: String,
-    pub targets: String,
-    pub plan: String,
-    pub plan_digest: String,
-    pub capability: String,
-    pub token_chain: String,
-    pub requested_by: Option<String>,
-    pub created_ms: i64,
-    pub expires_ms: i64,
-    pub decided_ms: Option<i64>,
-    pub decided_by: Option<String>,
-    pub note: Option<String>,
-    pub used_by: Option<String>,
-}
-
-pub(crate) const COLUMNS: &str = "id, state, tool, args, args_digest, targets, plan, plan_digest, \
-     capability, token_chain, requested_by, created_ms, expires_ms, decided_ms, decided_by, note, used_by";
-
-impl Row {
-    pub(crate) fn into_approval(self) -> Result<Approval, StoreError> {
-        let bad = |what: &str| StoreError::corrupt(&self.id, format!("approval {what}"));
-        let json = |text: &str, what: &str| -> Result<Value, StoreError> {
-            serde_json::from_str(text).map_err(|_| bad(what))
-        };
-        Ok(Approval {
-            state: State::parse(&self.state).ok_or_else(|| bad("state"))?,
-            targets: json(&self.targets, "targets")?,
-            plan: json(&self.plan, "plan")?,
-            token_chain: serde_json::from_str(&self.token_chain).map_err(|_| bad("token chain"))?,
-            id: self.id,
-            tool: self.tool,
-            args: self.args,
-            args_digest: self.args_digest,
-            plan_digest: self.plan_digest,
-            capability: self.capability,
-            requested_by: self.requested_by,
-            created_ms: to_u64(self.created_ms),
-            expires_ms: to_u64(self.expires_ms),
-            decided_ms: self.decided_ms.map(to_u64),
-            decided_by: self.decided_by,
-            note: self.note,
-            used_by: self.used_by,
-        })
-    }
 }
 
 /// The call journal's entry of a decision (`toolhost log` shows it): the

@@ -15,7 +15,7 @@ fn owner(tag: &str) -> String {
     format!("{tag}-{}", hex::encode(raw))
 }
 
-pub(crate) fn suite(backend: Arc<dyn ArtifactBackend>) {
+pub fn suite(backend: Arc<dyn ArtifactBackend>) {
     let store = Artifacts::in_backend(backend.clone(), Duration::from_secs(600));
     let (a, b) = (owner("a"), owner("b"));
 
@@ -86,7 +86,7 @@ pub(crate) fn suite(backend: Arc<dyn ArtifactBackend>) {
 }
 
 /// Hosts writing together do not pass the token's count cap together.
-pub(crate) fn one_quota_across_handles(open: &(dyn Fn() -> Arc<dyn ArtifactBackend> + Sync)) {
+pub fn one_quota_across_handles(open: &(dyn Fn() -> Arc<dyn ArtifactBackend> + Sync)) {
     let o = owner("shared");
     let kept = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)

@@ -67,13 +67,9 @@
 //!
 //! # Backends
 //!
-//! [`SqliteStore`] (one machine, several host processes) and
-//! [`PostgresStore`] (hosts that share work; leases use the database's
-//! clock).
-
-pub mod postgres;
-pub mod sqlite;
-mod stored;
+//! The `toolhost-store` crate: `SqliteStore` (one machine, several host
+//! processes) and `PostgresStore` (hosts that share work; leases use the
+//! database's clock), both checked by one conformance suite.
 
 use std::time::{Duration, SystemTime};
 
@@ -83,8 +79,6 @@ use sha2::{Digest, Sha256};
 
 use crate::json::canonical::{self, CanonError};
 
-pub use self::postgres::PostgresStore;
-pub use self::sqlite::SqliteStore;
 pub use crate::store_error::{State, StoreError, StoreErrorKind, UnknownState};
 
 /// Where a call's idempotency key comes from.
@@ -390,25 +384,6 @@ pub trait Store: Send + Sync {
     }
 }
 
-/// `duration` in whole milliseconds, rounded up (a 1 µs lease is 1 ms), as
-/// the `i64` both databases store.
-pub(crate) fn duration_ms(duration: Duration, what: &str) -> Result<i64, StoreError> {
-    if duration.is_zero() {
-        return Err(StoreError::InvalidArgument {
-            message: format!("{what} must be longer than zero"),
-        });
-    }
-    let ms = duration.as_nanos().div_ceil(1_000_000);
-    // At most ~292 million years: keeps `now + ms` far from i64 overflow.
-    const MAX_MS: u128 = 1 << 53;
-    if ms > MAX_MS {
-        return Err(StoreError::InvalidArgument {
-            message: format!("{what} of {duration:?} is too long"),
-        });
-    }
-    Ok(ms as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,20 +499,6 @@ mod tests {
     }
 
     #[test]
-    fn durations_convert_to_milliseconds() {
-        assert_eq!(duration_ms(Duration::from_millis(50), "lease").unwrap(), 50);
-        assert_eq!(duration_ms(Duration::from_micros(1), "lease").unwrap(), 1);
-        assert_eq!(
-            duration_ms(Duration::ZERO, "lease").unwrap_err().kind(),
-            StoreErrorKind::InvalidArgument
-        );
-        assert_eq!(
-            duration_ms(Duration::MAX, "lease").unwrap_err().kind(),
-            StoreErrorKind::InvalidArgument
-        );
-    }
-
-    #[test]
     fn error_kinds_and_messages() {
         let err = StoreError::StaleFence {
             key: "k".into(),
@@ -562,8 +523,3 @@ mod tests {
         );
     }
 }
-
-/// One behavioural suite run against every backend (see the `tests` modules
-/// of [`sqlite`] and [`postgres`]).
-#[cfg(test)]
-pub(crate) mod conformance;

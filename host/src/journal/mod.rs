@@ -617,56 +617,5 @@ impl Writer {
     }
 }
 
-/// The columns both backends read, in order.
-pub(crate) const COLUMNS: &str = "call_id, trajectory, turn, tool, token_chain, started_us, \
-     ended_us, status, error_code, args_sha256, args_summary, result_sha256, output_bytes, \
-     logical_key, attempt, first_try, idempotency_key, host";
-
-/// A row of [`COLUMNS`] back into an entry.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn entry_from_row(
-    call_id: String,
-    trajectory: Option<String>,
-    turn: Option<i64>,
-    tool: String,
-    token_chain: String,
-    started_us: i64,
-    ended_us: i64,
-    status: String,
-    error_code: Option<String>,
-    args_sha256: String,
-    args_summary: String,
-    result_sha256: Option<String>,
-    output_bytes: i64,
-    logical_key: Option<String>,
-    attempt: i64,
-    idempotency_key: Option<String>,
-    host: String,
-) -> Entry {
-    let token_chain: Vec<String> = token_chain.split_whitespace().map(String::from).collect();
-    let attempt = u32::try_from(attempt).unwrap_or(u32::MAX).max(1);
-    Entry {
-        call_id,
-        trajectory,
-        turn: turn.and_then(|t| u64::try_from(t).ok()),
-        tool,
-        token_id: token_chain.last().cloned(),
-        token_chain,
-        started_at: started_us,
-        ended_at: ended_us,
-        status,
-        error_code,
-        args_sha256,
-        args_summary: serde_json::from_str(&args_summary).unwrap_or(Value::Null),
-        result_sha256,
-        output_bytes: u64::try_from(output_bytes).unwrap_or(0),
-        attempt,
-        first_try: attempt == 1,
-        idempotency_key,
-        host,
-        logical_key,
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -128,7 +128,7 @@ pub fn decide(
 }
 
 /// Distinct fuel budgets of a chain.
-pub(crate) fn fuel_budgets(budgets: &[CallBudget]) -> Vec<CallBudget> {
+pub fn fuel_budgets(budgets: &[CallBudget]) -> Vec<CallBudget> {
     let mut out: Vec<CallBudget> = Vec::new();
     for b in budgets.iter().filter(|b| b.kind == BudgetKind::Fuel) {
         if !out.iter().any(|o| o.id == b.id) {
@@ -136,16 +136,6 @@ pub(crate) fn fuel_budgets(budgets: &[CallBudget]) -> Vec<CallBudget> {
         }
     }
     out
-}
-
-/// Counts as the databases store them: `i64`, saturating.
-pub(crate) fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// A stored count back; a negative one (never written) reads as 0.
-pub(crate) fn to_u64(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
 }
 
 /// A [`BudgetLedger`] in the record store (see the module docs).
@@ -353,9 +343,6 @@ pub(crate) fn unix_now() -> u64 {
 }
 
 /// A stored id back (hex); `None` for a malformed one.
-pub(crate) fn parse_id(s: &str) -> Option<TokenId> {
+pub fn parse_id(s: &str) -> Option<TokenId> {
     s.parse().ok()
 }
-
-#[cfg(test)]
-mod tests;

@@ -24,9 +24,10 @@
 //!   locks on one lock file per workspace under the host's lock directory
 //!   (see [`Locks::with_dir`]), which the kernel releases when the process
 //!   dies, however it dies;
-//! - **hosts sharing a PostgreSQL store** (`pg.rs`): advisory locks keyed by
+//! - **hosts sharing a store** ([`SharedLocks`], given with
+//!   [`Locks::with_shared`]): the PostgreSQL store's advisory locks, keyed by
 //!   a hash of the workspace and the node, on a connection the call holds
-//!   while it runs (see [`Locks::with_postgres`]).
+//!   while it runs (`toolhost-store`).
 //!
 //! Both levels lock a tree with *intention modes*: a call that reads or
 //! writes `a/b/c` also holds an intention on `.`, `a` and `a/b`, so a read of
@@ -48,7 +49,6 @@
 
 pub mod batch;
 mod ofd;
-mod pg;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -155,7 +155,7 @@ fn ancestors(rel: &str) -> impl Iterator<Item = &str> {
 /// | S             | ok | –  | ok | –  |
 /// | X             | –  | –  | –  | –  |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum NodeMode {
+pub enum NodeMode {
     IntentRead,
     IntentWrite,
     Read,
@@ -163,7 +163,8 @@ pub(crate) enum NodeMode {
 }
 
 impl NodeMode {
-    pub(crate) fn compatible(self, other: NodeMode) -> bool {
+    /// Whether a holder in `self` lets another take `other` (the table above).
+    pub fn compatible(self, other: NodeMode) -> bool {
         use NodeMode::*;
         !matches!(
             (self, other),
@@ -184,7 +185,7 @@ impl NodeMode {
 
 /// The nodes a call locks, in a fixed order, each with its mode.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The workspace root, as text (part of every node's identity).
     workspace: String,
     /// `(node, mode)`, sorted by node, one entry per node. A node is the
@@ -194,7 +195,8 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn new(workspace: &Path, keys: &[Key]) -> Plan {
+    /// The nodes `keys` lock in `workspace`, with their intentions.
+    pub fn new(workspace: &Path, keys: &[Key]) -> Plan {
         let ws = workspace.to_string_lossy().into_owned();
         let mut nodes: Vec<(String, NodeMode)> = Vec::new();
         let mut add = |node: std::fmt::Arguments<'_>, intent: NodeMode| {
@@ -246,6 +248,11 @@ impl Plan {
         }
     }
 
+    /// `(node, mode)`, sorted by node, one entry per node.
+    pub fn nodes(&self) -> &[(String, NodeMode)] {
+        &self.nodes
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -271,7 +278,7 @@ pub struct Locks {
     /// hold between the threads of this process only.
     dir: Option<PathBuf>,
     /// Advisory locks in PostgreSQL, for locks between hosts.
-    pg: Option<Arc<pg::PgLocks>>,
+    shared: Option<Arc<dyn SharedLocks>>,
 }
 
 static DEFAULT: OnceLock<Locks> = OnceLock::new();
@@ -294,17 +301,16 @@ impl Locks {
     pub fn with_dir(dir: impl Into<PathBuf>) -> Locks {
         Locks {
             dir: Some(dir.into()),
-            pg: None,
+            shared: None,
         }
     }
 
-    /// Also takes advisory locks in the PostgreSQL database at `url`, so
-    /// that hosts on other machines sharing it keep apart too. Connections
-    /// are opened when calls need them.
-    pub fn with_postgres(mut self, url: &str) -> Result<Locks, WaitError> {
-        let pg = pg::PgLocks::new(url).map_err(|message| WaitError::LockStore { message })?;
-        self.pg = Some(Arc::new(pg));
-        Ok(self)
+    /// Also takes `shared`'s locks (for example a PostgreSQL store's
+    /// advisory locks), so that hosts on other machines sharing it keep
+    /// apart too. They are taken after this process's own.
+    pub fn with_shared(mut self, shared: Arc<dyn SharedLocks>) -> Locks {
+        self.shared = Some(shared);
+        self
     }
 
     /// The process default ([`set_process_default`]); in-process locks
@@ -352,16 +358,16 @@ impl Locks {
             }
             None => None,
         };
-        let pg = match &self.pg {
-            Some(pool) => {
-                let (held, w) = pg::acquire(pool, local.plan(), deadline, cancel)?;
+        let shared = match &self.shared {
+            Some(locks) => {
+                let (held, w) = locks.clone().acquire(local.plan(), deadline, cancel)?;
                 waited |= w;
                 Some(held)
             }
             None => None,
         };
         Ok(Held {
-            _pg: pg,
+            _shared: shared,
             _file: file,
             _local: Some(local),
             // Taking free locks is not waiting: that cost is the call's
@@ -375,12 +381,34 @@ impl Locks {
     }
 }
 
+/// Locks kept outside this process and shared with other hosts (a record
+/// store's advisory locks), in the same modes as the lock table.
+pub trait SharedLocks: Send + Sync + std::fmt::Debug {
+    /// Takes `plan`'s locks, waiting until `deadline` (and not past a
+    /// cancellation); the flag says whether the first attempt failed (the
+    /// call waited). Dropping the returned value releases them.
+    fn acquire(
+        self: Arc<Self>,
+        plan: &Plan,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
+    ) -> Result<(Box<dyn SharedHeld>, bool), WaitError>;
+}
+
+/// Shared locks held for one call; dropping releases them.
+pub trait SharedHeld: Send + std::fmt::Debug {}
+
+/// A pause between `d/2` and `d`, so racing callers drift apart.
+pub fn jitter(d: Duration) -> Duration {
+    ofd::jitter(d)
+}
+
 /// Locks a call holds; dropping it releases them.
 #[derive(Debug, Default)]
 pub struct Held {
     // Fields drop in order: the table goes last, so a thread of this
     // process it wakes does not find the file or advisory locks still ours.
-    _pg: Option<pg::PgHeld>,
+    _shared: Option<Box<dyn SharedHeld>>,
     _file: Option<std::fs::File>,
     _local: Option<table::Guard>,
     waited: Duration,

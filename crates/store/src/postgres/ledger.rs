@@ -10,10 +10,11 @@
 use postgres::Client;
 
 use super::{map_err, PostgresStore};
-use crate::budget::{Admission, BudgetError, Issue, Issued};
-use crate::capability::{BudgetId, CallBudget, TokenId};
-use crate::ledger::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
-use crate::store_error::StoreError;
+use crate::rows::{to_i64, to_u64};
+use toolhost::budget::{Admission, BudgetError, Issue, Issued};
+use toolhost::capability::{BudgetId, CallBudget, TokenId};
+use toolhost::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
+use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the ledger's schema creation.
 const SCHEMA_LOCK: i64 = 0x746f_6f6c_6c65_6467;

@@ -1,3 +1,5 @@
+//! The approval tables of both record stores.
+
 //! The approval backends against real databases: a SQLite file and
 //! PostgreSQL (`TOOLHOST_TEST_POSTGRES`; those tests are `#[ignore]`d,
 //! `.ci/run` runs them with `--ignored`). One suite, run on both.
@@ -7,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::*;
-use crate::idempotency::postgres::PostgresStore;
-use crate::idempotency::sqlite::SqliteStore;
+use toolhost::approval::*;
+use toolhost_store::PostgresStore;
+use toolhost_store::SqliteStore;
 
 const NOW: u64 = 1_767_225_600_000;
 

@@ -6,8 +6,10 @@
 use postgres::{GenericClient, Row as PgRow};
 
 use super::{map_err, PostgresStore};
-use crate::approval::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
-use crate::store_error::StoreError;
+use crate::rows::approval::{Row, COLUMNS};
+use crate::rows::to_i64;
+use toolhost::approval::{Approval, ApprovalBackend, Decided, Take};
+use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the table's creation.
 const SCHEMA_LOCK: i64 = 0x746f_6f6c_6170_7076;

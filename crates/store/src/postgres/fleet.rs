@@ -31,9 +31,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::{map_err, PostgresStore};
-use crate::breaker::{BreakerBackend, StoredRun};
-use crate::reveal::RevealBackend;
-use crate::store_error::StoreError;
+use toolhost::breaker::{BreakerBackend, StoredRun};
+use toolhost::reveal::RevealBackend;
+use toolhost::store_error::StoreError;
 
 /// How long a run of failures is kept after its last failure.
 pub const BREAKER_KEEP: Duration = Duration::from_secs(24 * 3600);
@@ -241,12 +241,12 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn postgres_reveals_behave() {
-        crate::reveal::conformance(&*store());
+        toolhost::reveal::conformance(&*store());
     }
 
     #[test]
     #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn postgres_breaker_counts_behave() {
-        crate::breaker::conformance(store());
+        toolhost::breaker::conformance(store());
     }
 }

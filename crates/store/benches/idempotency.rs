@@ -7,8 +7,8 @@
 //! connections as two host processes would have, four threads each).
 //!
 //! ```text
-//! cargo bench -p toolhost --bench idempotency
-//! TOOLHOST_BENCH_RECORDS=50000 cargo bench -p toolhost --bench idempotency
+//! cargo bench -p toolhost-store --bench idempotency
+//! TOOLHOST_BENCH_RECORDS=50000 cargo bench -p toolhost-store --bench idempotency
 //! ```
 //!
 //! PostgreSQL is measured when `TOOLHOST_TEST_POSTGRES` (or the default URL
@@ -19,10 +19,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::idempotency::sqlite::{Durability, SqliteOptions};
-use toolhost::idempotency::{
-    args_digest, call_key, Claim, PostgresStore, SqliteStore, Store, DEFAULT_RETENTION,
-};
+use toolhost::idempotency::{args_digest, call_key, Claim, Store, DEFAULT_RETENTION};
+use toolhost_store::sqlite::{Durability, SqliteOptions};
+use toolhost_store::{PostgresStore, SqliteStore};
 
 const TARGET_PER_SECOND: f64 = 5_000.0;
 const LEASE: Duration = Duration::from_secs(300);

@@ -6,8 +6,9 @@
 use rusqlite::{params, params_from_iter, types::Value as Sql};
 
 use super::{map_err, SqliteStore};
-use crate::journal::{entry_from_row, Entry, Filter, JournalBackend, COLUMNS};
-use crate::store_error::StoreError;
+use crate::rows::journal::{entry_from_row, COLUMNS};
+use toolhost::journal::{Entry, Filter, JournalBackend};
+use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS call_journal (

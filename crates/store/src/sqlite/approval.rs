@@ -4,8 +4,10 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::{map_err, SqliteStore};
-use crate::approval::{to_i64, Approval, ApprovalBackend, Decided, Row, Take, COLUMNS};
-use crate::store_error::StoreError;
+use crate::rows::approval::{Row, COLUMNS};
+use crate::rows::to_i64;
+use toolhost::approval::{Approval, ApprovalBackend, Decided, Take};
+use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS approval (

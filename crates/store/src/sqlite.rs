@@ -63,10 +63,10 @@ use rusqlite::{
     params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
 };
 
-use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use super::{
-    duration_ms, Claim, KeyRecord, Settlement, State, Store, StoreError, DEFAULT_RETENTION,
-    REASON_LEASE_EXPIRED,
+use crate::rows::duration_ms;
+use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
+use toolhost::idempotency::{
+    Claim, KeyRecord, Settlement, State, Store, StoreError, DEFAULT_RETENTION, REASON_LEASE_EXPIRED,
 };
 
 /// Schema version written to `PRAGMA user_version`.
@@ -498,19 +498,21 @@ impl Store for SqliteStore {
 
     fn capability_ledger(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
-        Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
+    ) -> Option<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(toolhost::ledger::StoreLedger::new(
+            self,
+        )))
     }
 
     fn approvals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::approval::ApprovalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::approval::ApprovalBackend>> {
         Some(self)
     }
 
     fn journal(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::journal::JournalBackend>> {
         Some(self)
     }
 }
@@ -651,8 +653,8 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::idempotency::conformance;
-    use crate::idempotency::StoreErrorKind;
+    use crate::conformance;
+    use toolhost::idempotency::StoreErrorKind;
 
     struct Fixture {
         dir: tempfile::TempDir,

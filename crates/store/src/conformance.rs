@@ -11,7 +11,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{
+use toolhost::idempotency::{
     Claim, KeyRecord, Settlement, State, Store, StoreError, StoreErrorKind, DEFAULT_RETENTION,
     REASON_LEASE_EXPIRED,
 };
@@ -517,13 +517,13 @@ pub(crate) fn concurrent_claims(stores: &[&dyn Store], name: &str) {
 /// reason (a backend that needs a server the plain `cargo test` lacks).
 macro_rules! suite {
     ($run:path) => {
-        $crate::idempotency::conformance::suite!(@list $run; []);
+        $crate::conformance::suite!(@list $run; []);
     };
     ($run:path, ignore = $why:literal) => {
-        $crate::idempotency::conformance::suite!(@list $run; [#[ignore = $why]]);
+        $crate::conformance::suite!(@list $run; [#[ignore = $why]]);
     };
     (@list $run:path; $attrs:tt) => {
-        $crate::idempotency::conformance::suite!(@cases $run; $attrs;
+        $crate::conformance::suite!(@cases $run; $attrs;
             claim_complete_replay,
             repeat_in_flight,
             conflict_on_other_arguments,
@@ -546,14 +546,14 @@ macro_rules! suite {
     };
     (@cases $run:path; $attrs:tt; $($case:ident),* $(,)?) => {
         $(
-            $crate::idempotency::conformance::suite!(@one $run; $attrs; $case);
+            $crate::conformance::suite!(@one $run; $attrs; $case);
         )*
     };
     (@one $run:path; [$($attr:tt)*]; $case:ident) => {
         $($attr)*
         #[test]
         fn $case() {
-            $run($crate::idempotency::conformance::$case);
+            $run($crate::conformance::$case);
         }
     };
 }

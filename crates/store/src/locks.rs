@@ -3,7 +3,7 @@
 //!
 //! Each node of the resource tree has three advisory keys (`x`, `r`, `w`),
 //! each a 64-bit hash of the workspace, the node and the byte's name, and the
-//! modes map onto them exactly as on the lock file ([`super::ofd`]):
+//! modes map onto them exactly as on the lock file (`toolhost::resource`):
 //! `pg_try_advisory_lock_shared` for `rd`, `pg_try_advisory_lock` for `wr`,
 //! and "no one else holds it" read from `pg_locks`. One attempt is two
 //! statements: take every lock of the plan, then check the other side's
@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, NoTls};
 
-use super::{NodeMode, Plan, WaitError};
-use crate::sandbox::CancelToken;
+use toolhost::resource::{jitter, NodeMode, Plan, SharedHeld, SharedLocks, WaitError};
+use toolhost::sandbox::CancelToken;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const MAX_PAUSE: Duration = Duration::from_millis(20);
@@ -38,8 +38,9 @@ const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks \
      AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
      AND ((classid::bigint << 32) | objid::bigint) = ANY($1::bigint[]))";
 
-/// The advisory-lock side of [`super::Locks`].
-pub(crate) struct PgLocks {
+/// The advisory-lock side of `toolhost::resource::Locks`, shared by every
+/// host of one PostgreSQL database.
+pub struct PgLocks {
     config: Config,
     idle: Mutex<Vec<Client>>,
 }
@@ -47,7 +48,7 @@ pub(crate) struct PgLocks {
 impl Drop for PgLocks {
     fn drop(&mut self) {
         let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(PoisonError::into_inner));
-        crate::idempotency::postgres::drop_off_runtime(idle);
+        crate::postgres::drop_off_runtime(idle);
     }
 }
 
@@ -58,7 +59,9 @@ impl std::fmt::Debug for PgLocks {
 }
 
 impl PgLocks {
-    pub(crate) fn new(url: &str) -> Result<PgLocks, String> {
+    /// Locks in the database at `url`; connections are opened when calls
+    /// need them.
+    pub fn new(url: &str) -> Result<PgLocks, String> {
         let mut config: Config = url
             .parse()
             .map_err(|e| format!("invalid PostgreSQL URL: {e}"))?;
@@ -85,7 +88,7 @@ impl PgLocks {
 }
 
 /// Advisory locks held on one connection; dropping releases them.
-pub(crate) struct PgHeld {
+pub struct PgHeld {
     client: Option<Client>,
     pool: Arc<PgLocks>,
 }
@@ -117,7 +120,7 @@ impl Drop for PgHeld {
 
 /// Takes `plan`'s advisory locks, waiting until `deadline`; the flag says
 /// whether the first attempt failed (the call waited).
-pub(crate) fn acquire(
+fn acquire(
     pool: &Arc<PgLocks>,
     plan: &Plan,
     deadline: Instant,
@@ -174,8 +177,22 @@ pub(crate) fn acquire(
             });
             return Err(e);
         }
-        std::thread::sleep(super::ofd::jitter(pause).min(deadline - now));
+        std::thread::sleep(jitter(pause).min(deadline - now));
         pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+impl SharedHeld for PgHeld {}
+
+impl SharedLocks for PgLocks {
+    fn acquire(
+        self: Arc<Self>,
+        plan: &Plan,
+        deadline: Instant,
+        cancel: Option<&CancelToken>,
+    ) -> Result<(Box<dyn SharedHeld>, bool), WaitError> {
+        let (held, waited) = acquire(&self, plan, deadline, cancel)?;
+        Ok((Box::new(held), waited))
     }
 }
 
@@ -183,7 +200,7 @@ pub(crate) fn acquire(
 /// may hold.
 fn keys(plan: &Plan) -> (Vec<i64>, Vec<bool>, Vec<i64>) {
     let (mut take, mut exclusive, mut check) = (Vec::new(), Vec::new(), Vec::new());
-    for (node, mode) in &plan.nodes {
+    for (node, mode) in plan.nodes() {
         let k = |b: &str| key(node, b);
         let mut add = |key: i64, ex: bool| {
             take.push(key);

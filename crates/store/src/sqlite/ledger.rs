@@ -6,10 +6,11 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::{map_err, SqliteStore};
-use crate::budget::{Admission, BudgetError, Issue, Issued};
-use crate::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
-use crate::ledger::{decide, fuel_budgets, parse_id, to_i64, to_u64, LedgerBackend};
-use crate::store_error::StoreError;
+use crate::rows::{to_i64, to_u64};
+use toolhost::budget::{Admission, BudgetError, Issue, Issued};
+use toolhost::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
+use toolhost::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
+use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS capability_budget (

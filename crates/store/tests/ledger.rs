@@ -1,16 +1,20 @@
+//! The ledger tables of both record stores.
+
 //! The store ledgers against real databases: a SQLite file shared by
 //! several connections (as several processes share it) and PostgreSQL
 //! (`TOOLHOST_TEST_POSTGRES`; those tests are `#[ignore]`d, `.ci/run` runs
 //! them with `--ignored`).
 
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use super::*;
-use crate::budget::Issue;
-use crate::capability::{Caveat, RootKey, Token};
-use crate::idempotency::postgres::PostgresStore;
-use crate::idempotency::sqlite::SqliteStore;
+use toolhost::budget::Issue;
+use toolhost::budget::*;
+use toolhost::capability::CallBudget;
+use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::ledger::*;
+use toolhost_store::PostgresStore;
+use toolhost_store::SqliteStore;
 
 const NOW: u64 = 1_767_225_600;
 

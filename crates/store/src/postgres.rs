@@ -57,9 +57,10 @@ use std::time::Duration;
 
 use postgres::{Client, Config, NoTls, Row, Statement};
 
-use super::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use super::{
-    duration_ms, Claim, KeyRecord, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
+use crate::rows::duration_ms;
+use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
+use toolhost::idempotency::{
+    Claim, KeyRecord, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
 };
 
 /// How long [`PostgresStore::connect`] waits for the server when the URL
@@ -323,7 +324,7 @@ impl PostgresStore {
     /// Runs `f` on the connection; a failure that shows the connection is
     /// gone drops it so the next call reconnects.
     /// Runs `f` on the connection (as the store's own operations do), for
-    /// the capability ledger's tables ([`crate::ledger::postgres`]).
+    /// the capability ledger's tables ([`toolhost::ledger::postgres`]).
     pub(crate) fn with_client<T: Send>(
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,
@@ -491,37 +492,39 @@ impl Store for PostgresStore {
 
     fn capability_ledger(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::budget::BudgetLedger>> {
-        Some(std::sync::Arc::new(crate::ledger::StoreLedger::new(self)))
+    ) -> Option<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(toolhost::ledger::StoreLedger::new(
+            self,
+        )))
     }
 
     fn approvals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::approval::ApprovalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::approval::ApprovalBackend>> {
         Some(self)
     }
 
     fn journal(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::journal::JournalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::journal::JournalBackend>> {
         Some(self)
     }
 
     fn artifacts(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::artifact::ArtifactBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::artifact::ArtifactBackend>> {
         Some(std::sync::Arc::new(artifact::PgArtifacts::new(self)))
     }
 
     fn breaker_counts(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::breaker::BreakerBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::breaker::BreakerBackend>> {
         Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 
     fn reveals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn crate::reveal::RevealBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::reveal::RevealBackend>> {
         Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 }
@@ -661,8 +664,8 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::idempotency::conformance;
-    use crate::idempotency::{StoreErrorKind, DEFAULT_RETENTION};
+    use crate::conformance;
+    use toolhost::idempotency::{StoreErrorKind, DEFAULT_RETENTION};
 
     /// The URL `.ci/postgres.sh` prints.
     const DEFAULT_TEST_URL: &str = "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost";

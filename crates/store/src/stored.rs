@@ -3,13 +3,13 @@
 //! already there, the check before a settle, and the error that explains an
 //! owner's guarded write that touched no row.
 //!
-//! [`super::sqlite`] and [`super::postgres`] keep only their SQL and their
+//! [`crate::sqlite`] and [`crate::postgres`] keep only their SQL and their
 //! driver's types: each reads a row into a [`StoredRow`] (or a state and a
 //! fence) and hands it here.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Claim, KeyRecord, State, StoreError};
+use toolhost::idempotency::{Claim, KeyRecord, State, StoreError};
 
 /// A row's columns as the driver read them, before validation. Times are
 /// already [`SystemTime`]s (each store converts its own column type).
@@ -165,7 +165,7 @@ pub(super) fn owner_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::idempotency::StoreErrorKind;
+    use toolhost::idempotency::StoreErrorKind;
 
     fn row() -> StoredRow {
         StoredRow {

@@ -8,8 +8,9 @@
 use postgres::types::ToSql;
 
 use super::{map_err, PostgresStore};
-use crate::journal::{entry_from_row, Entry, Filter, JournalBackend, COLUMNS};
-use crate::store_error::StoreError;
+use crate::rows::journal::{entry_from_row, COLUMNS};
+use toolhost::journal::{Entry, Filter, JournalBackend};
+use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the journal's schema creation.
 const SCHEMA_LOCK: i64 = 0x746f_6f6c_6a6f_7572;

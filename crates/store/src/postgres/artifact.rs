@@ -28,8 +28,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{map_err, PostgresStore};
-use crate::artifact::{admit, ArtifactBackend, ArtifactError, ArtifactMeta, Quota, Usage};
-use crate::store_error::{StoreError, StoreErrorKind};
+use toolhost::artifact::{admit, ArtifactBackend, ArtifactError, ArtifactMeta, Quota, Usage};
+use toolhost::store_error::{StoreError, StoreErrorKind};
 
 /// Bytes per chunk row.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -237,7 +237,7 @@ impl ArtifactBackend for PgArtifacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifact::conformance;
+    use toolhost::artifact::conformance;
 
     fn backend() -> Arc<dyn ArtifactBackend> {
         let url = std::env::var("TOOLHOST_TEST_POSTGRES")
