@@ -31,7 +31,7 @@
 //!   error (`not_found`) to quote, so it is not fenced as untrusted.
 //! - **network**: each URL the guest requested that the host let through to
 //!   a granted origin, recorded by the outgoing-HTTP hook
-//!   ([`crate::sandbox`]). Refused requests brought nothing back and are not
+//!   (`toolhost::sandbox`). Refused requests brought nothing back and are not
 //!   listed (the logs name them).
 //! - **process**: each native program the guest ran through the `exec`
 //!   import (its `argv[0]` as given), recorded by the host

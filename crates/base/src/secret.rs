@@ -4,7 +4,7 @@
 //! A key file holds 32 raw bytes (64 hex digits are accepted too), has mode
 //! 0600 and is refused when group or others may read or write it. Creation
 //! is atomic, so concurrent first runs agree on one key. Subkeys for other
-//! purposes are derived with [`derive`], so one secret never serves two
+//! purposes are derived with [`derive()`], so one secret never serves two
 //! MACs directly.
 
 use std::io::Write as _;

@@ -7,8 +7,8 @@
 //! [`Host`](crate::pipeline::Host) with a record store
 //! ([`EffectGuard`](crate::effects::EffectGuard)). Over a [`LedgerBackend`]
 //! (one per database, kept beside the store it writes in:
-//! [`SqliteStore`](crate::idempotency::SqliteStore),
-//! [`PostgresStore`](crate::idempotency::PostgresStore)) it adds:
+//! `toolhost_store::SqliteStore`,
+//! `toolhost_store::PostgresStore`) it adds:
 //!
 //! - **admission in one transaction**: every budget of the chain is read
 //!   and charged under one write lock (SQLite `BEGIN IMMEDIATE`; PostgreSQL

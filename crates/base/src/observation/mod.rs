@@ -25,8 +25,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolhost::descriptor::SideEffect;
-//! use toolhost::observation::{ErrorCode, Observation, Status};
+//! use toolhost_base::descriptor::SideEffect;
+//! use toolhost_base::observation::{ErrorCode, Observation, Status};
 //!
 //! let ok = Observation::ok("c1", "read_file", SideEffect::ReadOnly, json!({"lines": 3}), 4096);
 //! assert_eq!(ok.status, Status::Ok);
@@ -175,7 +175,7 @@ pub struct FollowUp {
 pub struct Effects {
     /// The call's effective level: the tool's declared one, or read-only
     /// when the call's sandbox had no writable mount and no network
-    /// ([`crate::call::effective_level`]).
+    /// (`toolhost::call::effective_level`).
     pub level: SideEffect,
     /// The idempotency key the call ran under, if any.
     pub idempotency_key: Option<String>,
@@ -196,7 +196,7 @@ pub struct Usage {
     /// Size of the tool's output JSON, in bytes.
     pub output_bytes: u64,
     /// Time the call waited for conflicting calls to release its resources
-    /// (see [`crate::resource`]), in microseconds; part of its deadline. 0
+    /// (see `toolhost::resource`), in microseconds; part of its deadline. 0
     /// when they were free.
     #[serde(default)]
     pub wait_us: u64,
@@ -280,7 +280,7 @@ pub struct Observation {
     pub untrusted: bool,
     /// How many times in a row this tool has now failed with this error
     /// code in this session or trajectory, this call included (0 for a
-    /// success; see [`crate::breaker`]).
+    /// success; see `toolhost::breaker`).
     #[serde(default)]
     pub consecutive_failures: u32,
     /// The plugin's rendering of `output` before clipping (control
