@@ -113,7 +113,7 @@ pub enum ErrorCode {
     /// The arguments of a tool with network access carry a secret.
     SecretInArguments,
     /// The same call failed the same way too many times in a row in this
-    /// session or trajectory; it was not run again (`toolhost::breaker`).
+    /// session or trajectory; it was not run again (the circuit breaker).
     CircuitOpen,
     /// The `requestState` of a multi round-trip `tools/call` is not one
     /// this host issued for this call, was altered, expired or was already
