@@ -280,7 +280,7 @@ impl EffectGuard {
         tool: &str,
         args_digest: &str,
         capability: &str,
-    ) -> Result<crate::ask::InputState, crate::ask::InputStateError> {
+    ) -> Result<crate::ask::InputState, crate::ask::StateError> {
         crate::ask::InputState::open(&self.host_key, text, tool, args_digest, capability)
     }
 }

@@ -203,18 +203,7 @@ pub struct InputState {
     pub expires_at_ms: u64,
 }
 
-/// Why an input state is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InputStateError {
-    #[error("the request state is malformed")]
-    Malformed,
-    #[error("the request state was not issued by this host, or was altered")]
-    Forged,
-    #[error("the request state was issued for another call ({0})")]
-    OtherCall(&'static str),
-    #[error("the request state expired")]
-    Expired,
-}
+pub use crate::sealed::StateError;
 
 /// The prefix that tells an input state from an approval's request state.
 pub const INPUT_STATE_PREFIX: &str = "in1.";
@@ -244,26 +233,22 @@ impl InputState {
         tool: &str,
         args_digest: &str,
         capability: &str,
-    ) -> Result<InputState, InputStateError> {
+    ) -> Result<InputState, StateError> {
         let body = text
             .strip_prefix(INPUT_STATE_PREFIX)
-            .ok_or(InputStateError::Malformed)?;
-        let state: InputState = match crate::sealed::open(key, DOMAIN, body) {
-            Ok((state, _)) => state,
-            Err(crate::sealed::Unsealed::Malformed) => return Err(InputStateError::Malformed),
-            Err(crate::sealed::Unsealed::Forged) => return Err(InputStateError::Forged),
-        };
+            .ok_or(StateError::Malformed)?;
+        let (state, _): (InputState, _) = crate::sealed::open(key, DOMAIN, body)?;
         if state.tool != tool {
-            return Err(InputStateError::OtherCall("another tool"));
+            return Err(StateError::OtherCall("another tool"));
         }
         if state.args_digest != args_digest {
-            return Err(InputStateError::OtherCall("other arguments"));
+            return Err(StateError::OtherCall("other arguments"));
         }
         if state.capability != capability {
-            return Err(InputStateError::OtherCall("another capability token"));
+            return Err(StateError::OtherCall("another capability token"));
         }
         if now_ms() >= state.expires_at_ms {
-            return Err(InputStateError::Expired);
+            return Err(StateError::Expired);
         }
         Ok(state)
     }
@@ -412,11 +397,11 @@ mod tests {
         );
         assert_eq!(
             InputState::open(b"other", &text, "t", &digest, "cap"),
-            Err(InputStateError::Forged)
+            Err(StateError::Forged)
         );
         assert_eq!(
             InputState::open(b"key", &text, "u", &digest, "cap"),
-            Err(InputStateError::OtherCall("another tool"))
+            Err(StateError::OtherCall("another tool"))
         );
         let mut tampered = text.clone().into_bytes();
         let at = tampered.len() - 3;
@@ -429,7 +414,7 @@ mod tests {
                 &digest,
                 "cap"
             ),
-            Err(InputStateError::Forged)
+            Err(StateError::Forged)
         );
         let expired = InputState {
             expires_at_ms: 0,
@@ -438,7 +423,7 @@ mod tests {
         .seal(b"key");
         assert_eq!(
             InputState::open(b"key", &expired, "t", &digest, "cap"),
-            Err(InputStateError::Expired)
+            Err(StateError::Expired)
         );
     }
 }

@@ -34,24 +34,7 @@ pub struct RequestState {
     pub expires_at_ms: u64,
 }
 
-/// Why a request state is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StateError {
-    /// Not of the request state's form.
-    #[error("the request state is malformed")]
-    Malformed,
-    /// Its signature does not hold: forged, or altered.
-    #[error("the request state was not issued by this host, or was altered")]
-    Forged,
-    /// It was issued for another call.
-    #[error("the request state was issued for another call ({0})")]
-    OtherCall(&'static str),
-    #[error("the request state expired")]
-    Expired,
-    /// It was accepted once already.
-    #[error("the request state was already used; a request state is accepted once")]
-    Used,
-}
+pub use crate::sealed::StateError;
 
 /// Domain of the signature: never valid as a plan token's.
 const DOMAIN: &[u8] = b"toolhost/request-state/v1\0";
@@ -65,11 +48,7 @@ pub fn seal(key: &[u8], state: &RequestState) -> String {
 /// handle its use is recorded under). Expiry and binding are the caller's
 /// to check ([`RequestState::check`]).
 pub fn open(key: &[u8], text: &str) -> Result<(RequestState, String), StateError> {
-    match crate::sealed::open(key, DOMAIN, text) {
-        Ok((state, sig)) => Ok((state, sig.to_string())),
-        Err(crate::sealed::Unsealed::Malformed) => Err(StateError::Malformed),
-        Err(crate::sealed::Unsealed::Forged) => Err(StateError::Forged),
-    }
+    crate::sealed::open(key, DOMAIN, text).map(|(state, sig)| (state, sig.to_string()))
 }
 
 impl RequestState {
