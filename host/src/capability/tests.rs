@@ -1552,7 +1552,7 @@ fn exec_caveat_values_are_one_program_each() {
     assert!("exec".parse::<Right>().is_ok());
     assert_eq!(
         Rights::ALL.to_string(),
-        "read,write,net,delegate,secrets,exec,metrics,self_approve,script"
+        "read,write,net,delegate,secrets,exec,metrics,self_approve,script,console"
     );
 }
 
