@@ -93,7 +93,14 @@ class WebDriver:
             }
         }
         self.sid = self.cmd("POST", "/session", caps)["sessionId"]
-        self.cmd("POST", f"/session/{self.sid}/window/rect", {"width": 1280, "height": 800})
+        self.viewport(1280, 800)
+
+    def viewport(self, width, height):
+        """Sizes the window so that the page itself is width x height."""
+        self.cmd("POST", f"/session/{self.sid}/window/rect", {"width": width, "height": height})
+        inner = self.script("return [window.innerWidth, window.innerHeight];")
+        self.cmd("POST", f"/session/{self.sid}/window/rect",
+                 {"width": 2 * width - inner[0], "height": 2 * height - inner[1]})
 
     def cmd(self, method, path, payload=None):
         data = json.dumps(payload).encode() if payload is not None else None
@@ -290,6 +297,8 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
 
     def page(path, shot=None):
         d.get(base + path)
+        wait_for(lambda: d.url().endswith(path)
+                 and d.script("return document.readyState;") == "complete", 5)
         src = d.source()
         seen_html.append(src)
         if shot:
@@ -360,7 +369,10 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
           "a deletion waits for a person")
     second = obs(delete("keep.txt", "k2"))
     aid2 = second.get("error", {}).get("details", {}).get("approval_id")
-    page("/console/approvals", "approvals.png")
+    src = page("/console/approvals", "approvals.png")
+    if not check("delete keep.txt" in src and "lines removed" in src,
+                 "the approvals page shows the plans' summaries and changes"):
+        print(d.url(), src[-3000:])
     d.fill(f"#note-{aid}", "looks right")
     d.press(f"#a-{aid} button.approve")
     check(d.url().endswith("/console/approvals") and not d.find(f"#a-{aid}"),
@@ -409,8 +421,9 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
     ok = toolhost("call", "file_view", '{"path":"notes.txt"}', "--token", child)
     check(ok.returncode == 0, "the child token calls")
     src = page("/console/tokens", "tokens.png")
-    check(f"t-{child_id}" in src and "of 20 calls" in src,
-          "the tokens page shows the child under its parent with its budget")
+    if not check(f"t-{child_id}" in src and "of 20 calls" in src,
+                 "the tokens page shows the child under its parent with its budget"):
+        print(child_id, src[-3000:])
     d.press(f"#t-{child_id} > .token button")
     check(len(d.find("#confirm")) == 1, "revoking asks for a confirmation")
     d.press("#confirm")
@@ -479,11 +492,11 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
 
     # Phone width: the pages still render (nothing wider than the screen
     # but the scrolling tables).
-    d.cmd("POST", d.s("/window/rect"), {"width": 400, "height": 800})
+    d.viewport(400, 800)
     d.get(base + "/console/tokens")
     wide = d.script("return document.documentElement.scrollWidth;")
     check(wide <= 420, f"the tokens page fits a phone ({wide} px)")
-    d.cmd("POST", d.s("/window/rect"), {"width": 1280, "height": 800})
+    d.viewport(1280, 800)
 
     # Logout ends the session.
     d.get(base + "/console/calls")

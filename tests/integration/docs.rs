@@ -556,6 +556,11 @@ fn rust_guide_commands_run() {
 }
 
 #[test]
+fn console_guide_commands_run() {
+    run_file("docs/console.md");
+}
+
+#[test]
 fn capabilities_guide_commands_run() {
     run_file("docs/capabilities.md");
 }

@@ -310,6 +310,63 @@ fn pretty(v: &Value) -> String {
     esc(&serde_json::to_string_pretty(v).unwrap_or_default())
 }
 
+/// A dry run's plan for a person: its summary, its changes as a table,
+/// its counts and warnings, then the whole plan folded.
+fn plan_html(plan: &Value) -> String {
+    let mut out = String::new();
+    if let Some(s) = plan["summary"].as_str() {
+        out.push_str(&format!("<p class=\"summary\">{}</p>", esc(s)));
+    }
+    if let Some(changes) = plan["changes"].as_array().filter(|c| !c.is_empty()) {
+        let mut cols: Vec<&str> = Vec::new();
+        for c in changes.iter().filter_map(Value::as_object) {
+            for k in c.keys() {
+                if !k.starts_with("sha256") && !cols.contains(&k.as_str()) {
+                    cols.push(k);
+                }
+            }
+        }
+        out.push_str("<div class=\"scroll\"><table class=\"changes\"><thead><tr>");
+        for c in &cols {
+            out.push_str(&format!("<th>{}</th>", esc(&c.replace('_', " "))));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for c in changes {
+            out.push_str("<tr>");
+            for k in &cols {
+                let v = match &c[*k] {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                out.push_str(&format!("<td>{}</td>", esc(&v)));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    if let Some(counts) = plan["counts"].as_object() {
+        let parts: Vec<String> = counts
+            .iter()
+            .map(|(k, v)| format!("{} {}", esc(k), esc(&v.to_string())))
+            .collect();
+        out.push_str(&format!("<p class=\"counts\">{}</p>", parts.join(" · ")));
+    }
+    if let Some(w) = plan["warnings"].as_array().filter(|w| !w.is_empty()) {
+        out.push_str("<ul class=\"warnings\">");
+        for w in w {
+            let text = w.as_str().map(str::to_string).unwrap_or_else(|| w.to_string());
+            out.push_str(&format!("<li>{}</li>", esc(&text)));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str(&format!(
+        "<details><summary>The whole plan</summary><pre>{}</pre></details>",
+        pretty(plan)
+    ));
+    out
+}
+
 async fn approvals(console: &Arc<Console>, session: &Session) -> Result<String, ConsoleError> {
     let c = console.clone();
     let list = blocking(move || Ok(approvals_of(&c)?.backend()?.list()?)).await?;
@@ -337,7 +394,7 @@ async fn approvals(console: &Arc<Console>, session: &Session) -> Result<String, 
                 "<section class=\"card\" id=\"a-{id}\"><h2>{tool} <span class=\"id\">{id}</span></h2>\
                  <p>Asked by {by} · token {token} · until {until}</p>\
                  <h3>Targets</h3><ul>{targets}</ul>\
-                 <h3>Plan</h3><pre>{plan}</pre>\
+                 <h3>Plan</h3>{plan}\
                  <h3>Arguments (summary)</h3><pre>{args}</pre>\
                  <form method=\"post\" action=\"/console/approvals\">{csrf}\
                  <input type=\"hidden\" name=\"id\" value=\"{id}\">\
@@ -349,7 +406,7 @@ async fn approvals(console: &Arc<Console>, session: &Session) -> Result<String, 
                 by = esc(a.requested_by.as_deref().unwrap_or("?")),
                 token = esc(&a.token_chain.last().map(|t| short(t)).unwrap_or_default()),
                 until = esc(&time_s(a.expires_ms / 1000)),
-                plan = pretty(&a.plan),
+                plan = plan_html(&a.plan),
                 args = pretty(&summary(console, &a.tool, &a.args)),
                 csrf = html::csrf_field(session),
             ));
