@@ -64,11 +64,7 @@ impl Sessions {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, s| s.opened.elapsed() < SESSION_TTL);
         while map.len() >= MAX_SESSIONS {
-            let Some(oldest) = map
-                .values()
-                .min_by_key(|s| s.opened)
-                .map(|s| s.id.clone())
-            else {
+            let Some(oldest) = map.values().min_by_key(|s| s.opened).map(|s| s.id.clone()) else {
                 break;
             };
             map.remove(&oldest);

@@ -134,9 +134,7 @@ pub fn page(active: &str, title: &str, session: &Session, body: &str) -> String 
         } else {
             ""
         };
-        nav.push_str(&format!(
-            "<a href=\"/console/{path}\"{current}>{name}</a>"
-        ));
+        nav.push_str(&format!("<a href=\"/console/{path}\"{current}>{name}</a>"));
     }
     format!(
         "{}<body><header><nav aria-label=\"Console\"><strong>toolhost</strong>{nav}</nav>\

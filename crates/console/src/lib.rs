@@ -184,7 +184,10 @@ impl Console {
         if !live {
             self.sessions.remove(&session);
             return if post {
-                html::plain(StatusCode::FORBIDDEN, "the console token is no longer valid")
+                html::plain(
+                    StatusCode::FORBIDDEN,
+                    "the console token is no longer valid",
+                )
             } else {
                 html::redirect("/console/login")
             };
@@ -245,7 +248,10 @@ impl Console {
             }
             Err(why) => {
                 tracing::info!("toolhost: console login refused: {why}");
-                html::login_page(StatusCode::UNAUTHORIZED, Some("refused: not a console token"))
+                html::login_page(
+                    StatusCode::UNAUTHORIZED,
+                    Some("refused: not a console token"),
+                )
             }
         }
     }

@@ -108,7 +108,9 @@ pub fn events(console: &Arc<Console>, session: &Arc<Session>, query: &Form) -> R
                     .unwrap_or(false);
                 if !live {
                     let _ = tx
-                        .send(Bytes::from_static(b"event: ended\ndata: \"logged out\"\n\n"))
+                        .send(Bytes::from_static(
+                            b"event: ended\ndata: \"logged out\"\n\n",
+                        ))
                         .await;
                     return;
                 }

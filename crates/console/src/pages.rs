@@ -55,7 +55,10 @@ fn error_page(session: &Session, e: &ConsoleError) -> Response<Body> {
             "",
             "Not done",
             session,
-            &format!("<p class=\"error\" role=\"alert\">{}</p>", esc(&e.to_string())),
+            &format!(
+                "<p class=\"error\" role=\"alert\">{}</p>",
+                esc(&e.to_string())
+            ),
         ),
     )
 }
@@ -86,9 +89,7 @@ enum Done {
 }
 
 /// The journal of the store.
-fn journal(
-    console: &Console,
-) -> Result<Arc<dyn toolhost::journal::JournalBackend>, ConsoleError> {
+fn journal(console: &Console) -> Result<Arc<dyn toolhost::journal::JournalBackend>, ConsoleError> {
     let j = console
         .store()
         .journal()
@@ -355,7 +356,10 @@ fn plan_html(plan: &Value) -> String {
     if let Some(w) = plan["warnings"].as_array().filter(|w| !w.is_empty()) {
         out.push_str("<ul class=\"warnings\">");
         for w in w {
-            let text = w.as_str().map(str::to_string).unwrap_or_else(|| w.to_string());
+            let text = w
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| w.to_string());
             out.push_str(&format!("<li>{}</li>", esc(&text)));
         }
         out.push_str("</ul>");
@@ -453,8 +457,7 @@ async fn decide(
     let note = form.nonempty("note").map(str::to_string);
     let (c, by) = (console.clone(), session.who.clone());
     let decided =
-        blocking(move || Ok(approvals_of(&c)?.decide(&id, approve, &by, note.as_deref())?))
-            .await?;
+        blocking(move || Ok(approvals_of(&c)?.decide(&id, approve, &by, note.as_deref())?)).await?;
     match decided {
         Decided::Done(_) => Ok(Done::Redirect("/console/approvals")),
         Decided::NotFound => Err(ConsoleError::NotFound("no such approval".into())),
@@ -579,12 +582,7 @@ fn caveats_in_words(caveats: &str) -> (Vec<String>, Option<u64>) {
         let list = || v.split(',').collect::<Vec<_>>().join(", ");
         match k {
             "tool" => words.push(format!("call {}", list())),
-            "right" => words.push(
-                v.split(',')
-                    .map(right_words)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
+            "right" => words.push(v.split(',').map(right_words).collect::<Vec<_>>().join(", ")),
             "read" => words.push(format!("read under {}", list())),
             "write" => words.push(format!("write under {}", list())),
             "ask_write" => words.push(format!("write under {} once approved", list())),
@@ -929,8 +927,13 @@ mod tests {
 
     #[test]
     fn caveats_read_as_words() {
-        let (w, max) = caveats_in_words("tool=file_*; right=read,write; read=src; max_calls=10; id=ab; max_calls=4");
-        assert_eq!(w, vec!["call file_*", "read files, write files", "read under src"]);
+        let (w, max) = caveats_in_words(
+            "tool=file_*; right=read,write; read=src; max_calls=10; id=ab; max_calls=4",
+        );
+        assert_eq!(
+            w,
+            vec!["call file_*", "read files, write files", "read under src"]
+        );
         assert_eq!(max, Some(4));
     }
 

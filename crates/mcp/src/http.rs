@@ -461,7 +461,12 @@ async fn console(req: Request<Incoming>, front: &Front) -> Response<Body> {
     let bytes = match collected {
         Ok(Ok(c)) => c.to_bytes(),
         Ok(Err(_)) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large"),
-        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time"),
+        Err(_) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the body did not arrive in time",
+            )
+        }
     };
     console.handle(Request::from_parts(parts, bytes)).await
 }
