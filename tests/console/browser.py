@@ -13,8 +13,10 @@ CSRF token or from another origin is refused; a secret read by a call
 appears nowhere in the pages or the event stream. Each page is saved as a
 PNG at 1280x800 (into docs/console/ with --screenshots).
 
-Environment: TOOLHOST_BIN (the binary), CHROMEDRIVER, CHROMIUM; exit 0 only
-when every check holds.
+Environment: TOOLHOST_BIN (the binary), CHROMEDRIVER, CHROMIUM, and
+TOOLHOST_CONSOLE_STORE (a PostgreSQL URL; default: an SQLite file of its
+own); exit 0 only when every check holds. Keys, ids and trajectories carry
+a random suffix, so a store shared with other runs does not confuse them.
 """
 import base64
 import json
@@ -38,6 +40,7 @@ SHOTS = os.path.join(ROOT, "docs/console") if "--screenshots" in sys.argv else N
 SECRET = "ghp_" + "Zq7XcV2bN9mK4pL8rT1wY6uE3sD5fG0hJ2aQ"
 
 FAILED = []
+RUN = os.urandom(4).hex()
 
 
 def check(cond, what):
@@ -202,7 +205,8 @@ def main():
     env = dict(os.environ)
     env.update({
         "TOOLHOST_ROOT_KEY": "ab" * 32,
-        "TOOLHOST_STORE": os.path.join(state, "records.sqlite"),
+        "TOOLHOST_STORE": os.environ.get("TOOLHOST_CONSOLE_STORE")
+        or os.path.join(state, "records.sqlite"),
         "TOOLHOST_CACHE_DIR": os.path.join(ROOT, "target/test-compile-cache"),
         "USER": "agent",
         "NO_COLOR": "1",
@@ -331,19 +335,19 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
     d.get(base + "/console/calls")
     wait_for(lambda: "Live:" in d.text(d.one("#live-state")), 5)
     out = toolhost("call", "file_view", '{"path":"secret.env"}', "--allow-read", ".",
-                   "--trajectory", "watch-me", "--turn", "1", "--call-id", "watch-1")
+                   "--trajectory", f"watch-{RUN}", "--turn", "1", "--call-id", f"watch-{RUN}")
     ended = time.time()
     check(out.returncode == 0, "the secret file is read by a call")
     row = wait_for(lambda: d.script(
         "for (const r of document.querySelectorAll('#calls tbody tr'))"
-        " if (r.textContent.includes('watch-me')) return r.id; return null;"), 5, 0.02)
+        " if (r.textContent.includes('watch-" + RUN + "')) return r.id; return null;"), 5, 0.02)
     lag = time.time() - ended
     check(bool(row) and lag <= 1.0, f"the call appears live ({lag:.2f} s after it ended)")
     for i in range(3):
         toolhost("call", "file_view", '{"path":"notes.txt"}', "--allow-read", ".",
-                 "--trajectory", f"t{i}", "--turn", "1", "--call-id", f"n{i}")
+                 "--trajectory", f"t{i}-{RUN}", "--turn", "1", "--call-id", f"n{i}-{RUN}")
     toolhost("call", "file_view", '{"path":"missing.txt"}', "--allow-read", ".",
-             "--trajectory", "t-missing", "--turn", "1", "--call-id", "missing-1")
+             "--trajectory", f"missing-{RUN}", "--turn", "1", "--call-id", f"missing-{RUN}")
     time.sleep(1)
     d.screenshot("calls.png")
     seen_html.append(d.source())
@@ -363,11 +367,11 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
             argv += ["--approval", approval]
         return toolhost(*argv)
 
-    first = obs(delete("old.txt", "k1"))
+    first = obs(delete("old.txt", f"k1-{RUN}"))
     aid = first.get("error", {}).get("details", {}).get("approval_id")
     check(first.get("error", {}).get("code") == "approval_pending" and bool(aid),
           "a deletion waits for a person")
-    second = obs(delete("keep.txt", "k2"))
+    second = obs(delete("keep.txt", f"k2-{RUN}"))
     aid2 = second.get("error", {}).get("details", {}).get("approval_id")
     src = page("/console/approvals", "approvals.png")
     if not check("delete keep.txt" in src and "lines removed" in src,
@@ -377,10 +381,10 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
     d.press(f"#a-{aid} button.approve")
     check(d.url().endswith("/console/approvals") and not d.find(f"#a-{aid}"),
           "the approval leaves the pending list")
-    retry = delete("old.txt", "k1", aid)
+    retry = delete("old.txt", f"k1-{RUN}", aid)
     check(retry.returncode == 0 and not os.path.exists(os.path.join(ws, "old.txt")),
           "the approved call runs on the agent's retry")
-    again = obs(delete("old.txt", "k1", aid))
+    again = obs(delete("old.txt", f"k1-{RUN}", aid))
     check(again.get("effects", {}).get("replayed") is True,
           f"a second retry replays the result instead of running again ({again.get('effects')})")
     log = json.loads(toolhost("log", "--json").stdout)
@@ -392,7 +396,7 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
           f"the journal names the console as the decider ({deciders})")
     d.fill(f"#note-{aid2}", "not this one")
     d.press(f"#a-{aid2} button.deny")
-    declined = obs(delete("keep.txt", "k2", aid2))
+    declined = obs(delete("keep.txt", f"k2-{RUN}", aid2))
     check(declined.get("error", {}).get("code") == "approval_declined"
           and os.path.exists(os.path.join(ws, "keep.txt")),
           "a denial reaches the agent as approval_declined")
@@ -402,15 +406,17 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
     stopped = obs(toolhost("call", "append_line_no_probe",
                            json.dumps({"path": "data/log.txt", "line": "x", "hold_ms": 60000}),
                            "--allow-write", "data", "--timeout-ms", "300",
-                           "--idempotency-key", "doubt-1", extra=["--plugin", EFFECTS]))
+                           "--idempotency-key", f"doubt-{RUN}", extra=["--plugin", EFFECTS]))
     check(stopped.get("status") == "unknown", "a stopped call leaves a record in doubt")
     src = page("/console/doubt", "doubt.png")
-    check("doubt-1" in src, "the in-doubt record is listed")
-    forms = d.find("#doubt form")
-    if forms:
-        d.press("#doubt button[value=not_done]")
+    check(f"doubt-{RUN}" in src, "the in-doubt record is listed")
+    row = d.script("for (const f of document.querySelectorAll('#doubt form'))"
+                   " if (f.key.value === arguments[0]) return f.id; return null;", f"doubt-{RUN}")
+    if row:
+        d.press(f"#{row} button[value=not_done]")
     records = json.loads(toolhost("records", "--state", "in_doubt").stdout)
-    check(not any(r["key"] == "doubt-1" for r in records) and "none-in-doubt" in d.source(),
+    check(not any(r["key"] == f"doubt-{RUN}" for r in records)
+          and f"doubt-{RUN}" not in d.source(),
           "the record is settled from the page")
 
     # Tokens: a child revoked from the page is refused on its next call.
@@ -478,9 +484,9 @@ def run(d, base, toolhost, obs, console_token, ordinary, ws):
             if not chunk:
                 break
             stream += chunk
-            if b"watch-me" in stream and b"t-missing" in stream:
+            if f"watch-{RUN}".encode() in stream and f"missing-{RUN}".encode() in stream:
                 break
-    check(b"watch-me" in stream, "the event stream carries the calls")
+    check(f"watch-{RUN}".encode() in stream, "the event stream carries the calls")
     for path in ["/console/calls", "/console/approvals", "/console/doubt", "/console/tokens",
                  "/console/plugins", "/console/health"]:
         page(path)

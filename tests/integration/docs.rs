@@ -603,6 +603,7 @@ const RUN_PAGES: &[&str] = &[
     "docs/programs.md",
     "docs/plugins-and-trust.md",
     "docs/operations.md",
+    "docs/console.md",
 ];
 
 /// A page with commands to run has a test that runs them (a new guide

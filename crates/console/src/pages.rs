@@ -473,14 +473,14 @@ async fn doubt(console: &Arc<Console>, session: &Session) -> Result<String, Cons
     let c = console.clone();
     let list = blocking(move || Ok(c.store().list(Some(State::InDoubt))?)).await?;
     let mut rows = String::new();
-    for r in &list {
+    for (i, r) in list.iter().enumerate() {
         let since = r
             .updated_at
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         rows.push_str(&format!(
             "<tr><td class=\"id\">{key}</td><td>{tool}</td><td>{reason}</td><td>{since}</td>\
-             <td><form method=\"post\" action=\"/console/doubt\">{csrf}\
+             <td><form method=\"post\" action=\"/console/doubt\" id=\"settle-{i}\">{csrf}\
              <input type=\"hidden\" name=\"key\" value=\"{key}\">\
              <button name=\"outcome\" value=\"done\">Done</button> \
              <button name=\"outcome\" value=\"not_done\">Not done</button></form></td></tr>",
@@ -935,6 +935,93 @@ mod tests {
             vec!["call file_*", "read files, write files", "read under src"]
         );
         assert_eq!(max, Some(4));
+    }
+
+    fn entry(traj: &str, tool: &str, code: Option<&str>) -> Entry {
+        Entry {
+            call_id: "c".into(),
+            trajectory: Some(traj.into()),
+            turn: None,
+            tool: tool.into(),
+            token_id: None,
+            token_chain: vec![],
+            started_at: 0,
+            ended_at: 0,
+            status: if code.is_some() { "error" } else { "ok" }.into(),
+            error_code: code.map(str::to_string),
+            args_sha256: String::new(),
+            args_summary: Value::Null,
+            result_sha256: None,
+            output_bytes: 0,
+            attempt: 1,
+            first_try: true,
+            idempotency_key: None,
+            host: "h".into(),
+            logical_key: None,
+        }
+    }
+
+    #[test]
+    fn breaker_runs_follow_the_journal() {
+        let e = [
+            entry("a", "t", Some("not_found")),
+            entry("a", "t", Some("not_found")),
+            entry("a", "t", Some("circuit_open")),
+            entry("a", "t", Some("not_found")),
+            entry("b", "t", Some("timeout")),
+            entry("b", "t", None),
+            entry("c", "u", Some("denied")),
+            entry("c", "u", Some("not_found")),
+        ];
+        let runs = breaker_runs(&e);
+        let got: Vec<(&str, &str, &str, u32)> = runs
+            .iter()
+            .map(|r| {
+                (
+                    r.conversation.as_str(),
+                    r.tool.as_str(),
+                    r.code.as_str(),
+                    r.count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![("a", "t", "not_found", 3), ("c", "u", "not_found", 1)]
+        );
+    }
+
+    #[test]
+    fn plans_show_changes_counts_and_warnings_escaped() {
+        let plan = serde_json::json!({
+            "summary": "delete <b>.txt",
+            "changes": [{"path": "a.txt", "action": "delete", "sha256_before": "x"}],
+            "counts": {"files": 1},
+            "warnings": ["irreversible"],
+        });
+        let h = plan_html(&plan);
+        assert!(h.contains("delete &lt;b&gt;.txt"), "{h}");
+        assert!(h.contains("<td>a.txt</td><td>delete</td>"), "{h}");
+        assert!(!h.contains("<th>sha256"), "{h}");
+        assert!(h.contains("files 1"), "{h}");
+        assert!(h.contains("<li>irreversible</li>"), "{h}");
+    }
+
+    #[test]
+    fn call_filters_match_tool_status_and_any_token_of_the_chain() {
+        let mut e = entry("a", "file_view", None);
+        e.token_chain = vec!["aaaa1111".into(), "bbbb2222".into()];
+        let f = |tool: Option<&str>, status: Option<&str>, token: Option<&str>| CallFilter {
+            tool: tool.map(str::to_string),
+            status: status.map(str::to_string),
+            token: token.map(str::to_string),
+        };
+        assert!(f(None, None, None).matches(&e));
+        assert!(f(Some("file_view"), Some("ok"), Some("aaaa")).matches(&e));
+        assert!(f(None, None, Some("bbbb2222")).matches(&e));
+        assert!(!f(Some("file_edit"), None, None).matches(&e));
+        assert!(!f(None, Some("error"), None).matches(&e));
+        assert!(!f(None, None, Some("cccc")).matches(&e));
     }
 
     #[test]
