@@ -122,6 +122,9 @@ impl CaveatArgs {
             texts.push(format!("tool={}", self.tools.join(",")));
         }
         let mut rights = self.rights.clone();
+        if imply_rights && rights.iter().any(|r| r == "console") {
+            bail!("the console right is minted alone, with --console");
+        }
         if imply_rights {
             if !self.read.is_empty() || !self.write.is_empty() || !self.ask_write.is_empty() {
                 rights.push("read".into());

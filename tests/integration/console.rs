@@ -93,6 +93,8 @@ fn console_tokens_open_the_console_and_nothing_else() {
         String::from_utf8_lossy(&refused.stderr).contains("nothing else"),
         "{refused:?}"
     );
+    let mixed = cap(&setup, &["mint", "--right", "console", "--tool", "*"]);
+    assert!(!mixed.status.success(), "{mixed:?}");
     let token = minted(&setup, &["mint", "--console"]);
     let key = setup.state.path().join("root.key");
     let ordinary = mint(
