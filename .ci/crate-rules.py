@@ -40,6 +40,22 @@ ONLY = {
         "serde_json",
         "toolhost-compact-json",
     },
+    # The operator's console: pages, sessions and server-sent events over
+    # the host library's store; no protocol SDK, no engine, no database
+    # driver of its own, no front-end framework.
+    "toolhost-console": {
+        "toolhost",
+        "http",
+        "http-body",
+        "http-body-util",
+        "bytes",
+        "tokio",
+        "thiserror",
+        "serde_json",
+        "getrandom",
+        "hex",
+        "tracing",
+    },
 }
 
 

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! toolhost cap mint [--tool T] [--read P] [--write P] [--ask-write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--audience DIR] [--delegate] [--self-approve]
+//! toolhost cap mint --console [--expires WHEN]
 //! toolhost cap attenuate TOKEN [same caveat flags: each can only narrow]
 //! toolhost cap inspect TOKEN
 //! toolhost cap revoke TOKEN|ID
@@ -34,7 +35,7 @@ pub(crate) struct CaveatArgs {
     tools: Vec<String>,
     /// Rights: read, write, net, exec, delegate, secrets (implied by
     /// --read/--write/--net/--exec/--secrets when minting), metrics (read
-    /// the HTTP server's /metrics).
+    /// the HTTP server's /metrics); console only through `--console`.
     #[arg(long = "right", value_name = "RIGHT")]
     rights: Vec<String>,
     /// Mint with the `secrets` right: outputs are not redacted and a network
@@ -79,6 +80,22 @@ pub(crate) struct CaveatArgs {
 }
 
 impl CaveatArgs {
+    /// Whether the flags grant or budget anything (every flag but
+    /// `--expires` and `--audience`).
+    fn grants_any(&self) -> bool {
+        !(self.tools.is_empty()
+            && self.rights.is_empty()
+            && !self.secrets
+            && self.read.is_empty()
+            && self.write.is_empty()
+            && self.ask_write.is_empty()
+            && self.net.is_empty()
+            && self.exec.is_empty()
+            && self.fuel.is_none()
+            && self.max_calls.is_none()
+            && self.budget_fuel.is_none())
+    }
+
     /// The caveats these flags name. `imply_rights` adds the rights the
     /// prefixes and origins need (for minting).
     pub(crate) fn caveats(&self, imply_rights: bool) -> Result<Vec<Caveat>> {
@@ -105,6 +122,9 @@ impl CaveatArgs {
             texts.push(format!("tool={}", self.tools.join(",")));
         }
         let mut rights = self.rights.clone();
+        if imply_rights && rights.iter().any(|r| r == "console") {
+            bail!("the console right is minted alone, with --console");
+        }
         if imply_rights {
             if !self.read.is_empty() || !self.write.is_empty() || !self.ask_write.is_empty() {
                 rights.push("read".into());
@@ -202,6 +222,11 @@ pub(crate) enum CapCommand {
         /// whose inner tool calls run under this same token.
         #[arg(long)]
         script: bool,
+        /// Mint a console token: the `console` right alone, which opens
+        /// the operator's console of `serve --http --console` and calls no
+        /// tool (only --expires and --audience may go with it).
+        #[arg(long)]
+        console: bool,
     },
     /// Narrow a token by appending caveats (no key needed); prints the
     /// token. The child gets an id of its own (an `id` caveat).
@@ -232,8 +257,15 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             delegate,
             self_approve,
             script,
+            console,
         } => {
+            if *console && (*delegate || *self_approve || *script || flags.grants_any()) {
+                bail!("--console mints a token that opens the console and nothing else; only --expires and --audience may go with it");
+            }
             let mut flags_rights = flags.caveats(true)?;
+            if *console {
+                add_right(&mut flags_rights, toolhost::capability::Right::Console);
+            }
             if *delegate {
                 add_right(&mut flags_rights, toolhost::capability::Right::Delegate);
             }

@@ -764,7 +764,11 @@ fn serve(
         trust: Some(policy),
     };
     let records = records(p)?;
-    let args = args.into_options(artifacts(p)?, client, shutdown);
+    let console = match args.console {
+        true => Some(console_options(p, args.console_token_file.as_deref())?),
+        false => None,
+    };
+    let args = args.into_options(artifacts(p)?, client, shutdown, console);
     let metrics = args
         .http
         .is_some()
@@ -778,6 +782,33 @@ fn serve(
         recorder(p, metrics)?,
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The operator's console on the host's record store (`serve --console`).
+fn console_options(
+    p: &PluginArgs,
+    token_file: Option<&std::path::Path>,
+) -> Result<toolhost_mcp::ConsoleOptions> {
+    let token_file = match token_file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("--console-token-file {}", f.display()))?;
+            let text = text.trim().to_string();
+            if text.chars().count() < 16 {
+                bail!(
+                    "--console-token-file {}: the text must be at least 16 characters",
+                    f.display()
+                );
+            }
+            Some(text)
+        }
+        None => None,
+    };
+    Ok(toolhost_mcp::ConsoleOptions {
+        store: open_store(p)?,
+        approval_ttl: std::time::Duration::from_millis(p.approval_ttl_ms.max(1)),
+        token_file,
+    })
 }
 
 fn sources(p: &PluginArgs) -> Result<Vec<Source>> {

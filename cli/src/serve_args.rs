@@ -112,6 +112,16 @@ pub struct ServeArgs {
     /// (new ones are refused; a second signal stops at once).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub shutdown_grace_ms: u64,
+    /// HTTP: serve the operator's console at /console (live calls,
+    /// approvals, in-doubt records, tokens, plugins, health). A browser
+    /// logs in with a token from `toolhost cap mint --console` (or the text
+    /// of --console-token-file).
+    #[arg(long, requires = "http")]
+    pub console: bool,
+    /// A file whose text (at least 16 characters) also opens the console,
+    /// besides console tokens.
+    #[arg(long, value_name = "FILE", requires = "console")]
+    pub console_token_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -122,8 +132,10 @@ impl ServeArgs {
         artifacts: Arc<Artifacts>,
         client: ClientConfig,
         shutdown: Arc<Shutdown>,
+        console: Option<toolhost_mcp::ConsoleOptions>,
     ) -> ServeOptions {
         ServeOptions {
+            console,
             artifacts: Some(artifacts),
             client,
             shutdown: Some(shutdown),

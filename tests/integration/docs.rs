@@ -556,6 +556,11 @@ fn rust_guide_commands_run() {
 }
 
 #[test]
+fn console_guide_commands_run() {
+    run_file("docs/console.md");
+}
+
+#[test]
 fn capabilities_guide_commands_run() {
     run_file("docs/capabilities.md");
 }
@@ -598,6 +603,7 @@ const RUN_PAGES: &[&str] = &[
     "docs/programs.md",
     "docs/plugins-and-trust.md",
     "docs/operations.md",
+    "docs/console.md",
 ];
 
 /// A page with commands to run has a test that runs them (a new guide

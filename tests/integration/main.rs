@@ -15,6 +15,7 @@ mod cache;
 mod capability;
 mod cli;
 mod compat;
+mod console;
 mod delegation;
 mod discovery;
 mod docs;

@@ -63,6 +63,8 @@ struct Front {
     /// Clients without a token may read `/metrics` (the server listens on
     /// loopback only).
     anonymous_metrics: bool,
+    /// The operator's console at `/console` (`--console`).
+    console: Option<Arc<toolhost_console::Console>>,
 }
 
 /// Limits of the HTTP transport.
@@ -151,6 +153,11 @@ fn allowed_origin(value: &str) -> bool {
 /// The DNS-rebinding checks (see the module docs), for every path: `None`
 /// when the request passes, else its 403 (400 for a malformed `Host`).
 fn refused_headers<B>(req: &Request<B>, check_host: bool) -> Option<Response<Body>> {
+    refused_host(req, check_host).or_else(|| refused_origin(req))
+}
+
+/// The `Host` check of [`refused_headers`].
+fn refused_host<B>(req: &Request<B>, check_host: bool) -> Option<Response<Body>> {
     let headers = req.headers();
     if check_host {
         let host = match headers.get(header::HOST) {
@@ -171,6 +178,12 @@ fn refused_headers<B>(req: &Request<B>, check_host: bool) -> Option<Response<Bod
             ));
         }
     }
+    None
+}
+
+/// The `Origin` check of [`refused_headers`].
+fn refused_origin<B>(req: &Request<B>) -> Option<Response<Body>> {
+    let headers = req.headers();
     let mut origins = headers.get_all(header::ORIGIN).iter();
     if let Some(origin) = origins.next() {
         let ok = origins.next().is_none() && origin.to_str().is_ok_and(allowed_origin);
@@ -241,6 +254,9 @@ async fn route(
 ) -> Result<Response<Body>, Infallible> {
     let max_message_bytes = front.limits.max_message_bytes;
     let path = req.uri().path();
+    if path == toolhost_console::PREFIX || path.starts_with("/console/") {
+        return Ok(console(req, &front).await);
+    }
     if !matches!(path, "/mcp" | "/metrics" | "/healthz" | "/readyz") {
         return Ok(plain(
             StatusCode::NOT_FOUND,
@@ -289,6 +305,11 @@ async fn route(
         Ok(scope) => scope,
         Err(refused) => return Ok(unauthorized(&refused.0)),
     };
+    if !scope.anonymous && scope.session.grant().rights().contains(Right::Console) {
+        return Ok(unauthorized(
+            "a console token opens the console (/console) and nothing else",
+        ));
+    }
     // A verified token is cached; whether it is still good is asked on
     // every request (the revocation list is re-read at most once a second).
     // The store is read off the async workers, within the request timeout.
@@ -416,6 +437,40 @@ async fn route(
         .await)
 }
 
+/// `/console`: the operator's console, when served (`--console`; else
+/// 404). `Host` is checked as on every path; the console checks the
+/// origin of its POSTs itself (same origin only, stricter than `/mcp`'s
+/// rule). The body is read whole, up to the console's limit, within the
+/// request timeout.
+async fn console(req: Request<Incoming>, front: &Front) -> Response<Body> {
+    let Some(console) = front.console.clone() else {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "the console is off; start the server with --console",
+        );
+    };
+    if let Some(resp) = refused_host(&req, front.check_host) {
+        return resp;
+    }
+    let (parts, body) = req.into_parts();
+    let collected = tokio::time::timeout(
+        front.limits.request_timeout,
+        http_body_util::Limited::new(body, toolhost_console::MAX_BODY_BYTES).collect(),
+    )
+    .await;
+    let bytes = match collected {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large"),
+        Err(_) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the body did not arrive in time",
+            )
+        }
+    };
+    console.handle(Request::from_parts(parts, bytes)).await
+}
+
 /// `/readyz`: 200 when this server takes calls — not draining, its record
 /// store answers within a second (when it has one) and its catalog holds
 /// tools — else 503 naming what is not ready. Nothing about the calls or
@@ -457,6 +512,7 @@ pub(super) async fn serve(
     limits: HttpLimits,
     state: Arc<State>,
     policy: Arc<dyn SessionPolicy>,
+    console: Option<Arc<toolhost_console::Console>>,
 ) -> anyhow::Result<()> {
     let max_message_bytes = limits.max_message_bytes;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -490,8 +546,12 @@ pub(super) async fn serve(
         state,
         check_host,
         anonymous_metrics: local.ip().is_loopback(),
+        console,
     });
     log!("toolhost: serving MCP on http://{local}/mcp");
+    if front.console.is_some() {
+        log!("toolhost: the operator's console is on http://{local}/console");
+    }
     let shutdown = front.state.shutdown.clone();
     loop {
         let accepted = tokio::select! {

@@ -78,6 +78,7 @@ macro_rules! warn {
 mod ask;
 pub mod call_meta;
 mod compact_out;
+mod console;
 mod direct;
 mod elicit;
 mod http;
@@ -110,6 +111,8 @@ use toolhost::sandbox::{LoadEvent, Sandbox};
 use toolhost::session::{Session, Verifier};
 
 pub use shutdown::Shutdown;
+/// How the operator's console is set up (`serve --http --console`).
+pub use toolhost_console::Options as ConsoleOptions;
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -203,6 +206,9 @@ pub struct ServeOptions {
     pub shutdown: Option<Arc<Shutdown>>,
     /// How long running calls may take to finish after a stop is asked.
     pub shutdown_grace: Duration,
+    /// HTTP: serve the operator's console at `/console` (see
+    /// [`toolhost_console`]).
+    pub console: Option<ConsoleOptions>,
 }
 
 /// Default `--max-sessions`.
@@ -738,7 +744,16 @@ pub fn serve(
                         idle: Duration::from_millis(args.session_idle_ms.max(1)),
                     },
                 };
-                http::serve(addr, args.allow_remote, limits, state, policy).await
+                let console = args.console.clone().map(|options| {
+                    toolhost_console::Console::new(
+                        options,
+                        Arc::new(console::ConsoleServing {
+                            policy: policy.clone(),
+                            state: state.clone(),
+                        }),
+                    )
+                });
+                http::serve(addr, args.allow_remote, limits, state, policy, console).await
             }
             None => {
                 let scope = policy

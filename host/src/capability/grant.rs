@@ -96,6 +96,10 @@ impl Grant {
         self.rights
     }
     pub fn allows_tool(&self, name: &str) -> bool {
+        // A console token opens the console and nothing else.
+        if self.rights.contains(Right::Console) {
+            return false;
+        }
         // The script runner needs the `script` right besides the name.
         if name == super::rights::SCRIPT_TOOL && !self.rights.contains(Right::Script) {
             return false;

@@ -1,6 +1,6 @@
 //! The rights a token can grant (`read`, `write`, `net`, `secrets`,
-//! `delegate`, `exec`, `metrics`, `self_approve`, `script`) and sets of
-//! them.
+//! `delegate`, `exec`, `metrics`, `self_approve`, `script`, `console`) and
+//! sets of them.
 
 use super::*;
 
@@ -32,6 +32,10 @@ pub enum Right {
     /// through the host under the same token ([`crate::script`]). Without
     /// it the tool is not in the caller's catalog.
     Script,
+    /// Open the operator's console of `serve --http --console`. Granted
+    /// only when minting asks for it (`cap mint --console`), and alone: a
+    /// token holding it may call no tool.
+    Console,
 }
 
 /// The tool the [`Right::Script`] right unlocks.
@@ -39,7 +43,7 @@ pub const SCRIPT_TOOL: &str = "run_script";
 
 impl Right {
     /// Every right, in canonical order.
-    pub const ALL: [Right; 9] = [
+    pub const ALL: [Right; 10] = [
         Right::Read,
         Right::Write,
         Right::Net,
@@ -49,10 +53,11 @@ impl Right {
         Right::Metrics,
         Right::SelfApprove,
         Right::Script,
+        Right::Console,
     ];
 
     /// The caveat keyword: `read`, `write`, `net`, `delegate`, `secrets`,
-    /// `exec`, `metrics`, `self_approve` or `script`.
+    /// `exec`, `metrics`, `self_approve`, `script` or `console`.
     pub fn as_str(self) -> &'static str {
         match self {
             Right::Read => "read",
@@ -64,6 +69,7 @@ impl Right {
             Right::Metrics => "metrics",
             Right::SelfApprove => "self_approve",
             Right::Script => "script",
+            Right::Console => "console",
         }
     }
 
@@ -78,6 +84,7 @@ impl Right {
             Right::Metrics => 64,
             Right::SelfApprove => 128,
             Right::Script => 256,
+            Right::Console => 512,
         }
     }
 }
@@ -95,6 +102,7 @@ impl FromStr for Right {
             "metrics" => Ok(Right::Metrics),
             "self_approve" => Ok(Right::SelfApprove),
             "script" => Ok(Right::Script),
+            "console" => Ok(Right::Console),
             _ => Err(malformed(format!(
                 "`{s}` is not a right (use read, write, net, delegate, secrets, exec, metrics, self_approve or script)"
             ))),
@@ -110,8 +118,8 @@ impl Rights {
     /// No rights.
     pub const NONE: Rights = Rights(0);
     /// `read`, `write`, `net`, `delegate`, `secrets`, `exec`, `metrics`,
-    /// `self_approve` and `script`.
-    pub const ALL: Rights = Rights(511);
+    /// `self_approve`, `script` and `console`.
+    pub const ALL: Rights = Rights(1023);
 
     /// The set holding exactly these rights.
     pub fn of(rights: &[Right]) -> Rights {
@@ -134,7 +142,7 @@ impl Rights {
         self.0 == 0
     }
     /// The rights in canonical order (read, write, net, delegate, secrets,
-    /// exec, metrics, self_approve, script).
+    /// exec, metrics, self_approve, script, console).
     pub fn iter(self) -> impl Iterator<Item = Right> {
         Right::ALL.into_iter().filter(move |r| self.contains(*r))
     }

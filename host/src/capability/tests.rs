@@ -1553,7 +1553,7 @@ fn exec_caveat_values_are_one_program_each() {
     assert!("exec".parse::<Right>().is_ok());
     assert_eq!(
         Rights::ALL.to_string(),
-        "read,write,net,delegate,secrets,exec,metrics,self_approve,script"
+        "read,write,net,delegate,secrets,exec,metrics,self_approve,script,console"
     );
 }
 
@@ -1601,4 +1601,20 @@ fn store_caveats_accumulate() {
     let ids: Vec<&str> = g.stores().iter().map(|s| s.as_str()).collect();
     assert_eq!(ids, [a.as_str(), b.as_str()]);
     assert_malformed(&["store=xyz", "aud=relative", "aud=/a/../b"]);
+}
+
+#[test]
+fn a_console_token_calls_no_tool() {
+    let k = key(1);
+    let console = grant(&k, &["right=console"]);
+    assert!(console.rights().contains(Right::Console));
+    assert!(!console.allows_tool("file_view"));
+    // Not even with a tool caveat beside it.
+    let mixed = grant(&k, &["tool=*", "right=read,console"]);
+    assert!(!mixed.allows_tool("file_view"));
+    assert!(!mixed.allows_tool(SCRIPT_TOOL));
+    // Without the right, the same caveats call tools and open no console.
+    let plain = grant(&k, &["tool=*", "right=read"]);
+    assert!(plain.allows_tool("file_view"));
+    assert!(!plain.rights().contains(Right::Console));
 }
