@@ -687,19 +687,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(rec) = store.get(&key)? else {
                 bail!("no record with key {key}");
             };
-            let settlement = if done {
-                let obs = toolhost::observation::Observation::ok(
-                    "settled-by-operator",
-                    &rec.tool,
-                    toolhost::descriptor::SideEffect::Irreversible,
-                    serde_json::json!({"settled": "done", "by": "operator"}),
-                    1024,
-                )
-                .with_idempotency_key(&key);
-                toolhost::idempotency::Settlement::Done(serde_json::to_string(&obs)?)
-            } else {
-                toolhost::idempotency::Settlement::NotDone
-            };
+            let settlement = toolhost::idempotency::Settlement::by_operator(&rec, done);
             store.settle(&key, settlement)?;
             eprintln!(
                 "toolhost: settled {key} as {}",

@@ -520,21 +520,7 @@ async fn settle(console: &Arc<Console>, form: &Form) -> Result<Done, ConsoleErro
         let rec = store
             .get(&key)?
             .ok_or_else(|| ConsoleError::NotFound(format!("no record with key {key}")))?;
-        let settlement = if done {
-            let obs = toolhost::observation::Observation::ok(
-                "settled-by-operator",
-                &rec.tool,
-                toolhost::descriptor::SideEffect::Irreversible,
-                serde_json::json!({"settled": "done", "by": "operator"}),
-                1024,
-            )
-            .with_idempotency_key(&key);
-            Settlement::Done(
-                serde_json::to_string(&obs).map_err(|e| ConsoleError::Store(e.to_string()))?,
-            )
-        } else {
-            Settlement::NotDone
-        };
+        let settlement = Settlement::by_operator(&rec, done);
         store
             .settle(&key, settlement)
             .map_err(|e| ConsoleError::Conflict(e.to_string()))

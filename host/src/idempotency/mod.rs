@@ -246,6 +246,27 @@ pub enum Settlement {
     NotDone,
 }
 
+impl Settlement {
+    /// A person's decision on the in-doubt record `rec` (`toolhost settle`,
+    /// the console): done stores a recorded "settled" result that repeats
+    /// of the call get back without running; not done forgets the record,
+    /// so the next repeat runs the call.
+    pub fn by_operator(rec: &KeyRecord, done: bool) -> Settlement {
+        if !done {
+            return Settlement::NotDone;
+        }
+        let obs = crate::observation::Observation::ok(
+            "settled-by-operator",
+            &rec.tool,
+            crate::descriptor::SideEffect::Irreversible,
+            serde_json::json!({"settled": "done", "by": "operator"}),
+            1024,
+        )
+        .with_idempotency_key(&rec.key);
+        Settlement::Done(serde_json::to_string(&obs).expect("an observation serialises"))
+    }
+}
+
 /// The record stored under one idempotency key: what the call was, its
 /// state, and (once completed) the observation a repeat gets back.
 #[derive(Debug, Clone, PartialEq, Eq)]
