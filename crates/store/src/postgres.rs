@@ -325,6 +325,19 @@ impl PostgresStore {
     /// gone drops it so the next call reconnects.
     /// Runs `f` on the connection (as the store's own operations do), for
     /// the capability ledger's tables ([`toolhost::ledger::postgres`]).
+    /// Creates the tables of `schema` (statements that are no-ops when the
+    /// tables exist), under the advisory lock `lock`, so hosts that start
+    /// together do not race on one database.
+    pub(crate) fn create_tables(&self, lock: i64, schema: &str) -> Result<(), StoreError> {
+        self.with_client(|client| {
+            let mut tx = client.transaction().map_err(map_err)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock])
+                .map_err(map_err)?;
+            tx.batch_execute(schema).map_err(map_err)?;
+            tx.commit().map_err(map_err)
+        })
+    }
+
     pub(crate) fn with_client<T: Send>(
         &self,
         f: impl FnOnce(&mut Client) -> Result<T, StoreError> + Send,

@@ -72,13 +72,7 @@ fn read(client: &mut impl GenericClient, id: &str) -> Result<Option<Approval>, S
 
 impl ApprovalBackend for PostgresStore {
     fn init(&self) -> Result<(), StoreError> {
-        self.with_client(|client| {
-            let mut tx = client.transaction().map_err(map_err)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .map_err(map_err)?;
-            tx.batch_execute(SCHEMA).map_err(map_err)?;
-            tx.commit().map_err(map_err)
-        })
+        self.create_tables(SCHEMA_LOCK, SCHEMA)
     }
 
     fn insert(&self, a: &Approval) -> Result<(), StoreError> {

@@ -28,6 +28,7 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{map_err, PostgresStore};
+use crate::rows::to_i64;
 use toolhost::artifact::{admit, ArtifactBackend, ArtifactError, ArtifactMeta, Quota, Usage};
 use toolhost::store_error::{StoreError, StoreErrorKind};
 
@@ -65,10 +66,6 @@ pub struct PgArtifacts {
     init: OnceLock<()>,
 }
 
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 fn corrupt(id: &str, message: String) -> ArtifactError {
     ArtifactError::Store(StoreError::Corrupt {
         key: format!("artifact {id}"),
@@ -90,13 +87,7 @@ impl PgArtifacts {
         f: impl FnOnce(&mut postgres::Client) -> Result<T, ArtifactError> + Send,
     ) -> Result<T, ArtifactError> {
         if self.init.get().is_none() {
-            self.store.with_client(|client| {
-                let mut tx = client.transaction().map_err(map_err)?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                    .map_err(map_err)?;
-                tx.batch_execute(SCHEMA).map_err(map_err)?;
-                tx.commit().map_err(map_err)
-            })?;
+            self.store.create_tables(SCHEMA_LOCK, SCHEMA)?;
             let _ = self.init.set(());
         }
         // An unavailable store is the connection's failure: handed back so

@@ -87,13 +87,7 @@ impl PgFleetState {
         f: impl FnOnce(&mut postgres::Client) -> Result<T, StoreError> + Send,
     ) -> Result<T, StoreError> {
         if self.init.get().is_none() {
-            self.store.with_client(|client| {
-                let mut tx = client.transaction().map_err(map_err)?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                    .map_err(map_err)?;
-                tx.batch_execute(SCHEMA).map_err(map_err)?;
-                tx.commit().map_err(map_err)
-            })?;
+            self.store.create_tables(SCHEMA_LOCK, SCHEMA)?;
             let _ = self.init.set(());
         }
         self.store.with_client(f)
