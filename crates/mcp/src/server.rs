@@ -1133,7 +1133,10 @@ impl ServerHandler for McpServer {
             input_responses: request.input_responses.as_ref(),
             ..CallRequest::of(&cx)
         };
-        self.call(&req, &request.name, request.arguments).await
+        // Boxed: rmcp spawns a task per request holding this future, and
+        // the call's state machine inline made every spawn and poll copy
+        // kilobytes.
+        Box::pin(self.call(&req, &request.name, request.arguments)).await
     }
 
     /// The published definition; rmcp checks `Mcp-Param-*` headers
