@@ -5,7 +5,6 @@
 //! browser are `tests/console/browser.py` (run by `.ci/run`).
 
 use std::io::{Read, Write};
-use std::process::Command;
 
 use crate::mcp::{mint, HttpServer, Response, Setup};
 
@@ -42,17 +41,7 @@ fn request(
 
 /// `toolhost cap …` with the setup's key and store: its output.
 fn cap(setup: &Setup, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--key-file")
-        .arg(setup.state.path().join("root.key"))
-        .arg("--store")
-        .arg(setup.state.path().join("records.sqlite"))
-        .arg("cap")
-        .args(args)
-        .env_remove("TOOLHOST_ROOT_KEY")
-        .env_remove("TOOLHOST_TOKEN")
-        .output()
-        .expect("running toolhost cap")
+    setup.cap(args)
 }
 
 fn minted(setup: &Setup, args: &[&str]) -> String {

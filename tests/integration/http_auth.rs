@@ -4,7 +4,6 @@
 //! root. Real server processes, raw sockets.
 
 use std::io::{Read, Write};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -47,17 +46,7 @@ fn initialize_as(server: &HttpServer, token: &str, id: i64) -> Response {
 
 /// `toolhost cap …` with the setup's key and store: its stdout.
 fn cap(setup: &Setup, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--key-file")
-        .arg(setup.state.path().join("root.key"))
-        .arg("--store")
-        .arg(setup.state.path().join("records.sqlite"))
-        .arg("cap")
-        .args(args)
-        .env_remove("TOOLHOST_ROOT_KEY")
-        .env_remove("TOOLHOST_TOKEN")
-        .output()
-        .expect("running toolhost cap");
+    let out = setup.cap(args);
     assert!(
         out.status.success(),
         "{}",

@@ -31,6 +31,21 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
+    /// `toolhost cap …` with this setup's key and store.
+    pub(crate) fn cap(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("--key-file")
+            .arg(self.state.path().join("root.key"))
+            .arg("--store")
+            .arg(self.state.path().join("records.sqlite"))
+            .arg("cap")
+            .args(args)
+            .env_remove("TOOLHOST_ROOT_KEY")
+            .env_remove("TOOLHOST_TOKEN")
+            .output()
+            .expect("running toolhost cap")
+    }
+
     pub(crate) fn new(plugins: &[&str]) -> Setup {
         let ws = Ws::new();
         ws.write("pub/a.txt", "hello\nworld\n");
