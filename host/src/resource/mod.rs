@@ -51,6 +51,8 @@ pub mod batch;
 mod ofd;
 mod table;
 
+pub use ofd::jitter;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -397,11 +399,6 @@ pub trait SharedLocks: Send + Sync + std::fmt::Debug {
 
 /// Shared locks held for one call; dropping releases them.
 pub trait SharedHeld: Send + std::fmt::Debug {}
-
-/// A pause between `d/2` and `d`, so racing callers drift apart.
-pub fn jitter(d: Duration) -> Duration {
-    ofd::jitter(d)
-}
 
 /// Locks a call holds; dropping it releases them.
 #[derive(Debug, Default)]

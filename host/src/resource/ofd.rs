@@ -110,7 +110,7 @@ fn open(dir: &Path, path: &Path) -> io::Result<File> {
 }
 
 /// A pause between `d/2` and `d`, so racing callers drift apart.
-pub(crate) fn jitter(d: Duration) -> Duration {
+pub fn jitter(d: Duration) -> Duration {
     let mut b = [0u8; 2];
     let r = getrandom::fill(&mut b).map_or(0, |()| u16::from_le_bytes(b));
     d / 2 + d.mul_f64(f64::from(r) / f64::from(u16::MAX) / 2.0)
