@@ -42,10 +42,10 @@ use std::time::Duration;
 
 use stats::{measure, us};
 use support::*;
-use toolhost::catalog::Source;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions};
-use toolhost::session::{Allow, Session};
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::session::{Allow, Session};
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
@@ -59,7 +59,7 @@ fn main() {
     ws.write("data/four_kib.txt", line.repeat(4096 / line.len()));
     // Every call runs under a token: (b)–(d) under one minted for exactly
     // their grant, as `toolhost call --allow-read` mints one.
-    let key = toolhost::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
+    let key = toolhost::policy::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
     let allowing = |read: &[&str]| {
         let allow = Allow {
             read,
@@ -116,7 +116,7 @@ fn main() {
     let d = measure(|| {
         n += 1;
         let o = CallOptions {
-            idempotency: Some(toolhost::effects::KeySource::Explicit(format!("k{n}"))),
+            idempotency: Some(toolhost::call::KeySource::Explicit(format!("k{n}"))),
             ..CallOptions::default()
         };
         let obs = recorded.run(
@@ -129,7 +129,7 @@ fn main() {
 
     // (e) the trivial call under a capability token: a session bound to a
     // verified token; every call checks tool, expiry and limits.
-    let caveats: Vec<toolhost::capability::Caveat> = [
+    let caveats: Vec<toolhost::policy::capability::Caveat> = [
         "tool=echo_value",
         "right=read",
         "read=data",
@@ -139,12 +139,15 @@ fn main() {
     .iter()
     .map(|c| c.parse().unwrap())
     .collect();
-    let token = toolhost::capability::Token::mint(&key, &caveats)
+    let token = toolhost::policy::capability::Token::mint(&key, &caveats)
         .unwrap()
         .encode();
-    let session =
-        toolhost::session::Session::open(&key, &token, Workspace::open(ws.dir.path()).unwrap())
-            .unwrap();
+    let session = toolhost::policy::session::Session::open(
+        &key,
+        &token,
+        Workspace::open(ws.dir.path()).unwrap(),
+    )
+    .unwrap();
     let e = measure(|| {
         let obs = host.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
@@ -153,7 +156,7 @@ fn main() {
 
     // (f) the same with a `max_calls` caveat: every call is also counted
     // against the caveat's host-wide budget.
-    let counted = toolhost::capability::Token::mint(
+    let counted = toolhost::policy::capability::Token::mint(
         &key,
         &[
             caveats.as_slice(),
@@ -163,9 +166,12 @@ fn main() {
     )
     .unwrap()
     .encode();
-    let counted =
-        toolhost::session::Session::open(&key, &counted, Workspace::open(ws.dir.path()).unwrap())
-            .unwrap();
+    let counted = toolhost::policy::session::Session::open(
+        &key,
+        &counted,
+        Workspace::open(ws.dir.path()).unwrap(),
+    )
+    .unwrap();
     let f = measure(|| {
         let obs = host.run(&counted, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
@@ -204,7 +210,8 @@ fn main() {
         )
         .unwrap(),
     );
-    let journal = toolhost::journal::Journal::start(journal_store, Default::default()).unwrap();
+    let journal =
+        toolhost::record::journal::Journal::start(journal_store, Default::default()).unwrap();
     let journaled =
         host_with(&[Source::File(trivial.clone())]).with_recorder(toolhost::record::Recorder {
             journal: Some(journal.clone()),
@@ -222,7 +229,7 @@ fn main() {
     assert!(journal.flush(Duration::from_secs(120)));
     let written = journal
         .backend()
-        .query(&toolhost::journal::Filter::default())
+        .query(&toolhost::record::journal::Filter::default())
         .unwrap()
         .len();
     assert_eq!(written, 3300, "every journaled call has its entry");

@@ -29,10 +29,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::*;
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{Call, CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::session::Allow;
 use toolhost::sandbox::{CompileCache, Sandbox, SandboxConfig};
-use toolhost::session::Allow;
 
 fn sandbox_over(dir: &Path) -> Sandbox {
     Sandbox::new(&SandboxConfig {

@@ -26,11 +26,11 @@ use std::time::Duration;
 use serde_json::json;
 use stats::{measure, us};
 use support::*;
-use toolhost::catalog::Source;
+use toolhost::effects::resource::batch::{self, BatchOptions, BatchStatus};
+use toolhost::effects::resource::{Key, Locks, Mode};
 use toolhost::pipeline::{Call, CallOptions};
-use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
-use toolhost::resource::{Key, Locks, Mode};
-use toolhost::session::Allow;
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::session::Allow;
 
 fn main() {
     let trivial = test_plugin("tp_trivial");

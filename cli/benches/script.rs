@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::*;
-use toolhost::catalog::Source;
 use toolhost::observation::Status;
 use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::session::{Allow, Session};
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::session::{Allow, Session};
 
 /// Files in the generated repository.
 const FILES: usize = 400;

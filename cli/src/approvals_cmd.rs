@@ -1,6 +1,6 @@
 //! `toolhost approvals`: a person settles the calls that wait for approval
 //! (part of the `toolhost` binary; the approvals themselves are
-//! `toolhost::approval`).
+//! `toolhost::effects::approval`).
 //!
 //! ```text
 //! toolhost approvals list [--all] [--json]
@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use serde_json::{json, Value};
 
-use toolhost::approval::{self, Approval, Approvals, Decided};
+use toolhost::effects::approval::{self, Approval, Approvals, Decided};
 
 use crate::{emit, open_store, PluginArgs};
 
@@ -86,7 +86,7 @@ pub(crate) fn run(cmd: &ApprovalsCommand, p: &PluginArgs) -> Result<ExitCode> {
                         a.shown_state(now),
                         a.tool,
                         targets(a),
-                        toolhost::capability::format_rfc3339(a.expires_ms / 1000)
+                        toolhost::policy::capability::format_rfc3339(a.expires_ms / 1000)
                     ))?;
                 }
             }
@@ -139,7 +139,9 @@ fn shown(a: &Approval, now: u64) -> Value {
         o.insert("state".into(), json!(a.shown_state(now)));
         o.insert(
             "expires".into(),
-            json!(toolhost::capability::format_rfc3339(a.expires_ms / 1000)),
+            json!(toolhost::policy::capability::format_rfc3339(
+                a.expires_ms / 1000
+            )),
         );
         // The arguments as JSON, not as a string of it.
         if let Ok(args) = serde_json::from_str::<Value>(&a.args) {

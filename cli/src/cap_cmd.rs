@@ -1,6 +1,6 @@
 //! `toolhost cap`: minting, attenuating, inspecting, revoking and listing
 //! capability tokens (part of the `toolhost` binary; the tokens themselves
-//! are `toolhost::capability`).
+//! are `toolhost::policy::capability`).
 //!
 //! ```text
 //! toolhost cap mint [--tool T] [--read P] [--write P] [--ask-write P] [--net O] [--fuel N] [--max-calls N] [--expires WHEN] [--audience DIR] [--delegate] [--self-approve]
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use toolhost::capability::{Caveat, Token, TokenId};
+use toolhost::policy::capability::{Caveat, Token, TokenId};
 
 use crate::{default_store_file, emit, open_store, root_key, PluginArgs};
 
@@ -264,16 +264,28 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
             }
             let mut flags_rights = flags.caveats(true)?;
             if *console {
-                add_right(&mut flags_rights, toolhost::capability::Right::Console);
+                add_right(
+                    &mut flags_rights,
+                    toolhost::policy::capability::Right::Console,
+                );
             }
             if *delegate {
-                add_right(&mut flags_rights, toolhost::capability::Right::Delegate);
+                add_right(
+                    &mut flags_rights,
+                    toolhost::policy::capability::Right::Delegate,
+                );
             }
             if *self_approve {
-                add_right(&mut flags_rights, toolhost::capability::Right::SelfApprove);
+                add_right(
+                    &mut flags_rights,
+                    toolhost::policy::capability::Right::SelfApprove,
+                );
             }
             if *script {
-                add_right(&mut flags_rights, toolhost::capability::Right::Script);
+                add_right(
+                    &mut flags_rights,
+                    toolhost::policy::capability::Right::Script,
+                );
             }
             let mut caveats = flags_rights;
             if caveats.is_empty() {
@@ -293,13 +305,13 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 caveats.push(Caveat::Store(id));
             }
             let token = Token::mint(&root_key(p)?, &caveats)?;
-            record_issued(p, &token, toolhost::budget::Issue::Mint);
+            record_issued(p, &token, toolhost::policy::budget::Issue::Mint);
             emit(token.encode())?;
         }
         CapCommand::Attenuate { token, caveats } => {
             let parent = Token::decode(token.trim()).context("decoding the token")?;
             let child = parent.delegate(&caveats.caveats(false)?)?;
-            record_issued(p, &child, toolhost::budget::Issue::Attenuate);
+            record_issued(p, &child, toolhost::policy::budget::Issue::Attenuate);
             emit(child.encode())?;
         }
         CapCommand::Revoke { token_or_id } => {
@@ -326,7 +338,7 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 "revoked": id.to_string(),
                 "already_revoked": !fresh,
                 "until": expires_at,
-                "staleness_ms": toolhost::ledger::REVOCATION_STALENESS.as_millis() as u64,
+                "staleness_ms": toolhost::policy::ledger::REVOCATION_STALENESS.as_millis() as u64,
             }))?)?;
         }
         CapCommand::List => {
@@ -352,7 +364,7 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
                 "minted_caveats": t.minted_len(),
                 // The earliest `expires` caveat, for a person (RFC 3339, UTC)
                 // and for a program (Unix seconds, as in the caveat text).
-                "expires": expires_at.map(toolhost::capability::format_rfc3339),
+                "expires": expires_at.map(toolhost::policy::capability::format_rfc3339),
                 "expires_unix": expires_at,
                 "verification": verified,
             });
@@ -364,8 +376,8 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
 
 /// `right` added to the minted rights (or a rights caveat of its own when
 /// the flags named none).
-fn add_right(caveats: &mut Vec<Caveat>, right: toolhost::capability::Right) {
-    use toolhost::capability::Rights;
+fn add_right(caveats: &mut Vec<Caveat>, right: toolhost::policy::capability::Right) {
+    use toolhost::policy::capability::Rights;
     let delegate = Rights::of(&[right]);
     match caveats.iter_mut().find_map(|c| match c {
         Caveat::Rights(r) => Some(r),
@@ -384,7 +396,7 @@ fn now_secs() -> u64 {
 
 /// The capability ledger of the record store (budgets, revocations,
 /// issued tokens).
-fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
+fn ledger(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::policy::budget::BudgetLedger>> {
     open_store(p)?
         .capability_ledger()
         .context("the record store keeps no capability ledger")
@@ -402,11 +414,11 @@ fn store_named(p: &PluginArgs) -> bool {
 /// `TOOLHOST_STORE`), or the default store when it exists and no other key
 /// file is named. A store that cannot be opened is a warning, not a
 /// failure.
-fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::budget::Issue) {
+fn record_issued(p: &PluginArgs, token: &Token, via: toolhost::policy::budget::Issue) {
     if !store_named(p) {
         return;
     }
-    let issued = toolhost::budget::Issued {
+    let issued = toolhost::policy::budget::Issued {
         id: token.token_id(),
         parent: token.parent_id(),
         via,

@@ -108,7 +108,7 @@ pub fn catalog_cost<'a>(
         })
         .collect::<Result<Vec<_>, CostError>>()?;
     let per_turn_tokens: u64 = tools.iter().map(|t| t.tokens).sum();
-    let find = toolhost::discovery::tool_definition();
+    let find = toolhost::tools::discovery::tool_definition();
     let lazy_turn = count_tokens(
         &json!({
             "name": find["name"],

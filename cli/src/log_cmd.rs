@@ -1,6 +1,6 @@
 //! `toolhost log`, `toolhost stats` and `toolhost prune`: reading and
 //! pruning the call journal (part of the `toolhost` binary, not of the
-//! library; the journal itself is `toolhost::journal`).
+//! library; the journal itself is `toolhost::record::journal`).
 //!
 //! ```text
 //! toolhost log [--tool T] [--trajectory ID] [--since WHEN] [--status S] [--limit N] [--json]
@@ -19,11 +19,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use toolhost::breaker::Breaker;
-use toolhost::idempotency::Store;
-use toolhost::journal::stats::{self, BreakEven};
-use toolhost::journal::{self, Filter, Journal, JournalBackend, JournalOptions};
-use toolhost::metrics::Metrics;
+use toolhost::effects::idempotency::Store;
+use toolhost::record::breaker::Breaker;
+use toolhost::record::journal::stats::{self, BreakEven};
+use toolhost::record::journal::{self, Filter, Journal, JournalBackend, JournalOptions};
+use toolhost::record::metrics::Metrics;
 use toolhost::record::Recorder;
 
 /// Global options of the journal and the circuit breaker.
@@ -40,7 +40,7 @@ pub struct JournalArgs {
     pub journal_retention_days: u64,
     /// Consecutive failures of a tool with one error code after which a
     /// repeat of the same call is answered `circuit_open` (0: never).
-    #[arg(long, value_name = "K", default_value_t = toolhost::breaker::DEFAULT_THRESHOLD, global = true)]
+    #[arg(long, value_name = "K", default_value_t = toolhost::record::breaker::DEFAULT_THRESHOLD, global = true)]
     pub breaker_threshold: u32,
 }
 

@@ -44,7 +44,7 @@ pub fn init(format: LogFormat) {
 
 /// This host's name, as the journal records it.
 fn host_name() -> String {
-    toolhost::journal::host_name()
+    toolhost::record::journal::host_name()
 }
 
 /// One JSON object per event: `time` (RFC 3339, UTC), `level`, `host`,

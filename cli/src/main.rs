@@ -16,7 +16,7 @@
 //! the trust policy: `--lock FILE` (default: `toolhost.lock` in the plugins
 //! directory, when present), `--require-lock`, `--trusted-signers FILE`,
 //! `--require-signature`, `--strict-descriptions` (see
-//! `toolhost::trust::policy`). A refused plugin is reported with its code;
+//! `toolhost::plugin::trust::policy`). A refused plugin is reported with its code;
 //! a plugin named with `--plugin` that cannot be loaded is an error.
 //!
 //! Every call runs under a capability token: `--token` (or `TOOLHOST_TOKEN`),
@@ -35,15 +35,15 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use toolhost::capability::RootKey;
-use toolhost::catalog::{self, Catalog, Source};
-use toolhost::effects::KeySource;
+use toolhost::call::KeySource;
 use toolhost::observation::Status;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host, Mode};
+use toolhost::plugin::catalog::{self, Catalog, Source};
+use toolhost::plugin::trust::policy::TrustPolicy;
+use toolhost::policy::capability::RootKey;
+use toolhost::policy::session::Session;
 use toolhost::sandbox::{InstanceAllocation, LoadEvent, Sandbox, SandboxConfig};
-use toolhost::session::Session;
-use toolhost::trust::policy::TrustPolicy;
 
 /// The process's allocator: a call builds and drops many small JSON values
 /// (an object per line of a page), and glibc's malloc and free were about a
@@ -160,16 +160,16 @@ struct PluginArgs {
     artifact_retention: std::time::Duration,
     /// Bytes of kept results one token may hold at once; an output over a
     /// cap is answered clipped, with no artifact, saying which cap.
-    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().token_bytes, global = true)]
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::tools::artifact::Quota::default().token_bytes, global = true)]
     artifact_quota_token_bytes: u64,
     /// Kept results one token may hold at once.
-    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().token_count, global = true)]
+    #[arg(long, value_name = "N", default_value_t = toolhost::tools::artifact::Quota::default().token_count, global = true)]
     artifact_quota_token_count: u64,
     /// Bytes of kept results in the artifact directory, all tokens.
-    #[arg(long, value_name = "BYTES", default_value_t = toolhost::artifact::Quota::default().total_bytes, global = true)]
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost::tools::artifact::Quota::default().total_bytes, global = true)]
     artifact_quota_bytes: u64,
     /// Kept results in the artifact directory, all tokens.
-    #[arg(long, value_name = "N", default_value_t = toolhost::artifact::Quota::default().total_count, global = true)]
+    #[arg(long, value_name = "N", default_value_t = toolhost::tools::artifact::Quota::default().total_count, global = true)]
     artifact_quota_count: u64,
     /// Where calls take the resource locks that keep conflicting calls of
     /// all toolhost processes apart (default: ~/.local/share/toolhost/locks).
@@ -574,7 +574,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         cli.command,
         Command::Call(_) | Command::Batch(_) | Command::Serve(_) | Command::Plan(_)
     ));
-    toolhost::resource::set_process_default(locks(&cli.plugins)?);
+    toolhost::effects::resource::set_process_default(locks(&cli.plugins)?);
     let sandbox = Sandbox::new(&config).map_err(|e| {
         let hint = if config.allocation == InstanceAllocation::Pooling {
             " (where the address space is bounded, as under `ulimit -v`, \
@@ -687,7 +687,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(rec) = store.get(&key)? else {
                 bail!("no record with key {key}");
             };
-            let settlement = toolhost::idempotency::Settlement::by_operator(&rec, done);
+            let settlement = toolhost::effects::idempotency::Settlement::by_operator(&rec, done);
             store.settle(&key, settlement)?;
             eprintln!(
                 "toolhost: settled {key} as {}",
@@ -760,7 +760,7 @@ fn serve(
     let metrics = args
         .http
         .is_some()
-        .then(|| std::sync::Arc::new(toolhost::metrics::Metrics::new()));
+        .then(|| std::sync::Arc::new(toolhost::record::metrics::Metrics::new()));
     toolhost_mcp::run(
         sandbox,
         plugins,
@@ -915,7 +915,7 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
 fn client_config(
     p: &PluginArgs,
     workspace: &std::path::Path,
-) -> toolhost::delegation::ClientConfig {
+) -> toolhost::policy::delegation::ClientConfig {
     let abs = |path: &std::path::Path| {
         std::path::absolute(path)
             .unwrap_or_else(|_| path.to_path_buf())
@@ -940,7 +940,7 @@ fn client_config(
     if let Some(dir) = &p.cache_dir {
         args.extend(["--cache-dir".into(), abs(dir)]);
     }
-    if std::env::var_os(toolhost::capability::ROOT_KEY_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(toolhost::policy::capability::ROOT_KEY_ENV).is_some_and(|v| !v.is_empty()) {
         notes.push("set TOOLHOST_ROOT_KEY to this host's root key in the server's environment");
     } else if let Some(f) = &p.key_file {
         args.extend(["--key-file".into(), abs(f)]);
@@ -960,7 +960,7 @@ fn client_config(
     let program = std::env::current_exe()
         .map(|e| e.display().to_string())
         .unwrap_or_else(|_| "toolhost".into());
-    toolhost::delegation::ClientConfig {
+    toolhost::policy::delegation::ClientConfig {
         stdio: Some((program, args)),
         workspace: Some(abs(workspace)),
         http_url: None,
@@ -970,9 +970,9 @@ fn client_config(
 
 /// The record store: `--store` (a SQLite path or a postgres:// URL), by
 /// default records.sqlite beside the root key.
-fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency::Store>> {
+fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::effects::idempotency::Store>> {
     use std::sync::Arc;
-    use toolhost::idempotency::Store;
+    use toolhost::effects::idempotency::Store;
     use toolhost_store::{PostgresStore, SqliteStore};
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
@@ -1004,7 +1004,7 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::idempotency
 /// circuit breaker and, for a server, its metrics.
 fn recorder(
     p: &PluginArgs,
-    metrics: Option<std::sync::Arc<toolhost::metrics::Metrics>>,
+    metrics: Option<std::sync::Arc<toolhost::record::metrics::Metrics>>,
 ) -> Result<toolhost::record::Recorder> {
     log_cmd::recorder(&p.journal, || open_store(p), metrics)
 }
@@ -1024,7 +1024,7 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
 /// The artifact store: the PostgreSQL record store when `--store` is one,
 /// else `--artifact-dir`, by default `artifacts` beside the root key;
 /// keeping results for `--artifact-retention`.
-fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifacts>> {
+fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::tools::artifact::Artifacts>> {
     let beside_key = p
         .key_file
         .as_deref()
@@ -1043,14 +1043,14 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
                 std::time::Duration::from_secs(p.retention_hours.max(1) * 3600),
             )
             .context("opening the PostgreSQL artifact store")?;
-            let backend = toolhost::idempotency::Store::artifacts(std::sync::Arc::new(pg))
+            let backend = toolhost::effects::idempotency::Store::artifacts(std::sync::Arc::new(pg))
                 .context("the PostgreSQL store keeps no artifacts")?;
-            toolhost::artifact::Artifacts::in_backend(backend, p.artifact_retention)
+            toolhost::tools::artifact::Artifacts::in_backend(backend, p.artifact_retention)
         }
-        _ => toolhost::artifact::Artifacts::open(&dir, p.artifact_retention)
+        _ => toolhost::tools::artifact::Artifacts::open(&dir, p.artifact_retention)
             .with_context(|| format!("opening the artifact store {}", dir.display()))?,
     }
-    .with_quota(toolhost::artifact::Quota {
+    .with_quota(toolhost::tools::artifact::Quota {
         token_bytes: p.artifact_quota_token_bytes,
         token_count: p.artifact_quota_token_count,
         total_bytes: p.artifact_quota_bytes,
@@ -1062,8 +1062,8 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::artifact::Artifa
 /// Where calls take their resource locks: the lock directory (without one,
 /// locks hold within this process only) and, when the record store is
 /// PostgreSQL, its advisory locks.
-fn locks(p: &PluginArgs) -> Result<toolhost::resource::Locks> {
-    use toolhost::resource::Locks;
+fn locks(p: &PluginArgs) -> Result<toolhost::effects::resource::Locks> {
+    use toolhost::effects::resource::Locks;
     let dir = p
         .lock_dir
         .clone()
@@ -1129,7 +1129,7 @@ fn grants_session(
         .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
     let net: Vec<&str> = net.iter().map(String::as_str).collect();
     let exec: Vec<&str> = allow_exec.iter().map(String::as_str).collect();
-    let allow = toolhost::session::Allow {
+    let allow = toolhost::policy::session::Allow {
         read: &read,
         write: &write,
         net: &net,
@@ -1219,9 +1219,9 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
         .filter_map(|d| d.as_ref().ok())
         .map(|d| (source.name(), d.clone()))
         .collect();
-    let catalog_report = toolhost::lint::lint_catalog(&names);
+    let catalog_report = toolhost::plugin::lint::lint_catalog(&names);
     // Texts that address the model: warnings, refusals when strict.
-    let suspicious = toolhost::trust::poison::scan_tools(names.iter().map(|(_, d)| d));
+    let suspicious = toolhost::plugin::trust::poison::scan_tools(names.iter().map(|(_, d)| d));
     let refused = inspected.reports.iter().any(|r| r.refused)
         || catalog_report.has_errors()
         || (strict && !suspicious.is_empty());
@@ -1267,7 +1267,7 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
 }
 
 fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
-    use toolhost::resource::batch::{self, BatchOptions, BatchStatus};
+    use toolhost::effects::resource::batch::{self, BatchOptions, BatchStatus};
     let text = if a.input == "-" {
         let mut s = String::new();
         std::io::stdin()

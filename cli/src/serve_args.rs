@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost::artifact::Artifacts;
-use toolhost::delegation::ClientConfig;
+use toolhost::policy::delegation::ClientConfig;
+use toolhost::tools::artifact::Artifacts;
 use toolhost_mcp::{ServeOptions, Shutdown};
 
 /// `toolhost serve` options (the command line of [`ServeOptions`]).

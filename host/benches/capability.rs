@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use toolhost::capability::{Caveat, RootKey, Token};
+use toolhost::policy::capability::{Caveat, RootKey, Token};
 
 const WARMUP: usize = 10_000;
 const ITERS: usize = 100_000;

@@ -20,11 +20,11 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{Call, CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::Session;
 use toolhost::sandbox::{Sandbox, SandboxConfig};
-use toolhost::session::Session;
 use toolhost_exec::{ExecMount, ExecRequest, Executor};
 
 const WARMUP: usize = 20;

@@ -3,7 +3,7 @@
 //! (steps 1–4 passed, ready for the sandbox), its limits and its id.
 //!
 //! The pipeline ([`crate::pipeline`]) makes them, the side-effect guard
-//! ([`crate::effects`]) and the resource locks ([`crate::resource`]) read
+//! ([`crate::effects`]) and the resource locks ([`crate::effects::resource`]) read
 //! them; none of those import one another for these.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,10 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::catalog::Tool;
 use crate::descriptor::SideEffect;
-use crate::observation::{ErrorCode, ErrorInfo};
-use crate::paths::{Grants, Workspace, GUEST_ROOT};
+use crate::paths::GUEST_ROOT;
+use crate::plugin::catalog::Tool;
 use crate::sandbox::{CallRequest, CancelToken, Limits, Mount};
 
 /// Largest argument text accepted, in bytes.
@@ -36,16 +35,16 @@ pub struct CallOptions {
     /// Size of the observation's `text`; default [`DEFAULT_TEXT_BYTES`].
     pub max_text_bytes: Option<usize>,
     /// Where a side-effecting call's idempotency key comes from.
-    pub idempotency: Option<crate::idempotency::KeySource>,
+    pub idempotency: Option<KeySource>,
     /// The approval of an irreversible call: the `plan_token` of a
     /// [`Mode::Plan`] call.
     pub plan_token: Option<String>,
-    /// The approval of a call a person approved ([`crate::approval`]): the
+    /// The approval of a call a person approved ([`crate::effects::approval`]): the
     /// id an `approval_pending` result gave.
     pub approval: Option<String>,
     /// A person's answer that came back with a multi round-trip retry,
     /// under the request state the `input_required` result carried
-    /// ([`crate::approval::request_state`]).
+    /// ([`crate::effects::approval::request_state`]).
     pub answer: Option<ApprovalAnswer>,
     /// Who a tool's questions go to ([`crate::ask`]); `None`: nobody can
     /// be asked.
@@ -61,7 +60,7 @@ pub struct CallOptions {
     /// what the host's `delegate` tool tells a sub-agent.
     pub request_url: Option<String>,
     /// Where the call's inner tool calls go: set by the host for its
-    /// script runner only ([`crate::script`]); a caller's value is
+    /// script runner only ([`crate::tools::script`]); a caller's value is
     /// ignored.
     pub script: Option<crate::sandbox::ScriptLink>,
 }
@@ -134,32 +133,6 @@ impl<'a> Call<'a> {
     }
 }
 
-/// What a call may touch: a session's workspace and what its verified
-/// capability grants there. Only [`Session`](crate::session::Session) makes
-/// one: every call runs under a token.
-pub(crate) struct Scope<'a> {
-    pub workspace: &'a Workspace,
-    /// The token's prefixes that name directories of the workspace.
-    pub grants: &'a Grants,
-    /// Network origins the caller grants (`scheme://host:port`). A call gets
-    /// those its tool declares in `needs.network_hosts` (all of them for
-    /// `any`); see [`crate::sandbox::net_grant`].
-    pub net: Vec<String>,
-    /// Native programs the caller grants (names or absolute paths). A call
-    /// may run those its tool also declares in `needs.exec` (all of them
-    /// for `any`); see [`crate::exec_call`].
-    pub exec: Vec<String>,
-    /// The verified capability: every path argument is also checked
-    /// against its caveats (so a denial names the caveat), and its fuel
-    /// ceiling and expiry cap the call's limits.
-    pub capability: &'a crate::capability::Grant,
-    /// The grants with the token's `ask_write` prefixes writable too: the
-    /// mounts of a call that writes there (which then needs an approval).
-    pub ask_grants: Option<&'a Grants>,
-    /// The ids of the token's chain, oldest first.
-    pub chain: &'a [crate::capability::TokenId],
-}
-
 /// A call that passed steps 1–4, ready for the sandbox.
 pub(crate) struct Prepared<'t> {
     pub tool: &'t Tool,
@@ -186,7 +159,7 @@ pub(crate) struct Prepared<'t> {
     /// The files the call may take content from (its provenance).
     pub inputs: crate::provenance::Inputs,
     /// The binding of the capability token the call runs under, if any
-    /// ([`crate::capability::Token::binding`], hex): a plan is bound to it.
+    /// ([`crate::policy::capability::Token::binding`], hex): a plan is bound to it.
     pub capability: Option<String>,
     /// The token holds `self_approve`: its own plan tokens approve its
     /// calls.
@@ -200,7 +173,7 @@ pub(crate) struct Prepared<'t> {
     /// Who the tool's questions go to ([`crate::ask`]).
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
     /// Where the guest's inner tool calls go: the script runner's only
-    /// ([`crate::script`]).
+    /// ([`crate::tools::script`]).
     pub script: Option<crate::sandbox::ScriptLink>,
 }
 
@@ -284,15 +257,37 @@ pub(crate) fn limits_for(t: &Tool, opts: &CallOptions) -> Limits {
     }
 }
 
-/// A capability denial as the observation's error: it names the caveat.
-pub(crate) fn denial_error(d: &crate::capability::Denial) -> ErrorInfo {
-    ErrorCode::Denied
-        .info(d.message.clone())
-        .with_details(serde_json::json!({
-            "caveat": d.caveat.as_str(),
-            "allowed": d.allowed,
-            "requested": d.requested,
-        }))
+/// Where a call's idempotency key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// A key the caller chose.
+    Explicit(String),
+    /// Derived from the logical call: the same trajectory, turn, call id,
+    /// tool and canonical arguments give the same key, also after a restart.
+    Derived {
+        trajectory_id: String,
+        turn: u64,
+        call_id: String,
+    },
+}
+
+impl KeySource {
+    /// The logical call this source names, as the journal records it: the
+    /// same trajectory, turn and call id, or the same explicit key.
+    pub fn logical_key(&self) -> String {
+        match self {
+            KeySource::Explicit(k) => format!("key:{k}"),
+            KeySource::Derived {
+                trajectory_id,
+                turn,
+                call_id,
+            } => format!(
+                "call:{}:{trajectory_id}:{turn}:{}:{call_id}",
+                trajectory_id.len(),
+                call_id.len()
+            ),
+        }
+    }
 }
 
 /// A fresh call id: time-ordered and unique within the process.

@@ -21,73 +21,46 @@
 //! rmcp) and `toolhost-cli` (the `toolhost` binary; the only crate that
 //! imports clap) above it.
 //!
-//! Module map (arrows point down):
+//! Module map: one folder per concept, each importing only from those
+//! listed after it.
 //!
 //! - [`pipeline`]: [`Host`], every `impl Host`, and its one entry point
 //!   [`Host::run`]: the gates of a call, then the steps from name to
 //!   observation, over
-//! - [`delegation`]: the `delegate` tool (narrower tokens for sub-agents),
+//! - [`effects`]: the side-effect guard ([`EffectGuard`](effects::EffectGuard):
+//!   keys, records, plans), approvals, idempotency records and the
+//!   [`Store`](effects::idempotency::Store) trait, resource locks and
+//!   batches, over
+//! - [`record`]: one [`Recorder`](record::Recorder) around every call
+//!   (circuit breaker, journal, metrics), and [`tools`]: the host's own
+//!   tools (`artifact_view`, `find_tools`, `run_script`) and their state,
 //!   over
-//! - [`script`]: the host side of `run_script`: the inner calls of a
-//!   script, each handed back to `Host::run` on a helper thread;
-//!   [`session`]: the caller's policy; [`effects`]: the side-effect guard
-//!   the pipeline calls ([`EffectGuard`](effects::EffectGuard): keys, the
-//!   idempotency records of the store, plans); [`record`]: one
-//!   [`Recorder`](record::Recorder) around every call (journal entry,
-//!   circuit breaker, metrics); [`resource`]: resource keys, the locks that
-//!   keep conflicting calls apart, and batches, over
+//! - [`policy`]: who may call what: capability tokens, the
+//!   [`Session`] a caller holds, budgets and the ledger, delegation, over
 //! - [`call`]: the types of one call ([`Call`], [`Mode`](call::Mode),
-//!   [`CallOptions`](call::CallOptions), a prepared call); [`metrics`]
-//!   (Prometheus), over
-//! - [`idempotency`]: idempotency keys, the record under a key
-//!   ([`KeyRecord`](idempotency::KeyRecord)) and the
-//!   [`Store`](idempotency::Store) trait, through which a store hands out
-//!   its other tables: [`approval`] (the calls a person approves),
-//!   [`journal`] (every call, `toolhost log`/`stats`), [`ledger`] (budgets
-//!   and revocations), over
-//! - [`catalog`]: loaded plugins and their tools; [`lint`]: descriptor
-//!   rules; [`artifact`]: results too large to return, kept for the token
-//!   that made them, and `artifact_view`; [`breaker`]; [`budget`];
-//!   [`reveal`] (tools revealed to a token or session), over
-//! - [`capability`]: capability tokens, one concept a file;
-//!   [`schema`]: argument schemas; [`discovery`]: `find_tools`, a BM25
-//!   index of the tools; [`trust`]: lock file, signatures, OCI
-//!   distribution, poisoning rules; [`store_error`]: the error every
-//!   store trait returns.
+//!   [`CallOptions`](call::CallOptions), [`KeySource`](call::KeySource),
+//!   a prepared call), over
+//! - [`plugin`]: the catalog of loaded plugins, descriptor lint, argument
+//!   schemas, trust (lock file, signatures, OCI, poisoning rules); and
+//!   [`store_error`]: the error every store trait returns.
 
-pub mod approval;
-pub mod artifact;
-pub mod breaker;
-pub mod budget;
 pub mod call;
-pub mod capability;
-pub mod catalog;
-pub mod delegation;
-pub mod discovery;
 pub mod effects;
-pub mod idempotency;
-pub mod journal;
-pub mod ledger;
-pub mod lint;
-pub mod metrics;
 pub mod pipeline;
+pub mod plugin;
+pub mod policy;
 pub mod record;
-pub mod resource;
-pub mod reveal;
-pub mod schema;
-pub mod script;
-pub mod session;
 pub mod store_error;
-pub mod trust;
+pub mod tools;
 
 /// The host's own words, kept beside the observations they explain.
 pub use observation::messages;
 
 pub use call::Call;
-pub use catalog::Catalog;
 pub use observation::Observation;
 pub use pipeline::Host;
-pub use session::Session;
+pub use plugin::catalog::Catalog;
+pub use policy::session::Session;
 pub(crate) use toolhost_base::text;
 pub use toolhost_base::{
     ask, boundary, descriptor, exec_call, file_index, json, observation, opendir, origin, paths,

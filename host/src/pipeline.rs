@@ -20,7 +20,7 @@
 //! ```
 //!
 //! Between 4 and 5 the call takes the locks of its resource keys
-//! ([`crate::resource`]): a call that conflicts with a running one waits
+//! ([`crate::effects::resource`]): a call that conflicts with a running one waits
 //! there, within its deadline.
 //!
 //! A caller whose capability carries the `secrets` right skips both secret
@@ -32,21 +32,21 @@
 
 use serde_json::Value;
 
-pub(crate) use crate::call::denial_error;
-pub(crate) use crate::call::Scope;
 pub(crate) use crate::call::{limits_for, Prepared};
 pub use crate::call::{
     new_call_id, ApprovalAnswer, Call, CallOptions, Mode, DEFAULT_TEXT_BYTES,
     HARD_MAX_OUTPUT_BYTES, MAX_ARGS_BYTES,
 };
-use crate::catalog::{Catalog, Tool};
 use crate::descriptor::SideEffect;
+use crate::effects::resource::batch::{BatchItem, BatchOptions, BatchResult};
 use crate::json::{self, JsonError};
 use crate::observation::{ErrorCode, ErrorInfo, Logs, Observation, SourceKind, Usage};
 use crate::paths::Access;
-use crate::resource::batch::{BatchItem, BatchOptions, BatchResult};
+use crate::plugin::catalog::{Catalog, Tool};
+pub(crate) use crate::policy::session::denial_error;
+pub(crate) use crate::policy::session::Scope;
+use crate::policy::session::Session;
 use crate::sandbox::{CancelToken, Failure, Limits, Mount, Sandbox};
-use crate::session::Session;
 use crate::text::clip_bytes;
 use std::sync::Arc;
 
@@ -56,30 +56,30 @@ pub struct Host {
     catalog: Catalog,
     records: Option<crate::effects::EffectGuard>,
     /// Where the `max_calls` caveats of session calls are counted.
-    budgets: std::sync::Arc<dyn crate::budget::BudgetLedger>,
-    /// Where conflicting calls wait for each other ([`crate::resource`]).
-    locks: crate::resource::Locks,
+    budgets: std::sync::Arc<dyn crate::policy::budget::BudgetLedger>,
+    /// Where conflicting calls wait for each other ([`crate::effects::resource`]).
+    locks: crate::effects::resource::Locks,
     /// Runs the native programs of calls ([`crate::exec_call`]).
     executor: Arc<toolhost_exec::Executor>,
-    /// Where outputs over their limit are spilled ([`crate::artifact`]);
+    /// Where outputs over their limit are spilled ([`crate::tools::artifact`]);
     /// without it such an output is `output_too_large`.
-    artifacts: Option<Arc<crate::artifact::Artifacts>>,
+    artifacts: Option<Arc<crate::tools::artifact::Artifacts>>,
     /// Step 8: journal, circuit breaker, metrics ([`crate::record`]).
     recorder: crate::record::Recorder,
     /// How a sub-agent reaches this host: with it, sessions whose token
     /// holds the `delegate` right may call the host's `delegate` tool
-    /// ([`crate::delegation`]).
-    delegation: Option<crate::delegation::ClientConfig>,
+    /// ([`crate::policy::delegation`]).
+    delegation: Option<crate::policy::delegation::ClientConfig>,
 }
 
 /// One of the host's own tools, as [`Host::run`] dispatches it.
 enum HostTool<'a> {
-    /// `find_tools` ([`crate::discovery`]).
+    /// `find_tools` ([`crate::tools::discovery`]).
     FindTools,
-    /// `artifact_view` over this store ([`crate::artifact`]).
-    ArtifactView(&'a crate::artifact::Artifacts),
+    /// `artifact_view` over this store ([`crate::tools::artifact`]).
+    ArtifactView(&'a crate::tools::artifact::Artifacts),
     /// `delegate`, telling the sub-agent how to reach this host.
-    Delegate(&'a crate::delegation::ClientConfig),
+    Delegate(&'a crate::policy::delegation::ClientConfig),
 }
 
 impl Host {
@@ -92,8 +92,8 @@ impl Host {
             sandbox,
             catalog,
             records: None,
-            budgets: crate::budget::process_ledger(),
-            locks: crate::resource::Locks::process_default(),
+            budgets: crate::policy::budget::process_ledger(),
+            locks: crate::effects::resource::Locks::process_default(),
             executor: crate::exec_call::default_executor(),
             artifacts: None,
             recorder: crate::record::Recorder::default(),
@@ -105,7 +105,7 @@ impl Host {
     /// `delegate` right; `client` is what its results tell a sub-agent
     /// (the request's own URL, [`CallOptions::request_url`], fills in a
     /// missing HTTP address).
-    pub fn with_delegation(mut self, client: crate::delegation::ClientConfig) -> Host {
+    pub fn with_delegation(mut self, client: crate::policy::delegation::ClientConfig) -> Host {
         self.delegation = Some(client);
         self
     }
@@ -119,14 +119,14 @@ impl Host {
 
     /// Spills outputs over their call's limit to `artifacts` instead of
     /// failing them: the call is `ok` with a head and tail and a follow-up
-    /// `artifact_view` call ([`crate::artifact`]).
-    pub fn with_artifacts(mut self, artifacts: Arc<crate::artifact::Artifacts>) -> Host {
+    /// `artifact_view` call ([`crate::tools::artifact`]).
+    pub fn with_artifacts(mut self, artifacts: Arc<crate::tools::artifact::Artifacts>) -> Host {
         self.artifacts = Some(artifacts);
         self
     }
 
     /// The artifact store, when outputs spill.
-    pub fn artifacts(&self) -> Option<&crate::artifact::Artifacts> {
+    pub fn artifacts(&self) -> Option<&crate::tools::artifact::Artifacts> {
         self.artifacts.as_deref()
     }
 
@@ -142,24 +142,27 @@ impl Host {
     }
 
     /// Takes resource locks with `locks` instead of the process default
-    /// ([`crate::resource::Locks::process_default`]).
-    pub fn with_locks(mut self, locks: crate::resource::Locks) -> Host {
+    /// ([`crate::effects::resource::Locks::process_default`]).
+    pub fn with_locks(mut self, locks: crate::effects::resource::Locks) -> Host {
         self.locks = locks;
         self
     }
 
-    pub fn locks(&self) -> &crate::resource::Locks {
+    pub fn locks(&self) -> &crate::effects::resource::Locks {
         &self.locks
     }
 
     /// Counts the `max_calls` caveats of session calls in `ledger` instead
-    /// of the process-wide [`crate::budget::process_ledger`].
-    pub fn with_budgets(mut self, ledger: std::sync::Arc<dyn crate::budget::BudgetLedger>) -> Host {
+    /// of the process-wide [`crate::policy::budget::process_ledger`].
+    pub fn with_budgets(
+        mut self,
+        ledger: std::sync::Arc<dyn crate::policy::budget::BudgetLedger>,
+    ) -> Host {
         self.budgets = ledger;
         self
     }
 
-    pub fn budgets(&self) -> &dyn crate::budget::BudgetLedger {
+    pub fn budgets(&self) -> &dyn crate::policy::budget::BudgetLedger {
         &*self.budgets
     }
 
@@ -167,7 +170,7 @@ impl Host {
     /// an idempotency key and go through the record store; irreversible
     /// calls also need an approved plan.
     /// Budgets and revocations then live in the store's ledger, if it
-    /// keeps one ([`crate::ledger`]).
+    /// keeps one ([`crate::policy::ledger`]).
     pub fn with_records(mut self, records: crate::effects::EffectGuard) -> Host {
         if let Some(ledger) = records.ledger() {
             self.budgets = ledger.clone();
@@ -182,13 +185,13 @@ impl Host {
 
     /// The approvals of this host's record store, if it keeps them: where a
     /// client that can ask a person records the answer.
-    pub fn approvals(&self) -> Option<&crate::approval::Approvals> {
+    pub fn approvals(&self) -> Option<&crate::effects::approval::Approvals> {
         self.records.as_ref().and_then(|r| r.approvals())
     }
 
     /// The side-effect guard, if this host has a record store: where the
     /// request state of a multi round-trip call is sealed and spent
-    /// ([`crate::approval::request_state`]).
+    /// ([`crate::effects::approval::request_state`]).
     pub fn effect_guard(&self) -> Option<&crate::effects::EffectGuard> {
         self.records.as_ref()
     }
@@ -216,7 +219,7 @@ impl Host {
         };
         // Resource locks: a call conflicting with a running one waits here,
         // within its own deadline.
-        let held = match crate::resource::hold(&self.locks, &mut prepared, cancel) {
+        let held = match crate::effects::resource::hold(&self.locks, &mut prepared, cancel) {
             Ok(held) => held,
             Err(obs) => return *obs,
         };
@@ -482,7 +485,10 @@ impl Host {
             chain: scope.chain.iter().map(ToString::to_string).collect(),
             asker: opts.asker.clone(),
             // Only the script runner gets a link, whatever the caller set.
-            script: opts.script.clone().filter(|_| crate::script::is_runner(t)),
+            script: opts
+                .script
+                .clone()
+                .filter(|_| crate::tools::script::is_runner(t)),
         })
     }
 
@@ -612,10 +618,18 @@ impl Host {
             Some(Ok(c)) => c,
             _ => return too_large("the output could not be serialized".into()),
         };
-        let owner = p.capability.as_deref().unwrap_or(crate::artifact::NO_TOKEN);
+        let owner = p
+            .capability
+            .as_deref()
+            .unwrap_or(crate::tools::artifact::NO_TOKEN);
         match store.put(owner, tool, content.as_bytes(), &obs.provenance) {
-            Ok(id) => obs.spilled(&content, &id, crate::artifact::TOOL_NAME, p.text_bytes),
-            Err(e @ crate::artifact::ArtifactError::OverQuota { .. }) => {
+            Ok(id) => obs.spilled(
+                &content,
+                &id,
+                crate::tools::artifact::TOOL_NAME,
+                p.text_bytes,
+            ),
+            Err(e @ crate::tools::artifact::ArtifactError::OverQuota { .. }) => {
                 tracing::warn!(tool = %tool, reason = %e, "a spill was not kept");
                 obs.clipped_unkept(&content, &e.to_string(), p.text_bytes)
             }
@@ -910,9 +924,9 @@ impl Host {
     /// plugin tool of that name), else `find_tools` and `artifact_view`
     /// when no plugin tool of that name shadows them.
     fn host_tool_of(&self, session: &Session, tool: &str) -> Option<HostTool<'_>> {
-        if tool == crate::delegation::TOOL_NAME {
+        if tool == crate::policy::delegation::TOOL_NAME {
             if let Some(client) = self.delegation.as_ref() {
-                if crate::delegation::may_delegate(Some(session)) {
+                if crate::policy::delegation::may_delegate(Some(session)) {
                     return Some(HostTool::Delegate(client));
                 }
             }
@@ -921,8 +935,10 @@ impl Host {
             return None;
         }
         match tool {
-            crate::discovery::TOOL_NAME => Some(HostTool::FindTools),
-            crate::artifact::TOOL_NAME => self.artifacts.as_deref().map(HostTool::ArtifactView),
+            crate::tools::discovery::TOOL_NAME => Some(HostTool::FindTools),
+            crate::tools::artifact::TOOL_NAME => {
+                self.artifacts.as_deref().map(HostTool::ArtifactView)
+            }
             _ => None,
         }
     }
@@ -950,7 +966,7 @@ impl Host {
             ));
         }
         Some(match which {
-            HostTool::ArtifactView(store) => crate::artifact::view(
+            HostTool::ArtifactView(store) => crate::tools::artifact::view(
                 store,
                 &session.grant().binding_hex(),
                 args,
@@ -958,9 +974,10 @@ impl Host {
                 text_bytes,
             ),
             HostTool::FindTools => {
-                let index =
-                    crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
-                crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+                let index = crate::tools::discovery::index_of(
+                    self.visible_tools(session).map(|t| &t.descriptor),
+                );
+                crate::tools::discovery::find_tools(&index, args, &call_id, text_bytes)
             }
             // A dry run hands out no token.
             HostTool::Delegate(_) if mode == Mode::Plan => Observation::failure(
@@ -978,7 +995,13 @@ impl Host {
                 if client.workspace.is_none() {
                     client.workspace = Some(session.workspace().root().display().to_string());
                 }
-                crate::delegation::delegate(session, self.budgets(), args, &client, &call_id)
+                crate::policy::delegation::delegate(
+                    session,
+                    self.budgets(),
+                    args,
+                    &client,
+                    &call_id,
+                )
             }
         })
     }
@@ -1021,14 +1044,14 @@ impl Host {
         let runner = self
             .catalog()
             .get(tool)
-            .filter(|t| crate::script::is_runner(t));
+            .filter(|t| crate::tools::script::is_runner(t));
         let obs = match (mode, runner) {
             // The script runner's inner calls run for this session
-            // ([`crate::script`]), within the script's own deadline.
+            // ([`crate::tools::script`]), within the script's own deadline.
             (Mode::Run, Some(t)) => {
                 let timeout = crate::call::limits_for(t, &opts).timeout;
                 let inner = |call: Call<'_>| self.run(session, call);
-                crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
+                crate::tools::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
                     self.call_unrecorded(tool, args, &scope, opts, cancel)
                 })
             }
@@ -1053,7 +1076,7 @@ impl Host {
         items: &[BatchItem],
         opts: &BatchOptions,
     ) -> BatchResult {
-        crate::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
+        crate::effects::resource::batch::run_batch(self.catalog(), items, opts, |item, call| {
             self.run(session, Call::new(&item.tool, item.arguments.get(), call))
         })
     }
@@ -1141,7 +1164,7 @@ fn json_error(e: &JsonError) -> ErrorInfo {
     }
 }
 
-fn violation_error(v: &[crate::schema::Violation]) -> ErrorInfo {
+fn violation_error(v: &[crate::plugin::schema::Violation]) -> ErrorInfo {
     let first = &v[0];
     let mut message = first.message.clone();
     if v.len() > 1 {

@@ -98,7 +98,7 @@ impl fmt::Display for StoreErrorKind {
     }
 }
 
-/// A store failure. Any error from [`Store::claim`](crate::idempotency::Store::claim) means: do not run.
+/// A store failure. Any error from [`Store::claim`](crate::effects::idempotency::Store::claim) means: do not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// The store could not be opened, reached or initialized.

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::approval::{Approvals, Decided};
-use toolhost::capability::{Caveat, Token};
-use toolhost::catalog::Source;
-use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::Store;
+use toolhost::call::KeySource;
+use toolhost::effects::approval::{Approvals, Decided};
+use toolhost::effects::idempotency::Store;
+use toolhost::effects::EffectGuard;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
-use toolhost::session::Session;
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::capability::{Caveat, Token};
+use toolhost::policy::session::Session;
 use toolhost_store::SqliteStore;
 
 use crate::support::*;
@@ -477,26 +478,26 @@ fn attenuation_and_delegation_cannot_add_self_approve() {
     )
     .unwrap();
     let now = std::time::SystemTime::now();
-    let without: toolhost::delegation::DelegateArgs =
+    let without: toolhost::policy::delegation::DelegateArgs =
         serde_json::from_value(json!({"tools": ["file_delete"], "write": ["."]})).unwrap();
     let (child, _) = s
-        .delegate(&toolhost::delegation::caveats_for(&without, now).unwrap())
+        .delegate(&toolhost::policy::delegation::caveats_for(&without, now).unwrap())
         .unwrap();
     assert!(!child.grant().self_approves(), "handed down unasked");
-    let with: toolhost::delegation::DelegateArgs = serde_json::from_value(
+    let with: toolhost::policy::delegation::DelegateArgs = serde_json::from_value(
         json!({"tools": ["file_delete"], "write": ["."], "self_approve": true}),
     )
     .unwrap();
     let (child, _) = s
-        .delegate(&toolhost::delegation::caveats_for(&with, now).unwrap())
+        .delegate(&toolhost::policy::delegation::caveats_for(&with, now).unwrap())
         .unwrap();
     assert!(child.grant().self_approves());
     // Asked for by a session that does not hold it: refused.
     let (plain, _) = s
-        .delegate(&toolhost::delegation::caveats_for(&without, now).unwrap())
+        .delegate(&toolhost::policy::delegation::caveats_for(&without, now).unwrap())
         .unwrap();
     assert!(plain
-        .delegate(&toolhost::delegation::caveats_for(&with, now).unwrap())
+        .delegate(&toolhost::policy::delegation::caveats_for(&with, now).unwrap())
         .is_err());
 }
 
@@ -1004,7 +1005,7 @@ fn two_hosts_sharing_postgres_honour_one_approval_once() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let key = |k: &str| format!("{k}-{}", toolhost::approval::new_id().unwrap());
+    let key = |k: &str| format!("{k}-{}", toolhost::effects::approval::new_id().unwrap());
     let (k1, k2) = (key("k1"), key("k2"));
     let id = pending_id(&run_in(
         &a,
@@ -1287,7 +1288,7 @@ fn answer(state: &str, approve: Option<bool>) -> CallOptions {
             by: "mcp:test/1 (input_required)".into(),
         }),
         ..opts(
-            &format!("retry-{}", toolhost::approval::new_id().unwrap()),
+            &format!("retry-{}", toolhost::effects::approval::new_id().unwrap()),
             None,
             None,
         )
@@ -1356,7 +1357,7 @@ fn two_hosts_sharing_postgres_accept_one_request_state_once() {
     let ws = Ws::new();
     ws.write("old.txt", "a\n");
     let agent = session(&ws, &WRITE_ALL);
-    let key = format!("k-{}", toolhost::approval::new_id().unwrap());
+    let key = format!("k-{}", toolhost::effects::approval::new_id().unwrap());
     let id = pending_id(&run_in(
         &a,
         &agent,

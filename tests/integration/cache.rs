@@ -273,8 +273,8 @@ fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> 
     let seen = Mutex::new(Vec::new());
     let plugin = sandbox
         .load_embedded(
-            toolhost::catalog::REFERENCE_PLUGIN,
-            toolhost::catalog::REFERENCE_BLAKE3,
+            toolhost::plugin::catalog::REFERENCE_PLUGIN,
+            toolhost::plugin::catalog::REFERENCE_BLAKE3,
             artifact,
             &|e| seen.lock().unwrap().push(e),
         )
@@ -289,7 +289,7 @@ fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> 
 
 #[test]
 fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
-    use toolhost::catalog::REFERENCE_PRECOMPILED;
+    use toolhost::plugin::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
     // Another memory limit and instance count than the default: the
     // artifact depends on the compilation settings, not on the pool's. And
@@ -340,12 +340,12 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
 
 #[test]
 fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
-    use toolhost::catalog::{
+    use toolhost::plugin::catalog::{
         Catalog, Source, REFERENCE_BLAKE3, REFERENCE_DIGEST, REFERENCE_PLUGIN,
     };
     assert_eq!(
         REFERENCE_DIGEST,
-        toolhost::trust::sha256_digest(REFERENCE_PLUGIN)
+        toolhost::plugin::trust::sha256_digest(REFERENCE_PLUGIN)
     );
     // The compile-cache key's digest, which a start no longer computes.
     assert_eq!(REFERENCE_BLAKE3, blake3::hash(REFERENCE_PLUGIN));
@@ -358,7 +358,7 @@ fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
 
 #[test]
 fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
-    use toolhost::catalog::REFERENCE_PRECOMPILED;
+    use toolhost::plugin::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     let mut damaged = REFERENCE_PRECOMPILED.to_vec();

@@ -3,10 +3,10 @@
 
 use crate::support::*;
 use serde_json::Value;
-use toolhost::capability::{Caveat, RootKey, Token};
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::session::Session;
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::Session;
 
 fn key() -> RootKey {
     RootKey::from_hex(&"ab".repeat(32)).unwrap()

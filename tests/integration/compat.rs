@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
 use toolhost::sandbox::{
     CallRequest, Contract, Limits, Mount, Plugin, ProbeOutcome, SandboxError, SUPPORTED_CONTRACTS,
 };

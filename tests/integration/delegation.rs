@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::catalog::Source;
+use toolhost::effects::idempotency::Store;
 use toolhost::effects::EffectGuard;
-use toolhost::idempotency::Store;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::session::Session;
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::Session;
 use toolhost_store::{PostgresStore, SqliteStore};
 
 use crate::support::*;
@@ -346,7 +346,7 @@ fn revoking_a_parent_cuts_off_its_children_within_a_second() {
     assert_eq!(out["already_revoked"], false);
     // Within the staleness bound the child is denied, naming the revoked
     // ancestor.
-    std::thread::sleep(toolhost::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
+    std::thread::sleep(toolhost::policy::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
     let obs = view(&host, &c);
     let err = expect_error(&obs, "denied", "denied");
     assert_eq!(err["details"]["caveat"], "id", "{err}");
@@ -574,7 +574,7 @@ fn http_an_orchestrator_delegates_two_disjoint_children_budgets_drain_and_revoca
         &["cap", "revoke", out_c["id"].as_str().unwrap()],
     );
     stdout(&out);
-    std::thread::sleep(toolhost::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
+    std::thread::sleep(toolhost::policy::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
     // Refused at the door, like a bad token: 401 naming the revoked id.
     let refused = crate::mcp::stateless_as(
         &server,
@@ -867,7 +867,7 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
     .unwrap();
     let plan_token = expect_ok(&plan)["plan_token"].as_str().unwrap().to_string();
     let opts = |k: &str| CallOptions {
-        idempotency: Some(toolhost::effects::KeySource::Explicit(k.into())),
+        idempotency: Some(toolhost::call::KeySource::Explicit(k.into())),
         plan_token: Some(plan_token.clone()),
         ..CallOptions::default()
     };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::catalog::{Catalog, Source, Tool};
+use toolhost::plugin::catalog::{Catalog, Source, Tool};
 use toolhost::sandbox::{CallRequest, Failure, Limits, Mount, ProbeOutcome};
 
 use crate::network::{ok_text, Server};

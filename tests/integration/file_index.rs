@@ -18,10 +18,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::session::Allow;
 use toolhost::sandbox::{CallRequest, Limits, Mount, Sandbox, SandboxConfig};
-use toolhost::session::Allow;
 
 use crate::support::*;
 

@@ -3,10 +3,10 @@
 
 use crate::support::*;
 use serde_json::Value;
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{Call, CallOptions};
-use toolhost::session::Session;
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::Session;
 
 fn opts(timeout_ms: u64, fuel: u64) -> CallOptions {
     CallOptions {
@@ -512,11 +512,11 @@ fn a_plugin_declaring_a_host_tool_name_is_refused() {
 #[test]
 fn the_reserved_names_are_the_host_tools() {
     assert_eq!(
-        toolhost::catalog::HOST_TOOL_NAMES,
+        toolhost::plugin::catalog::HOST_TOOL_NAMES,
         [
-            toolhost::artifact::TOOL_NAME,
-            toolhost::discovery::TOOL_NAME,
-            toolhost::delegation::TOOL_NAME
+            toolhost::tools::artifact::TOOL_NAME,
+            toolhost::tools::discovery::TOOL_NAME,
+            toolhost::policy::delegation::TOOL_NAME
         ]
     );
 }

@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, stateless_call, HttpServer, Setup, StdioServer};
 use crate::support::*;
-use toolhost::catalog::Source;
-use toolhost::effects::KeySource;
-use toolhost::idempotency::Store;
-use toolhost::journal::{self, stats, Filter, Journal, JournalOptions};
+use toolhost::call::KeySource;
+use toolhost::effects::idempotency::Store;
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::Source;
+use toolhost::record::journal::{self, stats, Filter, Journal, JournalOptions};
 use toolhost::record::Recorder;
 use toolhost_store::{PostgresStore, SqliteStore};
 
@@ -862,23 +862,23 @@ struct SlowBackend {
 }
 
 impl journal::JournalBackend for SlowBackend {
-    fn init(&self) -> Result<(), toolhost::idempotency::StoreError> {
+    fn init(&self) -> Result<(), toolhost::effects::idempotency::StoreError> {
         self.inner.init()
     }
     fn append(
         &self,
         entries: &mut [journal::Entry],
-    ) -> Result<(), toolhost::idempotency::StoreError> {
+    ) -> Result<(), toolhost::effects::idempotency::StoreError> {
         std::thread::sleep(self.delay);
         self.inner.append(entries)
     }
     fn query(
         &self,
         filter: &Filter,
-    ) -> Result<Vec<journal::Entry>, toolhost::idempotency::StoreError> {
+    ) -> Result<Vec<journal::Entry>, toolhost::effects::idempotency::StoreError> {
         self.inner.query(filter)
     }
-    fn prune(&self, before_us: i64) -> Result<u64, toolhost::idempotency::StoreError> {
+    fn prune(&self, before_us: i64) -> Result<u64, toolhost::effects::idempotency::StoreError> {
         self.inner.prune(before_us)
     }
 }

@@ -17,8 +17,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::catalog::{Catalog, Source};
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
 use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
 
 use crate::support::*;

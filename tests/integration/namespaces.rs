@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::catalog::Source;
-use toolhost::idempotency::Store;
-use toolhost::journal::{Filter, Journal, JournalOptions};
+use toolhost::effects::idempotency::Store;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
-use toolhost::session::Session;
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::Session;
+use toolhost::record::journal::{Filter, Journal, JournalOptions};
 use toolhost_store::SqliteStore;
 
 fn in_ns(namespace: &str, plugin: &str) -> Source {
@@ -262,8 +262,8 @@ fn stdio_lazy_session_finds_lists_and_calls_a_namespaced_tool() {
 /// namespace is a load problem, not a shadowed tool.
 #[test]
 fn a_namespace_does_not_change_what_the_trust_policy_or_duplicates_refuse() {
-    use toolhost::catalog::Catalog;
-    use toolhost::trust::policy::TrustPolicy;
+    use toolhost::plugin::catalog::Catalog;
+    use toolhost::plugin::trust::policy::TrustPolicy;
     let policy = TrustPolicy {
         require_lock: true,
         ..TrustPolicy::default()

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::pipeline::CallOptions;
-use toolhost::session::Allow;
+use toolhost::policy::session::Allow;
 
 use crate::support::*;
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::catalog::Source;
-use toolhost::effects::{EffectGuard, KeySource};
+use toolhost::call::KeySource;
+use toolhost::effects::EffectGuard;
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::Source;
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolhost::pipeline::CallOptions;
-use toolhost::session::Allow;
+use toolhost::policy::session::Allow;
 
 use crate::support::*;
 
@@ -235,9 +235,9 @@ fn a_spilled_file_view_of_a_key_keeps_no_body_line_in_its_artifact() {
     let f = fixture();
     let store = tempfile::tempdir().unwrap();
     let artifacts =
-        toolhost::artifact::Artifacts::open(store.path(), Duration::from_secs(600)).unwrap();
-    let host =
-        host_with(&[toolhost::catalog::Source::reference()]).with_artifacts(Arc::new(artifacts));
+        toolhost::tools::artifact::Artifacts::open(store.path(), Duration::from_secs(600)).unwrap();
+    let host = host_with(&[toolhost::plugin::catalog::Source::reference()])
+        .with_artifacts(Arc::new(artifacts));
     let opts = CallOptions {
         max_output_bytes: Some(2000),
         ..CallOptions::default()

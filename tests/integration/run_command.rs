@@ -9,10 +9,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::capability::{Caveat, CaveatKind, RootKey, Token};
 use toolhost::pipeline::{Call, CallOptions};
+use toolhost::policy::capability::{Caveat, CaveatKind, RootKey, Token};
+use toolhost::policy::session::Session;
 use toolhost::sandbox::CancelToken;
-use toolhost::session::Session;
 
 use crate::exec::{assert_nothing_left, processes_with, unique};
 use crate::support::{assert_valid_observation, expect_error, expect_ok, keyed, reference_host};
@@ -228,7 +228,7 @@ fn a_read_grant_runs_read_only_and_a_write_grant_is_reversible() {
     assert!(!ws.path().join("src/new.txt").exists());
     // …and with one the write happens, once; a retry replays.
     let opts = CallOptions {
-        idempotency: Some(toolhost::effects::KeySource::Explicit(format!(
+        idempotency: Some(toolhost::call::KeySource::Explicit(format!(
             "run-command-{}",
             unique()
         ))),

@@ -6,14 +6,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::catalog::Source;
-use toolhost::idempotency::Store;
-use toolhost::journal::{Filter, Journal, JournalOptions};
+use toolhost::effects::idempotency::Store;
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::Source;
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::session::{Allow, Session};
+use toolhost::record::journal::{Filter, Journal, JournalOptions};
 use toolhost::record::Recorder;
-use toolhost::session::{Allow, Session};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;
@@ -433,7 +433,7 @@ fn inner_writes_run_through_the_record_store_one_at_a_time() {
 #[test]
 fn the_typescript_declaration_of_the_reference_tools_matches_its_snapshot() {
     let host = script_host();
-    let decl = toolhost::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
+    let decl = toolhost::tools::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
     assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
     assert!(decl.contains("  file_view(args: { path: string; offset?: number; limit?: number; column?: number }): Promise<{ "), "{decl}");
     assert!(!decl.contains("run_script("), "{decl}");

@@ -6,10 +6,11 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost::catalog::Source;
-use toolhost::effects::{EffectGuard, KeySource};
-use toolhost::idempotency::{Claim, Store};
+use toolhost::call::KeySource;
+use toolhost::effects::idempotency::{Claim, Store};
+use toolhost::effects::EffectGuard;
 use toolhost::pipeline::CallOptions;
+use toolhost::plugin::catalog::Source;
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

@@ -6,12 +6,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::capability::RootKey;
-use toolhost::catalog::{Catalog, Source};
 use toolhost::paths::Workspace;
 use toolhost::pipeline::{Call, CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::capability::RootKey;
+use toolhost::policy::session::{Allow, Session};
 use toolhost::sandbox::{Sandbox, SandboxConfig};
-use toolhost::session::{Allow, Session};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -120,7 +120,7 @@ pub fn host_with(sources: &[Source]) -> Host {
     let records = toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
         .with_records(records)
-        .with_budgets(toolhost::budget::process_ledger())
+        .with_budgets(toolhost::policy::budget::process_ledger())
 }
 
 /// `opts` with an idempotency key of its own when it has none, so a
@@ -130,7 +130,7 @@ pub fn keyed(opts: &CallOptions) -> CallOptions {
     let mut opts = opts.clone();
     if opts.idempotency.is_none() {
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        opts.idempotency = Some(toolhost::effects::KeySource::Explicit(format!(
+        opts.idempotency = Some(toolhost::call::KeySource::Explicit(format!(
             "support-{}-{n}",
             std::process::id()
         )));

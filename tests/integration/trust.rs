@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolhost::catalog::{inspect, Source, REFERENCE_PLUGIN};
 use toolhost::descriptor::ToolDescriptor;
-use toolhost::trust::lock::{Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME};
-use toolhost::trust::oci::{self, OciError, OciOptions, OciReference};
-use toolhost::trust::poison::{self, PoisonRule};
-use toolhost::trust::signature::{self, AllowedSigners, Verification};
+use toolhost::plugin::catalog::{inspect, Source, REFERENCE_PLUGIN};
+use toolhost::plugin::trust::lock::{
+    Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME,
+};
+use toolhost::plugin::trust::oci::{self, OciError, OciOptions, OciReference};
+use toolhost::plugin::trust::poison::{self, PoisonRule};
+use toolhost::plugin::trust::signature::{self, AllowedSigners, Verification};
 
 use crate::support::*;
 
@@ -327,7 +329,7 @@ fn push_and_pull_through_a_real_registry() {
     let pushed = oci::push_blocking(&target, REFERENCE_PLUGIN, Some(&sig), &insecure()).unwrap();
     assert_eq!(
         pushed.layer_digest,
-        toolhost::trust::sha256_digest(REFERENCE_PLUGIN)
+        toolhost::plugin::trust::sha256_digest(REFERENCE_PLUGIN)
     );
     assert_eq!(
         pushed.pinned.to_string(),

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use toolhost::catalog::{Catalog, Source};
-use toolhost::trust::lock::{Lock, LOCK_FILE_NAME};
-use toolhost::trust::policy::TrustPolicy;
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::plugin::trust::lock::{Lock, LOCK_FILE_NAME};
+use toolhost::plugin::trust::policy::TrustPolicy;
 
 use crate::support::*;
 use crate::trust::{patch_once, ssh_keygen, Registry};
@@ -963,7 +963,7 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
     let setup = Setup::new(&["tp_trivial"]);
     // Pin tp_trivial in a lock outside the plugins directory.
     let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
-    let descriptors: Vec<_> = toolhost::catalog::inspect_bytes(sandbox(), &bytes, &|_| {})
+    let descriptors: Vec<_> = toolhost::plugin::catalog::inspect_bytes(sandbox(), &bytes, &|_| {})
         .unwrap()
         .descriptors
         .into_iter()
@@ -971,8 +971,13 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
         .collect();
     let mut lock = Lock::new();
     lock.insert(
-        toolhost::trust::lock::PluginEntry::compute("tp_trivial", "test", &bytes, &descriptors)
-            .unwrap(),
+        toolhost::plugin::trust::lock::PluginEntry::compute(
+            "tp_trivial",
+            "test",
+            &bytes,
+            &descriptors,
+        )
+        .unwrap(),
     );
     let lock_path = setup.state.path().join("pinned.lock");
     lock.write(&lock_path).unwrap();

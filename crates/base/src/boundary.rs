@@ -1,7 +1,7 @@
 //! Where a window of a spilled output may end, so that no record is cut
 //! across two windows.
 //!
-//! A spilled output (`toolhost::artifact`) is read back in windows: the
+//! A spilled output (`toolhost::tools::artifact`) is read back in windows: the
 //! head shown with the spill, then each `artifact_view` window. Each ends
 //! on a boundary of the content when one falls inside it:
 //!

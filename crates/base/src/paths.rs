@@ -70,8 +70,8 @@ const MAX_SHOWN_BYTES: usize = 200;
 const MAX_LINKS: usize = 40;
 
 /// What a call does with a path: the one access vocabulary of the host. A
-/// schema's `x-toolhost-path` annotation (`toolhost::schema::PathAccess`), a
-/// token's `read`/`write` prefixes (`toolhost::capability::Access`) and a
+/// schema's `x-toolhost-path` annotation (`toolhost::plugin::schema::PathAccess`), a
+/// token's `read`/`write` prefixes (`toolhost::policy::capability::Access`) and a
 /// workspace grant all say it with this type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -19,7 +19,7 @@
 //! Anthropic's `^[a-zA-Z0-9_-]{1,64}$`) see such names only through a
 //! client that maps them.
 //!
-//! A token's `tool` caveat (`toolhost::capability::ToolPattern`) speaks the
+//! A token's `tool` caveat (`toolhost::policy::capability::ToolPattern`) speaks the
 //! same grammar: an exact `name`, `*`, or a prefix of a name ending in `_`
 //! or `.` followed by `*`: `fs.*` is every tool of the namespace `fs` (and
 //! never `fsx.read`), `fs.file_*` the `file_` tools of that namespace,

@@ -189,11 +189,11 @@ pub fn bar(share: f64, label: &str, class: &str) -> String {
 
 /// Unix microseconds as `YYYY-MM-DD HH:MM:SS` UTC.
 pub fn time_us(us: i64) -> String {
-    let s = toolhost::journal::format_us(us);
+    let s = toolhost::record::journal::format_us(us);
     s.get(..19).unwrap_or(&s).replace('T', " ")
 }
 
 /// Unix seconds as RFC 3339.
 pub fn time_s(secs: u64) -> String {
-    toolhost::capability::format_rfc3339(secs)
+    toolhost::policy::capability::format_rfc3339(secs)
 }

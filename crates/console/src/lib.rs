@@ -35,8 +35,8 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 
-use toolhost::catalog::Catalog;
-use toolhost::idempotency::Store;
+use toolhost::effects::idempotency::Store;
+use toolhost::plugin::catalog::Catalog;
 
 /// The body of a console response: a page, or an event stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -82,8 +82,8 @@ impl From<toolhost::store_error::StoreError> for ConsoleError {
     }
 }
 
-impl From<toolhost::budget::BudgetError> for ConsoleError {
-    fn from(e: toolhost::budget::BudgetError) -> Self {
+impl From<toolhost::policy::budget::BudgetError> for ConsoleError {
+    fn from(e: toolhost::policy::budget::BudgetError) -> Self {
         ConsoleError::Store(e.to_string())
     }
 }

@@ -68,7 +68,7 @@ pub fn events(console: &Arc<Console>, session: &Arc<Session>, query: &Form) -> R
             return;
         }
         loop {
-            let since = toolhost::journal::unix_us(std::time::SystemTime::now())
+            let since = toolhost::record::journal::unix_us(std::time::SystemTime::now())
                 - WINDOW.as_micros() as i64;
             let c = console.clone();
             let entries = crate::blocking(move || recent(&c, Some(since))).await;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use http::{Response, StatusCode};
 use serde_json::Value;
 
-use toolhost::approval::{self, Approvals, Decided};
-use toolhost::budget::IssuedState;
-use toolhost::capability::TokenId;
-use toolhost::idempotency::{Settlement, State};
-use toolhost::journal::{Entry, Filter};
+use toolhost::effects::approval::{self, Approvals, Decided};
+use toolhost::effects::idempotency::{Settlement, State};
+use toolhost::policy::budget::IssuedState;
+use toolhost::policy::capability::TokenId;
+use toolhost::record::journal::{Entry, Filter};
 
 use crate::auth::{Form, Session};
 use crate::html::{self, bar, esc, page, time_s, time_us};
@@ -89,7 +89,9 @@ enum Done {
 }
 
 /// The journal of the store.
-fn journal(console: &Console) -> Result<Arc<dyn toolhost::journal::JournalBackend>, ConsoleError> {
+fn journal(
+    console: &Console,
+) -> Result<Arc<dyn toolhost::record::journal::JournalBackend>, ConsoleError> {
     let j = console
         .store()
         .journal()
@@ -302,7 +304,7 @@ fn approvals_of(console: &Console) -> Result<Approvals, ConsoleError> {
 fn summary(console: &Console, tool: &str, args: &str) -> Value {
     let mut out = Value::Null;
     console.serving.catalog(&mut |c| {
-        out = toolhost::journal::summarize_args(args, c.get(tool).map(|t| &**t), true);
+        out = toolhost::record::journal::summarize_args(args, c.get(tool).map(|t| &**t), true);
     });
     out
 }
@@ -529,7 +531,9 @@ async fn settle(console: &Arc<Console>, form: &Form) -> Result<Done, ConsoleErro
     Ok(Done::Redirect("/console/doubt"))
 }
 
-fn ledger(console: &Console) -> Result<Arc<dyn toolhost::budget::BudgetLedger>, ConsoleError> {
+fn ledger(
+    console: &Console,
+) -> Result<Arc<dyn toolhost::policy::budget::BudgetLedger>, ConsoleError> {
     console
         .store()
         .capability_ledger()
@@ -730,7 +734,7 @@ async fn revoke(
 fn plugins(console: &Arc<Console>, session: &Session) -> String {
     let mut body = String::new();
     console.serving.catalog(&mut |c| {
-        let reports: HashMap<&str, &toolhost::lint::ToolReport> =
+        let reports: HashMap<&str, &toolhost::plugin::lint::ToolReport> =
             c.reports().iter().map(|(n, r)| (n.as_str(), r)).collect();
         body.push_str(
             "<div class=\"scroll\"><table id=\"plugins\"><thead><tr><th>Plugin</th><th>Lock</th>\
@@ -823,9 +827,10 @@ fn breaker_runs(entries: &[Entry]) -> Vec<Run> {
 
 async fn health(console: &Arc<Console>, session: &Session) -> Result<String, ConsoleError> {
     let c = console.clone();
-    let day = toolhost::journal::unix_us(std::time::SystemTime::now()) - 24 * 3600 * 1_000_000;
+    let day =
+        toolhost::record::journal::unix_us(std::time::SystemTime::now()) - 24 * 3600 * 1_000_000;
     let entries = blocking(move || recent(&c, Some(day))).await?;
-    let stats = toolhost::journal::stats::compute(&entries, Default::default());
+    let stats = toolhost::record::journal::stats::compute(&entries, Default::default());
     let rate = |r: Option<f64>| {
         r.map(|r| format!("{:.0}%", r * 100.0))
             .unwrap_or_else(|| "-".into())
@@ -890,7 +895,7 @@ async fn health(console: &Arc<Console>, session: &Session) -> Result<String, Con
              <th>Failures in a row</th><th>State</th></tr></thead><tbody>",
         );
         for r in runs {
-            let open = r.count >= toolhost::breaker::DEFAULT_THRESHOLD;
+            let open = r.count >= toolhost::record::breaker::DEFAULT_THRESHOLD;
             body.push_str(&format!(
                 "<tr><td class=\"id\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\
                  <td><span class=\"status s-{}\">{}</span></td></tr>",

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use toolhost::capability::Right;
+use toolhost::policy::capability::Right;
 use toolhost_console::{Login, Serving};
 
 use super::{SessionPolicy, State};
@@ -40,7 +40,7 @@ impl Serving for ConsoleServing {
         })
     }
 
-    fn catalog(&self, f: &mut dyn FnMut(&toolhost::catalog::Catalog)) {
+    fn catalog(&self, f: &mut dyn FnMut(&toolhost::plugin::catalog::Catalog)) {
         f(self.state.current().host.catalog());
     }
 }

@@ -102,13 +102,13 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use toolhost::capability::RootKey;
-use toolhost::catalog::{Catalog, Source};
 use toolhost::effects::EffectGuard;
 use toolhost::paths::{Grants, Workspace};
 use toolhost::pipeline::{CallOptions, Host};
+use toolhost::plugin::catalog::{Catalog, Source};
+use toolhost::policy::capability::RootKey;
+use toolhost::policy::session::{Session, Verifier};
 use toolhost::sandbox::{LoadEvent, Sandbox};
-use toolhost::session::{Session, Verifier};
 
 pub use shutdown::Shutdown;
 /// How the operator's console is set up (`serve --http --console`).
@@ -126,9 +126,9 @@ pub const LIST_TTL_MS: u64 = 10_000;
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Where results over their output limit are kept
-    /// ([`toolhost::artifact`]); the binary always gives one. Without it such
+    /// ([`toolhost::tools::artifact`]); the binary always gives one. Without it such
     /// a result is `output_too_large`.
-    pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::tools::artifact::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC). One of
     /// --stdio and --http is needed.
     pub stdio: bool,
@@ -176,7 +176,7 @@ pub struct ServeOptions {
     pub allow_script: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
-    pub client: toolhost::delegation::ClientConfig,
+    pub client: toolhost::policy::delegation::ClientConfig,
     /// Largest incoming message, in bytes.
     pub max_message_bytes: usize,
     /// Tools per tools/list page.
@@ -232,7 +232,7 @@ pub struct Plugins {
     pub files: Vec<toolhost::toolname::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
-    pub trust: Option<toolhost::trust::policy::TrustPolicy>,
+    pub trust: Option<toolhost::plugin::trust::policy::TrustPolicy>,
 }
 
 impl Plugins {
@@ -267,7 +267,7 @@ pub struct SessionScope {
 impl SessionScope {
     /// Whether the session may see and call `tool`.
     pub fn allows(&self, tool: &str) -> bool {
-        if tool == toolhost::delegation::TOOL_NAME && self.may_delegate() {
+        if tool == toolhost::policy::delegation::TOOL_NAME && self.may_delegate() {
             return true;
         }
         self.session.grant().allows_tool(tool)
@@ -275,14 +275,14 @@ impl SessionScope {
 
     /// Whether the session may call every tool (its token says `tool=*`).
     pub fn allows_every_tool(&self) -> bool {
-        toolhost::capability::ToolPattern::parse("*")
+        toolhost::policy::capability::ToolPattern::parse("*")
             .is_ok_and(|all| self.session.grant().tools().covers(&all))
     }
 
     /// Whether the session gets the host's `delegate` tool (its token holds
-    /// the `delegate` right; see [`toolhost::delegation`]).
+    /// the `delegate` right; see [`toolhost::policy::delegation`]).
     pub fn may_delegate(&self) -> bool {
-        toolhost::delegation::may_delegate(Some(&self.session))
+        toolhost::policy::delegation::may_delegate(Some(&self.session))
     }
 }
 
@@ -305,7 +305,7 @@ pub trait SessionPolicy: Send + Sync + 'static {
 /// Verified sessions are cached by token text, least recently used first
 /// out ([`MAX_CACHED_SESSIONS`]): the cache saves verifying a token on
 /// every request and holds nothing that matters for security, since the
-/// `max_calls` counts live host-wide ([`toolhost::budget`]) and a token
+/// `max_calls` counts live host-wide ([`toolhost::policy::budget`]) and a token
 /// evicted or seen again under new text counts against the same caveats.
 pub struct TokenPolicy {
     pub verifier: Box<dyn Verifier + Send + Sync>,
@@ -478,14 +478,14 @@ pub(crate) struct State {
     /// The idempotency record store every generation's host uses.
     pub records: Option<EffectGuard>,
     /// The artifact store every generation's host spills to.
-    pub artifacts: Option<Arc<toolhost::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::tools::artifact::Artifacts>>,
     /// Where revealed tools are kept by token or session id, when the
-    /// record store shares them between hosts ([`toolhost::reveal`]).
-    pub reveals: Option<Arc<dyn toolhost::reveal::RevealBackend>>,
+    /// record store shares them between hosts ([`toolhost::tools::reveal`]).
+    pub reveals: Option<Arc<dyn toolhost::tools::reveal::RevealBackend>>,
     /// The journal, breaker and metrics every generation's host shares.
     pub recorder: toolhost::record::Recorder,
     /// What `delegate` results say about reaching this host.
-    pub client: toolhost::delegation::ClientConfig,
+    pub client: toolhost::policy::delegation::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
     pub http_url: std::sync::OnceLock<String>,
     /// Calls running at once: two per core. Many more only make instances
@@ -538,8 +538,8 @@ fn load(
     plugins: &Plugins,
     records: Option<&EffectGuard>,
     recorder: &toolhost::record::Recorder,
-    artifacts: Option<&Arc<toolhost::artifact::Artifacts>>,
-    client: &toolhost::delegation::ClientConfig,
+    artifacts: Option<&Arc<toolhost::tools::artifact::Artifacts>>,
+    client: &toolhost::policy::delegation::ClientConfig,
 ) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
@@ -553,7 +553,7 @@ fn load(
         }
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
-        toolhost::metrics::note_load(&event);
+        toolhost::record::metrics::note_load(&event);
         if let LoadEvent::Compiling { .. } = event {
             log!("{}", toolhost::messages::compiling(plugin));
         }
@@ -613,10 +613,10 @@ pub fn run(
         Some(key) => key,
         None => RootKey::generate().context("a key for the command-line grants")?,
     };
-    let session = toolhost::delegation::command_line_session(
+    let session = toolhost::policy::delegation::command_line_session(
         &key,
         &workspace,
-        toolhost::delegation::CommandLineGrants {
+        toolhost::policy::delegation::CommandLineGrants {
             read: &args.allow_read,
             write: &args.allow_write,
             net: &args.allow_net,

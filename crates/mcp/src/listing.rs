@@ -25,8 +25,8 @@ use base64::Engine;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use toolhost::catalog::Tool;
 use toolhost::descriptor::SideEffect;
+use toolhost::plugin::catalog::Tool;
 
 /// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
 pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
@@ -53,7 +53,7 @@ pub const META_REFUSED: &str = "dev.toolhost/refused";
 /// `visible` says whether a refusal of that tool (`None`: of a whole
 /// plugin) may be shown to the caller.
 pub fn refused(
-    catalog: &toolhost::catalog::Catalog,
+    catalog: &toolhost::plugin::catalog::Catalog,
     visible: &dyn Fn(Option<&str>) -> bool,
 ) -> Vec<Value> {
     catalog
@@ -208,7 +208,7 @@ pub fn spill_content(t: &toolhost::observation::Truncation) -> Option<Value> {
             "truncated": truncated,
             "artifact": {
                 "id": id,
-                "uri": toolhost::artifact::uri(id),
+                "uri": toolhost::tools::artifact::uri(id),
                 "mimeType": "application/json",
             },
             "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
@@ -297,7 +297,7 @@ pub fn tool_definition(tool: &Tool) -> Value {
 /// `def` (a [`tool_definition`]) with `extra` appended to its
 /// description, its definition digest recomputed: the script runner's
 /// definition carries the declaration of the tools the session may call
-/// ([`toolhost::script::declarations`]).
+/// ([`toolhost::tools::script::declarations`]).
 pub fn with_description_note(def: &Value, extra: &str) -> Value {
     let mut def = def.clone();
     let Some(map) = def.as_object_mut() else {

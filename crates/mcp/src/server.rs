@@ -25,7 +25,7 @@ use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
 use super::{ask, call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
-use toolhost::effects::KeySource;
+use toolhost::call::KeySource;
 use toolhost::observation::{Observation, Status};
 use toolhost::pipeline::{new_call_id, Call, CallOptions, Mode};
 use toolhost::sandbox::{CancelToken, Limits};
@@ -197,12 +197,12 @@ impl McpServer {
         if let Some(t) = obs
             .truncated
             .as_ref()
-            .filter(|_| name != toolhost::artifact::TOOL_NAME)
+            .filter(|_| name != toolhost::tools::artifact::TOOL_NAME)
         {
             if let Some(id) = &t.artifact {
                 blocks.push(json!({
                     "type": "resource_link",
-                    "uri": toolhost::artifact::uri(id),
+                    "uri": toolhost::tools::artifact::uri(id),
                     "name": format!("{name} output {id}"),
                     "description": "the whole output of this call, as JSON",
                     "mimeType": "application/json",
@@ -260,20 +260,20 @@ impl McpServer {
 
     /// What a call adds to this session's list: `artifact_view` after its
     /// first spilled result and, in lazy mode, the top strong hits of a
-    /// `find_tools` call ([`toolhost::discovery::to_reveal`]). A change is announced with
+    /// `find_tools` call ([`toolhost::tools::discovery::to_reveal`]). A change is announced with
     /// `notifications/tools/list_changed` (before the result, so the client
     /// can list again as soon as it reads it). A stateless HTTP request
     /// has no session to add them to (its handler is made for it and
     /// dropped after it): its list stays the same, and nothing is announced.
     async fn reveal(&self, req: &CallRequest<'_>, name: &str, obs: &Observation) {
         let mut found: Vec<String> = Vec::new();
-        if self.state.lazy && name == toolhost::discovery::TOOL_NAME {
+        if self.state.lazy && name == toolhost::tools::discovery::TOOL_NAME {
             if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
-                found.extend(toolhost::discovery::to_reveal(tools));
+                found.extend(toolhost::tools::discovery::to_reveal(tools));
             }
         }
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
-            found.push(toolhost::artifact::TOOL_NAME.to_string());
+            found.push(toolhost::tools::artifact::TOOL_NAME.to_string());
         }
         if found.is_empty() {
             return;
@@ -286,7 +286,7 @@ impl McpServer {
         ) {
             let names = found.clone();
             let kept = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
-                store.add(&key, &names, toolhost::reveal::KEEP)
+                store.add(&key, &names, toolhost::tools::reveal::KEEP)
             })
             .await;
             if !matches!(kept, Ok(Ok(_))) {
@@ -356,16 +356,17 @@ fn reveal_key(parts: Option<&http::request::Parts>, stateless: bool) -> Option<S
     let parts = parts?;
     if !stateless {
         let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-        return Some(toolhost::reveal::session_key(id));
+        return Some(toolhost::tools::reveal::session_key(id));
     }
     let scope = parts.extensions.get::<Arc<SessionScope>>()?;
-    (!scope.anonymous).then(|| toolhost::reveal::token_key(&scope.session.grant().token_id_hex()))
+    (!scope.anonymous)
+        .then(|| toolhost::tools::reveal::token_key(&scope.session.grant().token_id_hex()))
 }
 
 /// Whether `name` is the host's own `artifact_view` on this host: it spills
 /// and no plugin tool of that name shadows it.
 fn is_host_artifact_tool(host: &toolhost::pipeline::Host, name: &str) -> bool {
-    name == toolhost::artifact::TOOL_NAME
+    name == toolhost::tools::artifact::TOOL_NAME
         && host.artifacts().is_some()
         && host.catalog().get(name).is_none()
 }
@@ -533,7 +534,7 @@ impl McpServer {
         if mode != Mode::Run || opts.approval.is_some() || !elicit::can_ask(peer) {
             return Err(obs);
         }
-        let now = toolhost::approval::now_ms();
+        let now = toolhost::effects::approval::now_ms();
         let left = details["expires_at_ms"]
             .as_u64()
             .map_or(elicit::MAX_WAIT, |t| {
@@ -1049,7 +1050,7 @@ impl ServerHandler for McpServer {
         let script_def;
         if let Some(at) = visible
             .iter()
-            .position(|(n, _)| n == toolhost::script::TOOL_NAME)
+            .position(|(n, _)| n == toolhost::tools::script::TOOL_NAME)
         {
             let catalog = generation.host.catalog();
             let callable = generation
@@ -1058,7 +1059,7 @@ impl ServerHandler for McpServer {
                 .filter(|(name, _)| scope.allows(name))
                 .filter_map(|(name, _)| catalog.get(name))
                 .map(|t| &t.descriptor);
-            let decl = toolhost::script::declarations(callable);
+            let decl = toolhost::tools::script::declarations(callable);
             script_def = listing::with_description_note(visible[at].1, &decl);
             visible[at].1 = &script_def;
         }
@@ -1068,19 +1069,19 @@ impl ServerHandler for McpServer {
             && generation
                 .host
                 .catalog()
-                .get(toolhost::discovery::TOOL_NAME)
+                .get(toolhost::tools::discovery::TOOL_NAME)
                 .is_none()
         {
-            find_def = toolhost::discovery::tool_definition();
-            let name = toolhost::discovery::TOOL_NAME;
+            find_def = toolhost::tools::discovery::tool_definition();
+            let name = toolhost::tools::discovery::TOOL_NAME;
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &find_def));
         }
         // The host's own `delegate` tool (it shadows a plugin's of that name).
         let delegate_def;
         if scope.may_delegate() {
-            delegate_def = toolhost::delegation::tool_definition();
-            let name = toolhost::delegation::TOOL_NAME;
+            delegate_def = toolhost::policy::delegation::tool_definition();
+            let name = toolhost::policy::delegation::TOOL_NAME;
             visible.retain(|(n, _)| n != name);
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &delegate_def));
@@ -1088,11 +1089,11 @@ impl ServerHandler for McpServer {
         // The host's own `artifact_view`, once a result of this session
         // spilled (until then it would only cost every turn tokens).
         let artifact_def;
-        if is_host_artifact_tool(&generation.host, toolhost::artifact::TOOL_NAME)
-            && revealed.contains(toolhost::artifact::TOOL_NAME)
+        if is_host_artifact_tool(&generation.host, toolhost::tools::artifact::TOOL_NAME)
+            && revealed.contains(toolhost::tools::artifact::TOOL_NAME)
         {
-            artifact_def = toolhost::artifact::tool_definition();
-            let name = toolhost::artifact::TOOL_NAME;
+            artifact_def = toolhost::tools::artifact::tool_definition();
+            let name = toolhost::tools::artifact::TOOL_NAME;
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
             visible.insert(at, (name.to_string(), &artifact_def));
         }
@@ -1161,10 +1162,10 @@ impl ServerHandler for McpServer {
         if generation.host.artifacts().is_none() {
             return Err(not_found(format!("no resource `{uri}`")));
         }
-        let Some(id) = toolhost::artifact::id_of_uri(&uri) else {
+        let Some(id) = toolhost::tools::artifact::id_of_uri(&uri) else {
             return Err(not_found(format!(
                 "no resource `{uri}`: this server serves only {}<id> of spilled results",
-                toolhost::artifact::URI_PREFIX
+                toolhost::tools::artifact::URI_PREFIX
             )));
         };
         let id = id.to_string();
@@ -1175,7 +1176,7 @@ impl ServerHandler for McpServer {
                 let owner = scope.session.grant().binding_hex();
                 Ok(match generation.host.artifacts() {
                     Some(store) => store.read(&id, &owner),
-                    None => Err(toolhost::artifact::ArtifactError::NotFound(id)),
+                    None => Err(toolhost::tools::artifact::ArtifactError::NotFound(id)),
                 })
             }
         })
@@ -1189,11 +1190,11 @@ impl ServerHandler for McpServer {
             Ok(Ok(read)) => read,
         };
         let artifact = artifact.map_err(|e| match e {
-            toolhost::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
+            toolhost::tools::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
                 e.to_string(),
                 Some(json!({"uri": uri.clone(), "code": "denied"})),
             ),
-            toolhost::artifact::ArtifactError::Io { .. } => {
+            toolhost::tools::artifact::ArtifactError::Io { .. } => {
                 ErrorData::internal_error(e.to_string(), None)
             }
             _ => not_found(e.to_string()),

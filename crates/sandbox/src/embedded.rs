@@ -27,7 +27,7 @@ pub static REFERENCE_BLAKE3: blake3::Hash = blake3::Hash::from_bytes(*include_by
 
 /// The script engine (`run_script`), built from `plugins/script` by the
 /// build script: a JavaScript interpreter whose inner tool calls go through
-/// the host (`toolhost::script`).
+/// the host (`toolhost::tools::script`).
 pub static SCRIPT_PLUGIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_script.wasm"));
 
 /// [`SCRIPT_PLUGIN`] compiled by the build script, as

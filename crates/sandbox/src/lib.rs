@@ -237,7 +237,7 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Largest output JSON handed back at all: an output between
     /// `max_output_bytes` and this is returned for the host to spill to an
-    /// artifact (`toolhost::artifact`); beyond both → `output_too_large`.
+    /// artifact (`toolhost::tools::artifact`); beyond both → `output_too_large`.
     /// 0 (the default): no spill.
     pub spill_output_bytes: usize,
     /// Bytes of stdout and of stderr kept (the rest is counted).

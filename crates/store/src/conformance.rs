@@ -11,7 +11,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use toolhost::idempotency::{
+use toolhost::effects::idempotency::{
     Claim, KeyRecord, Settlement, State, Store, StoreError, StoreErrorKind, DEFAULT_RETENTION,
     REASON_LEASE_EXPIRED,
 };

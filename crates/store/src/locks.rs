@@ -3,7 +3,7 @@
 //!
 //! Each node of the resource tree has three advisory keys (`x`, `r`, `w`),
 //! each a 64-bit hash of the workspace, the node and the byte's name, and the
-//! modes map onto them exactly as on the lock file (`toolhost::resource`):
+//! modes map onto them exactly as on the lock file (`toolhost::effects::resource`):
 //! `pg_try_advisory_lock_shared` for `rd`, `pg_try_advisory_lock` for `wr`,
 //! and "no one else holds it" read from `pg_locks`. One attempt is two
 //! statements: take every lock of the plan, then check the other side's
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, NoTls};
 
-use toolhost::resource::{jitter, NodeMode, Plan, SharedHeld, SharedLocks, WaitError};
+use toolhost::effects::resource::{jitter, NodeMode, Plan, SharedHeld, SharedLocks, WaitError};
 use toolhost::sandbox::CancelToken;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
@@ -38,7 +38,7 @@ const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks \
      AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
      AND ((classid::bigint << 32) | objid::bigint) = ANY($1::bigint[]))";
 
-/// The advisory-lock side of `toolhost::resource::Locks`, shared by every
+/// The advisory-lock side of `toolhost::effects::resource::Locks`, shared by every
 /// host of one PostgreSQL database.
 pub struct PgLocks {
     config: Config,

@@ -59,7 +59,7 @@ use postgres::{Client, Config, NoTls, Row, Statement};
 
 use crate::rows::duration_ms;
 use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use toolhost::idempotency::{
+use toolhost::effects::idempotency::{
     Claim, KeyRecord, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
 };
 
@@ -324,7 +324,7 @@ impl PostgresStore {
     /// Runs `f` on the connection; a failure that shows the connection is
     /// gone drops it so the next call reconnects.
     /// Runs `f` on the connection (as the store's own operations do), for
-    /// the capability ledger's tables ([`toolhost::ledger::postgres`]).
+    /// the capability ledger's tables ([`toolhost::policy::ledger::postgres`]).
     /// Creates the tables of `schema` (statements that are no-ops when the
     /// tables exist), under the advisory lock `lock`, so hosts that start
     /// together do not race on one database.
@@ -505,39 +505,39 @@ impl Store for PostgresStore {
 
     fn capability_ledger(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
-        Some(std::sync::Arc::new(toolhost::ledger::StoreLedger::new(
-            self,
-        )))
+    ) -> Option<std::sync::Arc<dyn toolhost::policy::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(
+            toolhost::policy::ledger::StoreLedger::new(self),
+        ))
     }
 
     fn approvals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::approval::ApprovalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::effects::approval::ApprovalBackend>> {
         Some(self)
     }
 
     fn journal(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::journal::JournalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::record::journal::JournalBackend>> {
         Some(self)
     }
 
     fn artifacts(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::artifact::ArtifactBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::tools::artifact::ArtifactBackend>> {
         Some(std::sync::Arc::new(artifact::PgArtifacts::new(self)))
     }
 
     fn breaker_counts(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::breaker::BreakerBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::record::breaker::BreakerBackend>> {
         Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 
     fn reveals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::reveal::RevealBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::tools::reveal::RevealBackend>> {
         Some(std::sync::Arc::new(fleet::PgFleetState::new(self)))
     }
 }
@@ -678,7 +678,7 @@ mod tests {
 
     use super::*;
     use crate::conformance;
-    use toolhost::idempotency::{StoreErrorKind, DEFAULT_RETENTION};
+    use toolhost::effects::idempotency::{StoreErrorKind, DEFAULT_RETENTION};
 
     /// The URL `.ci/postgres.sh` prints.
     const DEFAULT_TEST_URL: &str = "postgres://toolhost:toolhost@127.0.0.1:5432/toolhost";

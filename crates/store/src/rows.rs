@@ -39,7 +39,7 @@ pub(crate) fn duration_ms(duration: Duration, what: &str) -> Result<i64, StoreEr
 /// An approval's row.
 pub(crate) mod approval {
     use super::*;
-    use toolhost::approval::{Approval, State};
+    use toolhost::effects::approval::{Approval, State};
 
     /// The row's columns, in [`COLUMNS`] order, as both backends read them.
     pub(crate) struct Row {
@@ -98,7 +98,7 @@ pub(crate) mod approval {
 /// A journal entry's row.
 pub(crate) mod journal {
     use super::*;
-    use toolhost::journal::Entry;
+    use toolhost::record::journal::Entry;
 
     /// The columns both backends read, in order.
     pub(crate) const COLUMNS: &str = "call_id, trajectory, turn, tool, token_chain, started_us, \

@@ -65,7 +65,7 @@ use rusqlite::{
 
 use crate::rows::duration_ms;
 use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use toolhost::idempotency::{
+use toolhost::effects::idempotency::{
     Claim, KeyRecord, Settlement, State, Store, StoreError, DEFAULT_RETENTION, REASON_LEASE_EXPIRED,
 };
 
@@ -498,21 +498,21 @@ impl Store for SqliteStore {
 
     fn capability_ledger(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::budget::BudgetLedger>> {
-        Some(std::sync::Arc::new(toolhost::ledger::StoreLedger::new(
-            self,
-        )))
+    ) -> Option<std::sync::Arc<dyn toolhost::policy::budget::BudgetLedger>> {
+        Some(std::sync::Arc::new(
+            toolhost::policy::ledger::StoreLedger::new(self),
+        ))
     }
 
     fn approvals(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::approval::ApprovalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::effects::approval::ApprovalBackend>> {
         Some(self)
     }
 
     fn journal(
         self: std::sync::Arc<Self>,
-    ) -> Option<std::sync::Arc<dyn toolhost::journal::JournalBackend>> {
+    ) -> Option<std::sync::Arc<dyn toolhost::record::journal::JournalBackend>> {
         Some(self)
     }
 }
@@ -654,7 +654,7 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
 mod tests {
     use super::*;
     use crate::conformance;
-    use toolhost::idempotency::StoreErrorKind;
+    use toolhost::effects::idempotency::StoreErrorKind;
 
     struct Fixture {
         dir: tempfile::TempDir,

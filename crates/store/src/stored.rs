@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use toolhost::idempotency::{Claim, KeyRecord, State, StoreError};
+use toolhost::effects::idempotency::{Claim, KeyRecord, State, StoreError};
 
 /// A row's columns as the driver read them, before validation. Times are
 /// already [`SystemTime`]s (each store converts its own column type).
@@ -165,7 +165,7 @@ pub(super) fn owner_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::idempotency::StoreErrorKind;
+    use toolhost::effects::idempotency::StoreErrorKind;
 
     fn row() -> StoredRow {
         StoredRow {

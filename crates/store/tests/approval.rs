@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use toolhost::approval::*;
+use toolhost::effects::approval::*;
 use toolhost_store::PostgresStore;
 use toolhost_store::SqliteStore;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use toolhost::journal::*;
+use toolhost::record::journal::*;
 use toolhost::store_error::StoreError;
 use toolhost_store::SqliteStore;
 

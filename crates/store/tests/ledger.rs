@@ -8,11 +8,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use toolhost::budget::Issue;
-use toolhost::budget::*;
-use toolhost::capability::CallBudget;
-use toolhost::capability::{Caveat, RootKey, Token};
-use toolhost::ledger::*;
+use toolhost::policy::budget::Issue;
+use toolhost::policy::budget::*;
+use toolhost::policy::capability::CallBudget;
+use toolhost::policy::capability::{Caveat, RootKey, Token};
+use toolhost::policy::ledger::*;
 use toolhost_store::PostgresStore;
 use toolhost_store::SqliteStore;
 

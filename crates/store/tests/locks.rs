@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolhost::resource::{Key, Mode, Plan, SharedLocks};
+use toolhost::effects::resource::{Key, Mode, Plan, SharedLocks};
 use toolhost_store::PgLocks;
 
 fn r(p: &str) -> Key {

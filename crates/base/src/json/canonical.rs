@@ -1,7 +1,7 @@
 //! Canonical JSON: RFC 8785, the JSON Canonicalization Scheme (JCS).
 //!
 //! Two argument objects that mean the same thing must produce the same bytes,
-//! so that the idempotency key of a call (see `toolhost::idempotency`) does not
+//! so that the idempotency key of a call (see `toolhost::effects::idempotency`) does not
 //! depend on whitespace, key order or how a number was spelled. JCS fixes all
 //! three:
 //!

@@ -196,7 +196,7 @@ pub struct Usage {
     /// Size of the tool's output JSON, in bytes.
     pub output_bytes: u64,
     /// Time the call waited for conflicting calls to release its resources
-    /// (see `toolhost::resource`), in microseconds; part of its deadline. 0
+    /// (see `toolhost::effects::resource`), in microseconds; part of its deadline. 0
     /// when they were free.
     #[serde(default)]
     pub wait_us: u64,
@@ -280,7 +280,7 @@ pub struct Observation {
     pub untrusted: bool,
     /// How many times in a row this tool has now failed with this error
     /// code in this session or trajectory, this call included (0 for a
-    /// success; see `toolhost::breaker`).
+    /// success; see `toolhost::record::breaker`).
     #[serde(default)]
     pub consecutive_failures: u32,
     /// The plugin's rendering of `output` before clipping (control

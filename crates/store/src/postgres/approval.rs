@@ -8,7 +8,7 @@ use postgres::{GenericClient, Row as PgRow};
 use super::{map_err, PostgresStore};
 use crate::rows::approval::{Row, COLUMNS};
 use crate::rows::to_i64;
-use toolhost::approval::{Approval, ApprovalBackend, Decided, Take};
+use toolhost::effects::approval::{Approval, ApprovalBackend, Decided, Take};
 use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the table's creation.

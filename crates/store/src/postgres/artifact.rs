@@ -29,8 +29,10 @@ use std::sync::{Arc, OnceLock};
 
 use super::{map_err, PostgresStore};
 use crate::rows::to_i64;
-use toolhost::artifact::{admit, ArtifactBackend, ArtifactError, ArtifactMeta, Quota, Usage};
 use toolhost::store_error::{StoreError, StoreErrorKind};
+use toolhost::tools::artifact::{
+    admit, ArtifactBackend, ArtifactError, ArtifactMeta, Quota, Usage,
+};
 
 /// Bytes per chunk row.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -228,7 +230,7 @@ impl ArtifactBackend for PgArtifacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::artifact::conformance;
+    use toolhost::tools::artifact::conformance;
 
     fn backend() -> Arc<dyn ArtifactBackend> {
         let url = std::env::var("TOOLHOST_TEST_POSTGRES")

@@ -31,9 +31,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::{map_err, PostgresStore};
-use toolhost::breaker::{BreakerBackend, StoredRun};
-use toolhost::reveal::RevealBackend;
+use toolhost::record::breaker::{BreakerBackend, StoredRun};
 use toolhost::store_error::StoreError;
+use toolhost::tools::reveal::RevealBackend;
 
 /// How long a run of failures is kept after its last failure.
 pub const BREAKER_KEEP: Duration = Duration::from_secs(24 * 3600);
@@ -235,12 +235,12 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn postgres_reveals_behave() {
-        toolhost::reveal::conformance(&*store());
+        toolhost::tools::reveal::conformance(&*store());
     }
 
     #[test]
     #[ignore = "needs PostgreSQL: export TOOLHOST_TEST_POSTGRES=\"$(bash .ci/postgres.sh)\", then --ignored (CI does)"]
     fn postgres_breaker_counts_behave() {
-        toolhost::breaker::conformance(store());
+        toolhost::record::breaker::conformance(store());
     }
 }

@@ -9,7 +9,7 @@ use postgres::types::ToSql;
 
 use super::{map_err, PostgresStore};
 use crate::rows::journal::{entry_from_row, COLUMNS};
-use toolhost::journal::{Entry, Filter, JournalBackend};
+use toolhost::record::journal::{Entry, Filter, JournalBackend};
 use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the journal's schema creation.

@@ -11,9 +11,9 @@ use postgres::Client;
 
 use super::{map_err, PostgresStore};
 use crate::rows::{to_i64, to_u64};
-use toolhost::budget::{Admission, BudgetError, Issue, Issued};
-use toolhost::capability::{BudgetId, CallBudget, TokenId};
-use toolhost::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
+use toolhost::policy::budget::{Admission, BudgetError, Issue, Issued};
+use toolhost::policy::capability::{BudgetId, CallBudget, TokenId};
+use toolhost::policy::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
 use toolhost::store_error::StoreError;
 
 /// Advisory-lock id guarding the ledger's schema creation.

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{map_err, SqliteStore};
 use crate::rows::approval::{Row, COLUMNS};
 use crate::rows::to_i64;
-use toolhost::approval::{Approval, ApprovalBackend, Decided, Take};
+use toolhost::effects::approval::{Approval, ApprovalBackend, Decided, Take};
 use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "

@@ -7,7 +7,7 @@ use rusqlite::{params, params_from_iter, types::Value as Sql};
 
 use super::{map_err, SqliteStore};
 use crate::rows::journal::{entry_from_row, COLUMNS};
-use toolhost::journal::{Entry, Filter, JournalBackend};
+use toolhost::record::journal::{Entry, Filter, JournalBackend};
 use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "

@@ -7,9 +7,9 @@ use rusqlite::{params, OptionalExtension};
 
 use super::{map_err, SqliteStore};
 use crate::rows::{to_i64, to_u64};
-use toolhost::budget::{Admission, BudgetError, Issue, Issued};
-use toolhost::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
-use toolhost::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
+use toolhost::policy::budget::{Admission, BudgetError, Issue, Issued};
+use toolhost::policy::capability::{BudgetId, BudgetKind, CallBudget, TokenId};
+use toolhost::policy::ledger::{decide, fuel_budgets, parse_id, LedgerBackend};
 use toolhost::store_error::StoreError;
 
 const SCHEMA: &str = "

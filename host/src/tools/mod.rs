@@ -1,0 +1,14 @@
+//! The host's own tools, dispatched by [`Host::run`](crate::Host::run)
+//! like plugin tools, and the state they keep.
+//!
+//! - [`artifact`]: results too large to return, kept for the token that
+//!   made them, and `artifact_view`;
+//! - [`discovery`]: `find_tools`, a BM25 index of the catalog;
+//! - [`reveal`]: the tools `find_tools` revealed to a token or session;
+//! - [`script`]: `run_script`'s inner calls, each handed back to the
+//!   call path.
+
+pub mod artifact;
+pub mod discovery;
+pub mod reveal;
+pub mod script;
