@@ -42,10 +42,7 @@ use std::time::Duration;
 
 use stats::{measure, us};
 use support::*;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::session::{Allow, Session};
+use toolhost::{Allow, Call, CallOptions, Session, Source, Workspace};
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
@@ -59,7 +56,7 @@ fn main() {
     ws.write("data/four_kib.txt", line.repeat(4096 / line.len()));
     // Every call runs under a token: (b)–(d) under one minted for exactly
     // their grant, as `toolhost call --allow-read` mints one.
-    let key = toolhost::policy::capability::RootKey::from_hex(&"ab".repeat(32)).unwrap();
+    let key = toolhost::RootKey::from_hex(&"ab".repeat(32)).unwrap();
     let allowing = |read: &[&str]| {
         let allow = Allow {
             read,
@@ -109,14 +106,14 @@ fn main() {
     )
     .unwrap();
     let recorded = host_with(&[Source::File(trivial.clone())]).with_records(
-        toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"bench-key"),
+        toolhost::EffectGuard::new(std::sync::Arc::new(store), b"bench-key"),
     );
     let scope = &none;
     let mut n = 0u64;
     let d = measure(|| {
         n += 1;
         let o = CallOptions {
-            idempotency: Some(toolhost::call::KeySource::Explicit(format!("k{n}"))),
+            idempotency: Some(toolhost::KeySource::Explicit(format!("k{n}"))),
             ..CallOptions::default()
         };
         let obs = recorded.run(
@@ -129,7 +126,7 @@ fn main() {
 
     // (e) the trivial call under a capability token: a session bound to a
     // verified token; every call checks tool, expiry and limits.
-    let caveats: Vec<toolhost::policy::capability::Caveat> = [
+    let caveats: Vec<toolhost::Caveat> = [
         "tool=echo_value",
         "right=read",
         "read=data",
@@ -139,15 +136,9 @@ fn main() {
     .iter()
     .map(|c| c.parse().unwrap())
     .collect();
-    let token = toolhost::policy::capability::Token::mint(&key, &caveats)
-        .unwrap()
-        .encode();
-    let session = toolhost::policy::session::Session::open(
-        &key,
-        &token,
-        Workspace::open(ws.dir.path()).unwrap(),
-    )
-    .unwrap();
+    let token = toolhost::Token::mint(&key, &caveats).unwrap().encode();
+    let session =
+        toolhost::Session::open(&key, &token, Workspace::open(ws.dir.path()).unwrap()).unwrap();
     let e = measure(|| {
         let obs = host.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
@@ -156,7 +147,7 @@ fn main() {
 
     // (f) the same with a `max_calls` caveat: every call is also counted
     // against the caveat's host-wide budget.
-    let counted = toolhost::policy::capability::Token::mint(
+    let counted = toolhost::Token::mint(
         &key,
         &[
             caveats.as_slice(),
@@ -166,12 +157,8 @@ fn main() {
     )
     .unwrap()
     .encode();
-    let counted = toolhost::policy::session::Session::open(
-        &key,
-        &counted,
-        Workspace::open(ws.dir.path()).unwrap(),
-    )
-    .unwrap();
+    let counted =
+        toolhost::Session::open(&key, &counted, Workspace::open(ws.dir.path()).unwrap()).unwrap();
     let f = measure(|| {
         let obs = host.run(&counted, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
@@ -187,7 +174,7 @@ fn main() {
     )
     .unwrap();
     let stored = host_with(&[Source::File(trivial.clone())]).with_records(
-        toolhost::effects::EffectGuard::new(std::sync::Arc::new(ledger_store), b"bench-key"),
+        toolhost::EffectGuard::new(std::sync::Arc::new(ledger_store), b"bench-key"),
     );
     let g = measure(|| {
         let obs = stored.run(&session, Call::new("echo_value", r#"{"value":7}"#, &opts));
@@ -210,15 +197,13 @@ fn main() {
         )
         .unwrap(),
     );
-    let journal =
-        toolhost::record::journal::Journal::start(journal_store, Default::default()).unwrap();
-    let journaled =
-        host_with(&[Source::File(trivial.clone())]).with_recorder(toolhost::record::Recorder {
-            journal: Some(journal.clone()),
-            ..Default::default()
-        });
+    let journal = toolhost::Journal::start(journal_store, Default::default()).unwrap();
+    let journaled = host_with(&[Source::File(trivial.clone())]).with_recorder(toolhost::Recorder {
+        journal: Some(journal.clone()),
+        ..Default::default()
+    });
     let scope = &none;
-    let trivial_call = |h: &toolhost::pipeline::Host| {
+    let trivial_call = |h: &toolhost::Host| {
         let obs = h.run(scope, Call::new("echo_value", r#"{"value":7}"#, &opts));
         let text = serde_json::to_string(&obs).unwrap();
         assert!(text.contains(r#""status":"ok""#), "{text}");

@@ -29,10 +29,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::*;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::session::Allow;
-use toolhost::sandbox::{CompileCache, Sandbox, SandboxConfig};
+use toolhost::sandbox::CompileCache;
+use toolhost::{Allow, Call, CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
 
 fn sandbox_over(dir: &Path) -> Sandbox {
     Sandbox::new(&SandboxConfig {

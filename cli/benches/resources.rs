@@ -26,11 +26,8 @@ use std::time::Duration;
 use serde_json::json;
 use stats::{measure, us};
 use support::*;
-use toolhost::effects::resource::batch::{self, BatchOptions, BatchStatus};
-use toolhost::effects::resource::{Key, Locks, Mode};
-use toolhost::pipeline::{Call, CallOptions};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::session::Allow;
+use toolhost::effects::resource::{batch, Key, Mode};
+use toolhost::{Allow, BatchOptions, BatchStatus, Call, CallOptions, Locks, Source};
 
 fn main() {
     let trivial = test_plugin("tp_trivial");

@@ -25,9 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::*;
 use toolhost::observation::Status;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::session::{Allow, Session};
+use toolhost::{Allow, Call, CallOptions, Host, Session, Source};
 
 /// Files in the generated repository.
 const FILES: usize = 400;

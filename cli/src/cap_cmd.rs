@@ -22,7 +22,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use toolhost::policy::capability::{Caveat, Token, TokenId};
+use toolhost::policy::capability::TokenId;
+use toolhost::{Caveat, Token};
 
 use crate::{default_store_file, emit, open_store, root_key, PluginArgs};
 

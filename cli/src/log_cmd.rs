@@ -19,12 +19,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use toolhost::effects::idempotency::Store;
 use toolhost::record::breaker::Breaker;
 use toolhost::record::journal::stats::{self, BreakEven};
-use toolhost::record::journal::{self, Filter, Journal, JournalBackend, JournalOptions};
+use toolhost::record::journal::{self, Filter, JournalBackend};
 use toolhost::record::metrics::Metrics;
-use toolhost::record::Recorder;
+use toolhost::{Journal, JournalOptions, Recorder, Store};
 
 /// Global options of the journal and the circuit breaker.
 #[derive(Args, Clone, Debug)]

@@ -35,15 +35,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use toolhost::call::KeySource;
 use toolhost::observation::Status;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions, Host, Mode};
-use toolhost::plugin::catalog::{self, Catalog, Source};
-use toolhost::plugin::trust::policy::TrustPolicy;
-use toolhost::policy::capability::RootKey;
-use toolhost::policy::session::Session;
-use toolhost::sandbox::{InstanceAllocation, LoadEvent, Sandbox, SandboxConfig};
+use toolhost::plugin::catalog;
+use toolhost::sandbox::{InstanceAllocation, LoadEvent};
+use toolhost::{
+    Call, CallOptions, Catalog, Host, KeySource, Mode, RootKey, Sandbox, SandboxConfig, Session,
+    Source, TrustPolicy, Workspace,
+};
 
 /// The process's allocator: a call builds and drops many small JSON values
 /// (an object per line of a page), and glibc's malloc and free were about a
@@ -687,7 +685,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(rec) = store.get(&key)? else {
                 bail!("no record with key {key}");
             };
-            let settlement = toolhost::effects::idempotency::Settlement::by_operator(&rec, done);
+            let settlement = toolhost::Settlement::by_operator(&rec, done);
             store.settle(&key, settlement)?;
             eprintln!(
                 "toolhost: settled {key} as {}",
@@ -912,10 +910,7 @@ fn root_key(p: &PluginArgs) -> Result<RootKey> {
 /// What the `delegate` tool tells a sub-agent about starting a stdio server
 /// on this host's store, key and plugins. Secrets stay out of it: a
 /// PostgreSQL URL or a key from the environment becomes a note instead.
-fn client_config(
-    p: &PluginArgs,
-    workspace: &std::path::Path,
-) -> toolhost::policy::delegation::ClientConfig {
+fn client_config(p: &PluginArgs, workspace: &std::path::Path) -> toolhost::ClientConfig {
     let abs = |path: &std::path::Path| {
         std::path::absolute(path)
             .unwrap_or_else(|_| path.to_path_buf())
@@ -960,7 +955,7 @@ fn client_config(
     let program = std::env::current_exe()
         .map(|e| e.display().to_string())
         .unwrap_or_else(|_| "toolhost".into());
-    toolhost::policy::delegation::ClientConfig {
+    toolhost::ClientConfig {
         stdio: Some((program, args)),
         workspace: Some(abs(workspace)),
         http_url: None,
@@ -970,9 +965,9 @@ fn client_config(
 
 /// The record store: `--store` (a SQLite path or a postgres:// URL), by
 /// default records.sqlite beside the root key.
-fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::effects::idempotency::Store>> {
+fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::Store>> {
     use std::sync::Arc;
-    use toolhost::effects::idempotency::Store;
+    use toolhost::Store;
     use toolhost_store::{PostgresStore, SqliteStore};
     let retention = std::time::Duration::from_secs(p.retention_hours.max(1) * 3600);
     let store: Arc<dyn Store> = match p.store.as_deref() {
@@ -1005,16 +1000,16 @@ fn open_store(p: &PluginArgs) -> Result<std::sync::Arc<dyn toolhost::effects::id
 fn recorder(
     p: &PluginArgs,
     metrics: Option<std::sync::Arc<toolhost::record::metrics::Metrics>>,
-) -> Result<toolhost::record::Recorder> {
+) -> Result<toolhost::Recorder> {
     log_cmd::recorder(&p.journal, || open_store(p), metrics)
 }
 
 /// The record store and the key that derives idempotency keys.
-fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
+fn records(p: &PluginArgs) -> Result<toolhost::EffectGuard> {
     let key = root_key(p)?;
     let store = open_store(p)?;
     Ok(
-        toolhost::effects::EffectGuard::new(store, &key.derive("idempotency"))
+        toolhost::EffectGuard::new(store, &key.derive("idempotency"))
             .with_lease_margin(std::time::Duration::from_millis(p.lease_margin_ms))
             .with_plan_ttl(std::time::Duration::from_millis(p.plan_ttl_ms))
             .with_approval_ttl(std::time::Duration::from_millis(p.approval_ttl_ms.max(1))),
@@ -1024,7 +1019,7 @@ fn records(p: &PluginArgs) -> Result<toolhost::effects::EffectGuard> {
 /// The artifact store: the PostgreSQL record store when `--store` is one,
 /// else `--artifact-dir`, by default `artifacts` beside the root key;
 /// keeping results for `--artifact-retention`.
-fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::tools::artifact::Artifacts>> {
+fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::Artifacts>> {
     let beside_key = p
         .key_file
         .as_deref()
@@ -1043,11 +1038,11 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::tools::artifact:
                 std::time::Duration::from_secs(p.retention_hours.max(1) * 3600),
             )
             .context("opening the PostgreSQL artifact store")?;
-            let backend = toolhost::effects::idempotency::Store::artifacts(std::sync::Arc::new(pg))
+            let backend = toolhost::Store::artifacts(std::sync::Arc::new(pg))
                 .context("the PostgreSQL store keeps no artifacts")?;
-            toolhost::tools::artifact::Artifacts::in_backend(backend, p.artifact_retention)
+            toolhost::Artifacts::in_backend(backend, p.artifact_retention)
         }
-        _ => toolhost::tools::artifact::Artifacts::open(&dir, p.artifact_retention)
+        _ => toolhost::Artifacts::open(&dir, p.artifact_retention)
             .with_context(|| format!("opening the artifact store {}", dir.display()))?,
     }
     .with_quota(toolhost::tools::artifact::Quota {
@@ -1062,8 +1057,8 @@ fn artifacts(p: &PluginArgs) -> Result<std::sync::Arc<toolhost::tools::artifact:
 /// Where calls take their resource locks: the lock directory (without one,
 /// locks hold within this process only) and, when the record store is
 /// PostgreSQL, its advisory locks.
-fn locks(p: &PluginArgs) -> Result<toolhost::effects::resource::Locks> {
-    use toolhost::effects::resource::Locks;
+fn locks(p: &PluginArgs) -> Result<toolhost::Locks> {
+    use toolhost::Locks;
     let dir = p
         .lock_dir
         .clone()
@@ -1129,7 +1124,7 @@ fn grants_session(
         .map_err(|e| anyhow::anyhow!("checking --allow-net: {e}"))?;
     let net: Vec<&str> = net.iter().map(String::as_str).collect();
     let exec: Vec<&str> = allow_exec.iter().map(String::as_str).collect();
-    let allow = toolhost::policy::session::Allow {
+    let allow = toolhost::Allow {
         read: &read,
         write: &write,
         net: &net,
@@ -1267,7 +1262,8 @@ fn lint(sandbox: &Sandbox, plugin: PathBuf, json: bool, strict: bool) -> Result<
 }
 
 fn batch(host: &Host, p: &PluginArgs, a: BatchArgs) -> Result<ExitCode> {
-    use toolhost::effects::resource::batch::{self, BatchOptions, BatchStatus};
+    use toolhost::effects::resource::batch;
+    use toolhost::{BatchOptions, BatchStatus};
     let text = if a.input == "-" {
         let mut s = String::new();
         std::io::stdin()

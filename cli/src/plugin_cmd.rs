@@ -37,14 +37,14 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 
 use toolhost::descriptor::ToolDescriptor;
-use toolhost::plugin::catalog::{self, Catalog, Source};
+use toolhost::plugin::catalog;
 use toolhost::plugin::trust::lock::{Lock, PluginEntry, Signer, LOCK_FILE_NAME};
 use toolhost::plugin::trust::oci::{self, Credentials, OciOptions, OciReference};
-use toolhost::plugin::trust::policy::{plugin_name, TrustPolicy};
+use toolhost::plugin::trust::policy::plugin_name;
 use toolhost::plugin::trust::signature::{self, AllowedSigners, Verification};
 use toolhost::plugin::trust::{poison, sha256_digest};
-use toolhost::sandbox::Sandbox;
 use toolhost::toolname::PluginSpec;
+use toolhost::{Catalog, Sandbox, Source, TrustPolicy};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost::policy::delegation::ClientConfig;
-use toolhost::tools::artifact::Artifacts;
+use toolhost::{Artifacts, ClientConfig};
 use toolhost_mcp::{ServeOptions, Shutdown};
 
 /// `toolhost serve` options (the command line of [`ServeOptions`]).

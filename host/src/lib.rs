@@ -11,7 +11,27 @@
 //! The facade is five types at the root: a [`Catalog`] of loaded plugins, a
 //! [`Host`] over it, a [`Session`] (a caller bound to one verified
 //! capability token), a [`Call`], and the one result shape, the
-//! [`Observation`], returned by [`Host::run`].
+//! [`Observation`], returned by [`Host::run`]. Beside them, at the root
+//! too, are what builds them:
+//!
+//! - a catalog: [`Source`]s of plugins, giving [`Tool`]s, under a
+//!   [`TrustPolicy`];
+//! - a host: the [`Sandbox`] and its [`SandboxConfig`], and the parts
+//!   `Host::with_*` takes: an [`EffectGuard`] over a record [`Store`], a
+//!   [`Recorder`] writing a [`Journal`] ([`JournalOptions`]), shared
+//!   [`Locks`], spilled results' [`Artifacts`], the [`ClientConfig`] of
+//!   delegation;
+//! - a session: a [`Workspace`], a [`RootKey`] and a [`Token`] with its
+//!   [`Caveat`]s ([`CaveatKind`]), or plain lists ([`Allow`]);
+//! - a call: [`CallOptions`], its [`Mode`], where its idempotency key
+//!   comes from ([`KeySource`]), a person's [`ApprovalAnswer`], a
+//!   [`CancelToken`]; several at once: [`BatchOptions`], [`BatchStatus`];
+//! - what a call answers: the [`Observation`], its [`ErrorCode`]; what a
+//!   store keeps of it: a [`KeyRecord`] in a [`State`], a [`Claim`] on
+//!   it, a [`Settlement`] of it, a [`StoreError`].
+//!
+//! The modules below are the host's insides, public for the binary, the
+//! MCP server and the store crate that implement or drive parts of them.
 //!
 //! Around this crate: `toolhost-base` (descriptors, observations, paths,
 //! JSON, redaction) and `toolhost-sandbox` (the only crate that imports
@@ -56,14 +76,26 @@ pub mod tools;
 /// The host's own words, kept beside the observations they explain.
 pub use observation::messages;
 
-pub use call::Call;
-pub use observation::Observation;
+pub use call::{ApprovalAnswer, Call, CallOptions, KeySource, Mode};
+pub use effects::idempotency::{Claim, KeyRecord, Settlement, State, Store, StoreError};
+pub use effects::resource::batch::{BatchOptions, BatchStatus};
+pub use effects::resource::Locks;
+pub use effects::EffectGuard;
+pub use observation::{ErrorCode, Observation};
+pub use paths::Workspace;
 pub use pipeline::Host;
-pub use plugin::catalog::Catalog;
-pub use policy::session::Session;
+pub use plugin::catalog::{Catalog, Source, Tool};
+pub use plugin::trust::policy::TrustPolicy;
+pub use policy::capability::{Caveat, CaveatKind, RootKey, Token};
+pub use policy::delegation::ClientConfig;
+pub use policy::session::{Allow, Session};
+pub use record::journal::{Journal, JournalOptions};
+pub use record::Recorder;
+pub use sandbox::{CancelToken, Sandbox, SandboxConfig};
 pub(crate) use toolhost_base::text;
 pub use toolhost_base::{
     ask, boundary, descriptor, exec_call, file_index, json, observation, opendir, origin, paths,
     provenance, redact, sealed, secret, toolname,
 };
 pub use toolhost_sandbox as sandbox;
+pub use tools::artifact::Artifacts;

@@ -8,15 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::call::KeySource;
 use toolhost::effects::approval::{Approvals, Decided};
-use toolhost::effects::idempotency::Store;
-use toolhost::effects::EffectGuard;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::capability::{Caveat, Token};
-use toolhost::policy::session::Session;
+use toolhost::{
+    CallOptions, Caveat, EffectGuard, Host, KeySource, Session, Source, Store, Token, Workspace,
+};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;
@@ -1281,7 +1276,7 @@ fn mcp_2026_without_elicitation_is_approval_pending() {
 
 fn answer(state: &str, approve: Option<bool>) -> CallOptions {
     CallOptions {
-        answer: Some(toolhost::pipeline::ApprovalAnswer {
+        answer: Some(toolhost::ApprovalAnswer {
             request_state: state.to_string(),
             approve,
             note: None,

@@ -7,12 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::effects::EffectGuard;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::Session;
+use toolhost::{
+    Call, CallOptions, Caveat, EffectGuard, Host, RootKey, Session, Source, Token, Workspace,
+};
 use toolhost_store::SqliteStore;
 
 use crate::mcp::{mint, observation_of, stateless_as, HttpServer, Setup};
@@ -149,7 +146,7 @@ fn plans_count_against_max_calls_like_calls() {
             "file_delete",
             r#"{"path":"old.txt"}"#,
             &CallOptions {
-                idempotency: Some(toolhost::call::KeySource::Explicit("del-1".into())),
+                idempotency: Some(toolhost::KeySource::Explicit("del-1".into())),
                 plan_token: plan["output"]["plan_token"].as_str().map(str::to_string),
                 ..CallOptions::default()
             },

@@ -3,7 +3,8 @@
 use crate::support::*;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use toolhost::sandbox::{LoadEvent, Plugin, Sandbox, SandboxConfig};
+use toolhost::sandbox::{LoadEvent, Plugin};
+use toolhost::{Sandbox, SandboxConfig};
 
 fn load(sandbox: &Sandbox, bytes: &[u8]) -> (Plugin, Vec<LoadEvent>) {
     let seen = Mutex::new(Vec::new());
@@ -340,9 +341,10 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
 
 #[test]
 fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
-    use toolhost::plugin::catalog::{
-        Catalog, Source, REFERENCE_BLAKE3, REFERENCE_DIGEST, REFERENCE_PLUGIN,
-    };
+    use toolhost::plugin::catalog::REFERENCE_BLAKE3;
+    use toolhost::plugin::catalog::REFERENCE_DIGEST;
+    use toolhost::plugin::catalog::REFERENCE_PLUGIN;
+    use toolhost::{Catalog, Source};
     assert_eq!(
         REFERENCE_DIGEST,
         toolhost::plugin::trust::sha256_digest(REFERENCE_PLUGIN)

@@ -3,10 +3,7 @@
 
 use crate::support::*;
 use serde_json::Value;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::Session;
+use toolhost::{Call, CallOptions, Caveat, Host, RootKey, Session, Token, Workspace};
 
 fn key() -> RootKey {
     RootKey::from_hex(&"ab".repeat(32)).unwrap()

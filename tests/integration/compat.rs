@@ -10,11 +10,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
 use toolhost::sandbox::{
     CallRequest, Contract, Limits, Mount, Plugin, ProbeOutcome, SandboxError, SUPPORTED_CONTRACTS,
 };
+use toolhost::{CallOptions, Catalog, Host, Source};
 
 use crate::support::*;
 

@@ -8,13 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost::effects::idempotency::Store;
-use toolhost::effects::EffectGuard;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::Session;
+use toolhost::{
+    Call, CallOptions, Caveat, EffectGuard, Host, RootKey, Session, Source, Store, Token, Workspace,
+};
 use toolhost_store::{PostgresStore, SqliteStore};
 
 use crate::support::*;
@@ -867,7 +863,7 @@ fn a_plan_approves_only_calls_by_the_token_that_planned_it() {
     .unwrap();
     let plan_token = expect_ok(&plan)["plan_token"].as_str().unwrap().to_string();
     let opts = |k: &str| CallOptions {
-        idempotency: Some(toolhost::call::KeySource::Explicit(k.into())),
+        idempotency: Some(toolhost::KeySource::Explicit(k.into())),
         plan_token: Some(plan_token.clone()),
         ..CallOptions::default()
     };

@@ -7,7 +7,7 @@
 //! least 90%; the test prints it. No phrasing spells the tool's name.
 
 use serde_json::Value;
-use toolhost::plugin::catalog::Source;
+use toolhost::Source;
 
 use crate::support::{host_with, loaded_tool_names, repo_root, test_plugin};
 

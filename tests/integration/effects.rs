@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::plugin::catalog::{Catalog, Source, Tool};
 use toolhost::sandbox::{CallRequest, Failure, Limits, Mount, ProbeOutcome};
+use toolhost::{Catalog, Source, Tool};
 
 use crate::network::{ok_text, Server};
 use crate::support::*;

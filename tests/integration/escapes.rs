@@ -12,12 +12,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost::call::KeySource;
-use toolhost::effects::EffectGuard;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::session::{Allow, Session};
 use toolhost::sandbox::{CallRequest, Limits, Mount, DESCRIBE_TIMEOUT};
+use toolhost::{Allow, Call, CallOptions, Catalog, EffectGuard, Host, KeySource, Session, Source};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

@@ -18,10 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::session::Allow;
-use toolhost::sandbox::{CallRequest, Limits, Mount, Sandbox, SandboxConfig};
+use toolhost::sandbox::{CallRequest, Limits, Mount};
+use toolhost::{Allow, CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
 
 use crate::support::*;
 

@@ -3,10 +3,7 @@
 
 use crate::support::*;
 use serde_json::Value;
-use toolhost::pipeline::{Call, CallOptions};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::Session;
+use toolhost::{Call, CallOptions, Catalog, Caveat, RootKey, Session, Source, Token};
 
 fn opts(timeout_ms: u64, fuel: u64) -> CallOptions {
     CallOptions {
@@ -62,7 +59,7 @@ fn a_spinning_call_is_cancelled_at_once() {
 fn a_call_whose_token_was_cancelled_before_it_ran_stops_at_once() {
     // Cancelled before the sandbox watched the call: nothing advances the
     // epoch for it later, so the watch itself must.
-    let cancel = toolhost::sandbox::CancelToken::default();
+    let cancel = toolhost::CancelToken::default();
     cancel.cancel();
     let ws = Ws::new();
     let started = std::time::Instant::now();
@@ -314,7 +311,7 @@ fn exec_attempt_with(token: &Token, argv: &[&str]) -> Value {
     let session = Session::open(
         &RootKey::from_bytes(EXEC_KEY),
         &token.encode(),
-        toolhost::paths::Workspace::open(&ws.path("")).unwrap(),
+        toolhost::Workspace::open(&ws.path("")).unwrap(),
     )
     .unwrap();
     let args = serde_json::json!({ "argv": argv }).to_string();

@@ -7,11 +7,10 @@ use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::call::KeySource;
-use toolhost::effects::idempotency::{Claim, KeyRecord, Settlement, State, Store, StoreError};
-use toolhost::effects::EffectGuard;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
+use toolhost::{
+    CallOptions, Claim, EffectGuard, Host, KeyRecord, KeySource, Settlement, Source, State, Store,
+    StoreError,
+};
 use toolhost_store::SqliteStore;
 
 fn records_at(path: &std::path::Path) -> EffectGuard {
@@ -439,7 +438,7 @@ fn a_host_killed_mid_call_leaves_an_in_doubt_record_the_probe_settles() {
 /// store), key or no key, and nothing reaches the plugin.
 #[test]
 fn a_host_without_a_record_store_refuses_side_effecting_tools() {
-    let catalog = toolhost::plugin::catalog::Catalog::load(
+    let catalog = toolhost::Catalog::load(
         sandbox(),
         &[Source::File(test_plugin("tp_effects")), Source::reference()],
         &|_, _| {},

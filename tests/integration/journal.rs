@@ -12,12 +12,8 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, stateless_call, HttpServer, Setup, StdioServer};
 use crate::support::*;
-use toolhost::call::KeySource;
-use toolhost::effects::idempotency::Store;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::record::journal::{self, stats, Filter, Journal, JournalOptions};
-use toolhost::record::Recorder;
+use toolhost::record::journal::{self, stats, Filter};
+use toolhost::{CallOptions, Host, Journal, JournalOptions, KeySource, Recorder, Source, Store};
 use toolhost_store::{PostgresStore, SqliteStore};
 
 const FLUSH: Duration = Duration::from_secs(60);
@@ -862,23 +858,17 @@ struct SlowBackend {
 }
 
 impl journal::JournalBackend for SlowBackend {
-    fn init(&self) -> Result<(), toolhost::effects::idempotency::StoreError> {
+    fn init(&self) -> Result<(), toolhost::StoreError> {
         self.inner.init()
     }
-    fn append(
-        &self,
-        entries: &mut [journal::Entry],
-    ) -> Result<(), toolhost::effects::idempotency::StoreError> {
+    fn append(&self, entries: &mut [journal::Entry]) -> Result<(), toolhost::StoreError> {
         std::thread::sleep(self.delay);
         self.inner.append(entries)
     }
-    fn query(
-        &self,
-        filter: &Filter,
-    ) -> Result<Vec<journal::Entry>, toolhost::effects::idempotency::StoreError> {
+    fn query(&self, filter: &Filter) -> Result<Vec<journal::Entry>, toolhost::StoreError> {
         self.inner.query(filter)
     }
-    fn prune(&self, before_us: i64) -> Result<u64, toolhost::effects::idempotency::StoreError> {
+    fn prune(&self, before_us: i64) -> Result<u64, toolhost::StoreError> {
         self.inner.prune(before_us)
     }
 }

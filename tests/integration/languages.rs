@@ -17,9 +17,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::sandbox::{LoadEvent, Sandbox, SandboxConfig};
+use toolhost::sandbox::LoadEvent;
+use toolhost::{CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
 
 use crate::support::*;
 

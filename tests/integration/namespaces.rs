@@ -11,13 +11,11 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
-use toolhost::effects::idempotency::Store;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::Session;
-use toolhost::record::journal::{Filter, Journal, JournalOptions};
+use toolhost::record::journal::Filter;
+use toolhost::{
+    CallOptions, Caveat, Host, Journal, JournalOptions, RootKey, Session, Source, Store, Token,
+    Workspace,
+};
 use toolhost_store::SqliteStore;
 
 fn in_ns(namespace: &str, plugin: &str) -> Source {
@@ -146,9 +144,9 @@ fn the_journal_records_the_namespaced_name() {
         },
     )
     .unwrap();
-    let h = host_with(&[in_ns("calc", "tp_trivial")]).with_recorder(toolhost::record::Recorder {
+    let h = host_with(&[in_ns("calc", "tp_trivial")]).with_recorder(toolhost::Recorder {
         journal: Some(journal.clone()),
-        ..toolhost::record::Recorder::default()
+        ..toolhost::Recorder::default()
     });
     let ws = Ws::new();
     let obs = call(&h, &ws, "calc.echo_value", r#"{"value":1}"#, &NOTHING);
@@ -262,8 +260,8 @@ fn stdio_lazy_session_finds_lists_and_calls_a_namespaced_tool() {
 /// namespace is a load problem, not a shadowed tool.
 #[test]
 fn a_namespace_does_not_change_what_the_trust_policy_or_duplicates_refuse() {
-    use toolhost::plugin::catalog::Catalog;
-    use toolhost::plugin::trust::policy::TrustPolicy;
+    use toolhost::Catalog;
+    use toolhost::TrustPolicy;
     let policy = TrustPolicy {
         require_lock: true,
         ..TrustPolicy::default()

@@ -16,8 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::pipeline::CallOptions;
-use toolhost::policy::session::Allow;
+use toolhost::{Allow, CallOptions};
 
 use crate::support::*;
 

@@ -5,10 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::call::KeySource;
-use toolhost::effects::EffectGuard;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
+use toolhost::{CallOptions, EffectGuard, Host, KeySource, Source};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

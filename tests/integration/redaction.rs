@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::pipeline::CallOptions;
-use toolhost::policy::session::Allow;
+use toolhost::{Allow, CallOptions};
 
 use crate::support::*;
 
@@ -94,7 +93,7 @@ fn assert_no_body(body: &[String], what: &str, context: &str) {
     }
 }
 
-fn view(f: &Fixture, host: &toolhost::pipeline::Host, offset: usize, limit: usize) -> Value {
+fn view(f: &Fixture, host: &toolhost::Host, offset: usize, limit: usize) -> Value {
     let args = json!({"path": "conf/deploy.txt", "offset": offset, "limit": limit});
     let obs = call(host, &f.ws, "file_view", &args.to_string(), &READ_ALL);
     expect_ok(&obs);
@@ -234,10 +233,8 @@ fn grep_search_finds_no_key_body_and_its_counts_reveal_no_redacted_value() {
 fn a_spilled_file_view_of_a_key_keeps_no_body_line_in_its_artifact() {
     let f = fixture();
     let store = tempfile::tempdir().unwrap();
-    let artifacts =
-        toolhost::tools::artifact::Artifacts::open(store.path(), Duration::from_secs(600)).unwrap();
-    let host = host_with(&[toolhost::plugin::catalog::Source::reference()])
-        .with_artifacts(Arc::new(artifacts));
+    let artifacts = toolhost::Artifacts::open(store.path(), Duration::from_secs(600)).unwrap();
+    let host = host_with(&[toolhost::Source::reference()]).with_artifacts(Arc::new(artifacts));
     let opts = CallOptions {
         max_output_bytes: Some(2000),
         ..CallOptions::default()

@@ -7,7 +7,7 @@
 use serde_json::Value;
 use toolhost::descriptor::SideEffect;
 use toolhost::messages::{advice, Reader};
-use toolhost::observation::ErrorCode;
+use toolhost::ErrorCode;
 
 use crate::support::repo_root;
 

@@ -8,11 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::effects::resource::batch::{self, BatchOptions, BatchStatus};
-use toolhost::effects::resource::Locks;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::session::Allow;
+use toolhost::effects::resource::batch;
+use toolhost::{Allow, BatchOptions, BatchStatus, CallOptions, Host, Locks, Source};
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
@@ -557,7 +554,7 @@ fn conflicting_writes_in_a_batch_run_in_input_order() {
             max_parallel: 4,
             // Each item's key: derived from its own call id.
             call: CallOptions {
-                idempotency: Some(toolhost::call::KeySource::Derived {
+                idempotency: Some(toolhost::KeySource::Derived {
                     trajectory_id: "batch-test".into(),
                     turn: 0,
                     call_id: String::new(),

@@ -9,10 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::pipeline::{Call, CallOptions};
-use toolhost::policy::capability::{Caveat, CaveatKind, RootKey, Token};
-use toolhost::policy::session::Session;
-use toolhost::sandbox::CancelToken;
+use toolhost::{Call, CallOptions, CancelToken, Caveat, CaveatKind, RootKey, Session, Token};
 
 use crate::exec::{assert_nothing_left, processes_with, unique};
 use crate::support::{assert_valid_observation, expect_error, expect_ok, keyed, reference_host};
@@ -41,7 +38,7 @@ fn session(ws: &Path, list: &[&str]) -> Session {
     Session::open(
         &key(),
         &token.encode(),
-        toolhost::paths::Workspace::open(ws).unwrap(),
+        toolhost::Workspace::open(ws).unwrap(),
     )
     .unwrap()
 }
@@ -228,7 +225,7 @@ fn a_read_grant_runs_read_only_and_a_write_grant_is_reversible() {
     assert!(!ws.path().join("src/new.txt").exists());
     // …and with one the write happens, once; a retry replays.
     let opts = CallOptions {
-        idempotency: Some(toolhost::call::KeySource::Explicit(format!(
+        idempotency: Some(toolhost::KeySource::Explicit(format!(
             "run-command-{}",
             unique()
         ))),

@@ -6,14 +6,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::effects::idempotency::Store;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::Source;
-use toolhost::policy::capability::{Caveat, RootKey, Token};
-use toolhost::policy::session::{Allow, Session};
-use toolhost::record::journal::{Filter, Journal, JournalOptions};
-use toolhost::record::Recorder;
+use toolhost::record::journal::Filter;
+use toolhost::{
+    Allow, CallOptions, Caveat, Host, Journal, JournalOptions, Recorder, RootKey, Session, Source,
+    Store, Token, Workspace,
+};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

@@ -18,9 +18,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::sandbox::{
-    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
-};
+use toolhost::sandbox::{CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, SpareStats};
+use toolhost::{Sandbox, SandboxConfig};
 
 use crate::support::*;
 

@@ -6,11 +6,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost::call::KeySource;
-use toolhost::effects::idempotency::{Claim, Store};
-use toolhost::effects::EffectGuard;
-use toolhost::pipeline::CallOptions;
-use toolhost::plugin::catalog::Source;
+use toolhost::{CallOptions, Claim, EffectGuard, KeySource, Source, Store};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

@@ -6,12 +6,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
-use toolhost::paths::Workspace;
-use toolhost::pipeline::{Call, CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::capability::RootKey;
-use toolhost::policy::session::{Allow, Session};
-use toolhost::sandbox::{Sandbox, SandboxConfig};
+use toolhost::{
+    Allow, Call, CallOptions, Catalog, Host, RootKey, Sandbox, SandboxConfig, Session, Source,
+    Workspace,
+};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -117,7 +115,7 @@ pub fn host_with(sources: &[Source]) -> Host {
     let store =
         toolhost_store::SqliteStore::open(dir.join("records.sqlite"), Duration::from_secs(3600))
             .unwrap();
-    let records = toolhost::effects::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
+    let records = toolhost::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
         .with_records(records)
         .with_budgets(toolhost::policy::budget::process_ledger())
@@ -130,7 +128,7 @@ pub fn keyed(opts: &CallOptions) -> CallOptions {
     let mut opts = opts.clone();
     if opts.idempotency.is_none() {
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        opts.idempotency = Some(toolhost::call::KeySource::Explicit(format!(
+        opts.idempotency = Some(toolhost::KeySource::Explicit(format!(
             "support-{}-{n}",
             std::process::id()
         )));
@@ -392,7 +390,7 @@ pub fn cancelled_after(
     options: &CallOptions,
     after: Duration,
 ) -> Duration {
-    let token = toolhost::sandbox::CancelToken::default();
+    let token = toolhost::CancelToken::default();
     let canceller = {
         let token = token.clone();
         std::thread::spawn(move || {

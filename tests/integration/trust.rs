@@ -10,13 +10,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use toolhost::descriptor::ToolDescriptor;
-use toolhost::plugin::catalog::{inspect, Source, REFERENCE_PLUGIN};
+use toolhost::plugin::catalog::{inspect, REFERENCE_PLUGIN};
 use toolhost::plugin::trust::lock::{
     Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME,
 };
 use toolhost::plugin::trust::oci::{self, OciError, OciOptions, OciReference};
 use toolhost::plugin::trust::poison::{self, PoisonRule};
 use toolhost::plugin::trust::signature::{self, AllowedSigners, Verification};
+use toolhost::Source;
 
 use crate::support::*;
 

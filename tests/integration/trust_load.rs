@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use toolhost::plugin::catalog::{Catalog, Source};
 use toolhost::plugin::trust::lock::{Lock, LOCK_FILE_NAME};
-use toolhost::plugin::trust::policy::TrustPolicy;
+use toolhost::{Catalog, Source, TrustPolicy};
 
 use crate::support::*;
 use crate::trust::{patch_once, ssh_keygen, Registry};
@@ -620,7 +619,7 @@ fn secrets(dir: &Path) -> Secrets {
     }
 }
 
-fn hostile_and_reference() -> toolhost::pipeline::Host {
+fn hostile_and_reference() -> toolhost::Host {
     host_with(&[Source::reference(), Source::File(test_plugin("tp_hostile"))])
 }
 

@@ -35,8 +35,7 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 
-use toolhost::effects::idempotency::Store;
-use toolhost::plugin::catalog::Catalog;
+use toolhost::{Catalog, Store};
 
 /// The body of a console response: a page, or an event stream.
 pub type Body = BoxBody<Bytes, Infallible>;

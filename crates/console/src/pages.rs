@@ -10,10 +10,10 @@ use http::{Response, StatusCode};
 use serde_json::Value;
 
 use toolhost::effects::approval::{self, Approvals, Decided};
-use toolhost::effects::idempotency::{Settlement, State};
 use toolhost::policy::budget::IssuedState;
 use toolhost::policy::capability::TokenId;
 use toolhost::record::journal::{Entry, Filter};
+use toolhost::{Settlement, State};
 
 use crate::auth::{Form, Session};
 use crate::html::{self, bar, esc, page, time_s, time_us};

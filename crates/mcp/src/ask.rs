@@ -28,7 +28,7 @@ use rmcp::service::Peer;
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 use toolhost::ask::{Answer, AnswersAtHand, Asked, Asker, InputState, Question};
-use toolhost::observation::{ErrorCode, Observation};
+use toolhost::{ErrorCode, Observation};
 
 use super::{elicit, Generation, SessionScope};
 

@@ -26,7 +26,7 @@
 
 use serde_json::{Map, Value};
 
-use toolhost::call::KeySource;
+use toolhost::KeySource;
 
 pub const IDEMPOTENCY_KEY: &str = "dev.toolhost/idempotency_key";
 pub const TRAJECTORY_ID: &str = "dev.toolhost/trajectory_id";

@@ -40,7 +40,7 @@ impl Serving for ConsoleServing {
         })
     }
 
-    fn catalog(&self, f: &mut dyn FnMut(&toolhost::plugin::catalog::Catalog)) {
+    fn catalog(&self, f: &mut dyn FnMut(&toolhost::Catalog)) {
         f(self.state.current().host.catalog());
     }
 }

@@ -40,7 +40,7 @@ use rmcp::service::{ElicitationMode, Peer};
 use rmcp::RoleServer;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use toolhost::observation::{ErrorCode, Observation};
+use toolhost::{ErrorCode, Observation};
 
 /// Longest a person is waited for, whatever the approval's own expiry.
 pub(super) const MAX_WAIT: Duration = Duration::from_secs(10 * 60);

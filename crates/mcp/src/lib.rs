@@ -102,13 +102,12 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use toolhost::effects::EffectGuard;
-use toolhost::paths::{Grants, Workspace};
-use toolhost::pipeline::{CallOptions, Host};
-use toolhost::plugin::catalog::{Catalog, Source};
-use toolhost::policy::capability::RootKey;
-use toolhost::policy::session::{Session, Verifier};
-use toolhost::sandbox::{LoadEvent, Sandbox};
+use toolhost::paths::Grants;
+use toolhost::policy::session::Verifier;
+use toolhost::sandbox::LoadEvent;
+use toolhost::{
+    CallOptions, Catalog, EffectGuard, Host, RootKey, Sandbox, Session, Source, Workspace,
+};
 
 pub use shutdown::Shutdown;
 /// How the operator's console is set up (`serve --http --console`).
@@ -128,7 +127,7 @@ pub struct ServeOptions {
     /// Where results over their output limit are kept
     /// ([`toolhost::tools::artifact`]); the binary always gives one. Without it such
     /// a result is `output_too_large`.
-    pub artifacts: Option<Arc<toolhost::tools::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC). One of
     /// --stdio and --http is needed.
     pub stdio: bool,
@@ -176,7 +175,7 @@ pub struct ServeOptions {
     pub allow_script: bool,
     /// How the `delegate` tool's results tell a sub-agent to reach this
     /// host (filled in by the command line).
-    pub client: toolhost::policy::delegation::ClientConfig,
+    pub client: toolhost::ClientConfig,
     /// Largest incoming message, in bytes.
     pub max_message_bytes: usize,
     /// Tools per tools/list page.
@@ -232,7 +231,7 @@ pub struct Plugins {
     pub files: Vec<toolhost::toolname::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
-    pub trust: Option<toolhost::plugin::trust::policy::TrustPolicy>,
+    pub trust: Option<toolhost::TrustPolicy>,
 }
 
 impl Plugins {
@@ -478,14 +477,14 @@ pub(crate) struct State {
     /// The idempotency record store every generation's host uses.
     pub records: Option<EffectGuard>,
     /// The artifact store every generation's host spills to.
-    pub artifacts: Option<Arc<toolhost::tools::artifact::Artifacts>>,
+    pub artifacts: Option<Arc<toolhost::Artifacts>>,
     /// Where revealed tools are kept by token or session id, when the
     /// record store shares them between hosts ([`toolhost::tools::reveal`]).
     pub reveals: Option<Arc<dyn toolhost::tools::reveal::RevealBackend>>,
     /// The journal, breaker and metrics every generation's host shares.
-    pub recorder: toolhost::record::Recorder,
+    pub recorder: toolhost::Recorder,
     /// What `delegate` results say about reaching this host.
-    pub client: toolhost::policy::delegation::ClientConfig,
+    pub client: toolhost::ClientConfig,
     /// This server's MCP URL once it listens on HTTP.
     pub http_url: std::sync::OnceLock<String>,
     /// Calls running at once: two per core. Many more only make instances
@@ -537,9 +536,9 @@ fn load(
     sandbox: &Sandbox,
     plugins: &Plugins,
     records: Option<&EffectGuard>,
-    recorder: &toolhost::record::Recorder,
-    artifacts: Option<&Arc<toolhost::tools::artifact::Artifacts>>,
-    client: &toolhost::policy::delegation::ClientConfig,
+    recorder: &toolhost::Recorder,
+    artifacts: Option<&Arc<toolhost::Artifacts>>,
+    client: &toolhost::ClientConfig,
 ) -> Generation {
     let mut sources = plugins.sources();
     let trust = match plugins.trust.as_ref().map(|p| p.prepare()) {
@@ -591,7 +590,7 @@ pub fn run(
     args: ServeOptions,
     root_key: Option<RootKey>,
     records: Option<EffectGuard>,
-    recorder: toolhost::record::Recorder,
+    recorder: toolhost::Recorder,
 ) -> Result<()> {
     let workspace = Workspace::open(&args.workspace)
         .with_context(|| format!("opening workspace {}", args.workspace.display()))?;
@@ -654,7 +653,7 @@ pub fn serve(
     args: ServeOptions,
     policy: Arc<dyn SessionPolicy>,
     records: Option<EffectGuard>,
-    recorder: toolhost::record::Recorder,
+    recorder: toolhost::Recorder,
 ) -> Result<()> {
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() && !args.allow_remote {

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use toolhost::descriptor::SideEffect;
-use toolhost::plugin::catalog::Tool;
+use toolhost::Tool;
 
 /// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
 pub const META_SIDE_EFFECT: &str = "dev.toolhost/side_effect";
@@ -52,10 +52,7 @@ pub const META_REFUSED: &str = "dev.toolhost/refused";
 /// The trust refusals of a catalog, for [`META_REFUSED`].
 /// `visible` says whether a refusal of that tool (`None`: of a whole
 /// plugin) may be shown to the caller.
-pub fn refused(
-    catalog: &toolhost::plugin::catalog::Catalog,
-    visible: &dyn Fn(Option<&str>) -> bool,
-) -> Vec<Value> {
+pub fn refused(catalog: &toolhost::Catalog, visible: &dyn Fn(Option<&str>) -> bool) -> Vec<Value> {
     catalog
         .problems()
         .iter()
@@ -224,7 +221,7 @@ pub fn spill_content(t: &toolhost::observation::Truncation) -> Option<Value> {
 /// is one; the [spill object](spill_content) of a spilled `ok` answer) and
 /// the `_meta` object carrying the envelope.
 pub fn call_result_parts(
-    mut obs: toolhost::observation::Observation,
+    mut obs: toolhost::Observation,
 ) -> serde_json::Result<(String, Option<Value>, Map<String, Value>)> {
     // The output and the text move out; only the rest is serialized.
     let output = obs.output.take().filter(|v| !v.is_null()).or_else(|| {
@@ -564,7 +561,7 @@ mod tests {
 
     #[test]
     fn call_result_splits_text_output_and_envelope() {
-        use toolhost::observation::Observation;
+        use toolhost::Observation;
         let obs = Observation::ok("c1", "t", SideEffect::ReadOnly, json!({"n": 1}), 100)
             .with_plugin_text("one item", 100);
         let (text, output, meta) = call_result_parts(obs.clone()).unwrap();

@@ -25,10 +25,10 @@ use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
 use super::{ask, call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
-use toolhost::call::KeySource;
-use toolhost::observation::{Observation, Status};
-use toolhost::pipeline::{new_call_id, Call, CallOptions, Mode};
-use toolhost::sandbox::{CancelToken, Limits};
+use toolhost::observation::Status;
+use toolhost::pipeline::new_call_id;
+use toolhost::sandbox::Limits;
+use toolhost::{Call, CallOptions, CancelToken, KeySource, Mode, Observation};
 
 /// Most stderr lines forwarded as log messages per call.
 const MAX_LOG_LINES: usize = 100;
@@ -365,7 +365,7 @@ fn reveal_key(parts: Option<&http::request::Parts>, stateless: bool) -> Option<S
 
 /// Whether `name` is the host's own `artifact_view` on this host: it spills
 /// and no plugin tool of that name shadows it.
-fn is_host_artifact_tool(host: &toolhost::pipeline::Host, name: &str) -> bool {
+fn is_host_artifact_tool(host: &toolhost::Host, name: &str) -> bool {
     name == toolhost::tools::artifact::TOOL_NAME
         && host.artifacts().is_some()
         && host.catalog().get(name).is_none()
@@ -656,12 +656,12 @@ impl McpServer {
         name: &str,
         arguments: &str,
     ) {
-        use toolhost::observation::ErrorCode;
+        use toolhost::ErrorCode;
         let (generation, scope) = (generation.clone(), scope.clone());
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let conversation = self.conversation.to_string();
         let _ = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
-            let opts = toolhost::pipeline::CallOptions {
+            let opts = toolhost::CallOptions {
                 conversation: Some(conversation),
                 ..Default::default()
             };
@@ -763,7 +763,7 @@ impl McpServer {
                 elicit::Answer::Decline(note) => (Some(false), note),
                 elicit::Answer::None => (None, None),
             };
-            opts.answer = Some(toolhost::pipeline::ApprovalAnswer {
+            opts.answer = Some(toolhost::ApprovalAnswer {
                 request_state: state.to_string(),
                 approve,
                 note,
@@ -790,7 +790,7 @@ impl McpServer {
         })
     }
 
-    /// The one executor: [`Host::run`](toolhost::pipeline::Host::run) off the
+    /// The one executor: [`Host::run`](toolhost::Host::run) off the
     /// runtime's async work, stoppable by the client's cancellation. Where
     /// it runs depends only on progress: a call without progress on the
     /// warm call thread (else the blocking pool; on this worker when the

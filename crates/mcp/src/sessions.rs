@@ -8,7 +8,7 @@
 //!
 //! - caps the sessions open at once, in total and per owner ([`Owner`]). A
 //!   token's sessions count against its own allowance: the token's chain of
-//!   ids ([`Token::chain_ids`](toolhost::policy::capability::Token::chain_ids)), so a
+//!   ids ([`Token::chain_ids`](toolhost::Token::chain_ids)), so a
 //!   plain attenuation shares it and a delegated child (an id of its own)
 //!   has its own. A delegated token's sessions also count against one
 //!   allowance shared by every token delegated from the same minted token:
@@ -72,7 +72,7 @@ impl Owner {
         }
     }
 
-    /// A token with these ids ([`Token::chain_ids`](toolhost::policy::capability::Token::chain_ids),
+    /// A token with these ids ([`Token::chain_ids`](toolhost::Token::chain_ids),
     /// oldest first). Its own allowance is keyed by the whole chain, not the
     /// last id alone: a holder can append any id, its root's included, but
     /// can never shorten the chain, so no descendant lands in an ancestor's

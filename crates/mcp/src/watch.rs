@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{load, Plugins, State};
-use toolhost::sandbox::Sandbox;
+use toolhost::Sandbox;
 
 type Listing = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
 

@@ -19,7 +19,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::effects::idempotency::{args_digest, call_key, Claim, Store, DEFAULT_RETENTION};
+use toolhost::effects::idempotency::{args_digest, call_key, DEFAULT_RETENTION};
+use toolhost::{Claim, Store};
 use toolhost_store::sqlite::{Durability, SqliteOptions};
 use toolhost_store::{PostgresStore, SqliteStore};
 

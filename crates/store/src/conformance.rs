@@ -11,10 +11,8 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use toolhost::effects::idempotency::{
-    Claim, KeyRecord, Settlement, State, Store, StoreError, StoreErrorKind, DEFAULT_RETENTION,
-    REASON_LEASE_EXPIRED,
-};
+use toolhost::effects::idempotency::{StoreErrorKind, DEFAULT_RETENTION, REASON_LEASE_EXPIRED};
+use toolhost::{Claim, KeyRecord, Settlement, State, Store, StoreError};
 
 /// How a case opens stores: every store opened from one `Backend` shares the
 /// same database (another connection, as another process would).

@@ -2,7 +2,7 @@
 //! to a database.
 //!
 //! The host library defines what it keeps (the traits
-//! `toolhost::effects::idempotency::Store`, `ledger::LedgerBackend`,
+//! `toolhost::Store`, `ledger::LedgerBackend`,
 //! `journal::JournalBackend`, `approval::ApprovalBackend`,
 //! `artifact::ArtifactBackend`, `breaker::BreakerBackend`,
 //! `reveal::RevealBackend` and `resource::SharedLocks`); this crate keeps it:

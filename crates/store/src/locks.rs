@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use postgres::{Client, Config, NoTls};
 
 use toolhost::effects::resource::{jitter, NodeMode, Plan, SharedHeld, SharedLocks, WaitError};
-use toolhost::sandbox::CancelToken;
+use toolhost::CancelToken;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const MAX_PAUSE: Duration = Duration::from_millis(20);
@@ -38,7 +38,7 @@ const OTHERS_HOLD: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks \
      AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
      AND ((classid::bigint << 32) | objid::bigint) = ANY($1::bigint[]))";
 
-/// The advisory-lock side of `toolhost::effects::resource::Locks`, shared by every
+/// The advisory-lock side of `toolhost::Locks`, shared by every
 /// host of one PostgreSQL database.
 pub struct PgLocks {
     config: Config,

@@ -59,9 +59,8 @@ use postgres::{Client, Config, NoTls, Row, Statement};
 
 use crate::rows::duration_ms;
 use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use toolhost::effects::idempotency::{
-    Claim, KeyRecord, Settlement, State, Store, StoreError, REASON_LEASE_EXPIRED,
-};
+use toolhost::effects::idempotency::REASON_LEASE_EXPIRED;
+use toolhost::{Claim, KeyRecord, Settlement, State, Store, StoreError};
 
 /// How long [`PostgresStore::connect`] waits for the server when the URL
 /// does not say (`connect_timeout=`).

@@ -65,9 +65,8 @@ use rusqlite::{
 
 use crate::rows::duration_ms;
 use crate::stored::{self, answer_existing, settleable, to_fence, Existing, StoredRow};
-use toolhost::effects::idempotency::{
-    Claim, KeyRecord, Settlement, State, Store, StoreError, DEFAULT_RETENTION, REASON_LEASE_EXPIRED,
-};
+use toolhost::effects::idempotency::{DEFAULT_RETENTION, REASON_LEASE_EXPIRED};
+use toolhost::{Claim, KeyRecord, Settlement, State, Store, StoreError};
 
 /// Schema version written to `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;

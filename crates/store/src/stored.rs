@@ -9,7 +9,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use toolhost::effects::idempotency::{Claim, KeyRecord, State, StoreError};
+use toolhost::{Claim, KeyRecord, State, StoreError};
 
 /// A row's columns as the driver read them, before validation. Times are
 /// already [`SystemTime`]s (each store converts its own column type).

@@ -8,11 +8,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use toolhost::policy::budget::Issue;
-use toolhost::policy::budget::*;
+use toolhost::policy::budget::{Issue, *};
 use toolhost::policy::capability::CallBudget;
-use toolhost::policy::capability::{Caveat, RootKey, Token};
 use toolhost::policy::ledger::*;
+use toolhost::{Caveat, RootKey, Token};
 use toolhost_store::PostgresStore;
 use toolhost_store::SqliteStore;
 
