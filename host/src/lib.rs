@@ -47,19 +47,16 @@
 //! - [`pipeline`]: [`Host`], every `impl Host`, and its one entry point
 //!   [`Host::run`]: the gates of a call, then the steps from name to
 //!   observation, over
-//! - [`effects`]: the side-effect guard ([`EffectGuard`](effects::EffectGuard):
-//!   keys, records, plans), approvals, idempotency records and the
-//!   [`Store`](effects::idempotency::Store) trait, resource locks and
-//!   batches, over
-//! - [`record`]: one [`Recorder`](record::Recorder) around every call
-//!   (circuit breaker, journal, metrics), and [`tools`]: the host's own
-//!   tools (`artifact_view`, `find_tools`, `run_script`) and their state,
-//!   over
-//! - [`policy`]: who may call what: capability tokens, the
-//!   [`Session`] a caller holds, budgets and the ledger, delegation, over
-//! - [`call`]: the types of one call ([`Call`], [`Mode`](call::Mode),
-//!   [`CallOptions`](call::CallOptions), [`KeySource`](call::KeySource),
-//!   a prepared call), over
+//! - [`effects`]: the side-effect guard ([`EffectGuard`]: keys, records,
+//!   plans), approvals, idempotency records and the [`Store`] trait,
+//!   resource locks and batches, over
+//! - [`record`]: one [`Recorder`] around every call (circuit breaker,
+//!   journal, metrics), and [`tools`]: the host's own tools
+//!   (`artifact_view`, `find_tools`, `run_script`) and their state, over
+//! - [`policy`]: who may call what: capability tokens, the [`Session`] a
+//!   caller holds, budgets and the ledger, delegation, over
+//! - [`call`]: the types of one call ([`Call`], [`Mode`], [`CallOptions`],
+//!   [`KeySource`], a prepared call), over
 //! - [`plugin`]: the catalog of loaded plugins, descriptor lint, argument
 //!   schemas, trust (lock file, signatures, OCI, poisoning rules); and
 //!   [`store_error`]: the error every store trait returns.
