@@ -20,7 +20,8 @@ compiled-code cache lies outside the workspace, so only the first server
 under valgrind compiles the embedded tools (valgrind's CPU does not match
 the build's precompiled artifacts).
 
-Peak RSS (VmHWM, and VmRSS at the end) comes from a separate run of each
+Peak RSS (VmHWM, and VmRSS at the end, split into anonymous memory and
+mapped files) comes from a separate run of each
 shape without valgrind, with the default (pooling) instance allocation,
 after `--rss-calls` calls.
 
@@ -338,7 +339,7 @@ def rss(e, shape, calls=None):
         client.close()
         finish(client.p)
     kib = lambda k: int(status[k].split()[0])  # noqa: E731
-    return kib("VmHWM"), kib("VmRSS")
+    return kib("VmHWM"), kib("VmRSS"), kib("RssAnon"), kib("RssFile")
 
 
 def main():
@@ -377,15 +378,17 @@ def main():
             # into the cache; done here, it is in no shape's RSS.
             rss(e, shapes[0], calls=1)
         print(f"{'shape':20} {'instructions':>13} {'allocations':>12} "
-              f"{'VmHWM KiB':>10} {'VmRSS KiB':>10}  (a call; RSS after "
-              f"{a.rss_calls} calls)", flush=True)
+              f"{'VmHWM KiB':>10} {'VmRSS KiB':>10} {'anon KiB':>9} {'file KiB':>9}  "
+              f"(a call; RSS after {a.rss_calls} calls: heap and other anonymous "
+              f"memory, and mapped files: the executable, compiled tools)", flush=True)
         for shape in shapes:
             ir, allocs = count(e, shape)
-            hwm, now = rss(e, shape) if a.rss_calls else (0, 0)
+            hwm, now, anon, file = rss(e, shape) if a.rss_calls else (0, 0, 0, 0)
             figures[shape] = {"instructions": round(ir), "allocations": round(allocs, 1),
-                              "vm_hwm_kib": hwm, "vm_rss_kib": now}
-            print(f"{shape:20} {round(ir):>13,} {allocs:>12,.1f} {hwm:>10,} {now:>10,}",
-                  flush=True)
+                              "vm_hwm_kib": hwm, "vm_rss_kib": now,
+                              "rss_anon_kib": anon, "rss_file_kib": file}
+            print(f"{shape:20} {round(ir):>13,} {allocs:>12,.1f} {hwm:>10,} {now:>10,} "
+                  f"{anon:>9,} {file:>9,}", flush=True)
     print(f"({time.time() - started:.0f} s)", flush=True)
     if a.json:
         with open(a.json, "w") as f:
