@@ -41,10 +41,9 @@
 //!   covers the name) all fail the check; such an entry is removed and the
 //!   component recompiled and rewritten, with a warning in the log. wasmtime
 //!   itself then rejects an artifact of another version or engine
-//!   configuration. An entry whose bytes the host already holds (the
-//!   reference tools' artifact, built into the binary) is instead compared
-//!   with them byte for byte ([`CompileCache::check_equal`]): no MAC to
-//!   compute on every start, and `KEY.sum` is not read.
+//!   configuration. The embedded tools' entries, written from the
+//!   artifacts built into the binary, are checked the same way, so a start
+//!   reads the file, not the binary's copy.
 //! - **Mapping safety**: wasmtime maps the very file that was checked
 //!   (through `/proc/self/fd` where there is one), and the host checks that
 //!   it mapped the file it verified (same device and inode). Entries are
@@ -73,9 +72,6 @@ const MAGIC: &[u8; 8] = b"THCSUM04";
 
 /// Length of a `KEY.sum` file: magic, artifact length, digest.
 const SUM_BYTES: usize = MAGIC.len() + 8 + blake3::OUT_LEN;
-
-/// Bytes read at a time when an entry is compared with the bytes it must hold.
-const COMPARE_CHUNK: usize = 256 * 1024;
 
 /// Why a cache entry was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,47 +255,10 @@ impl CompileCache {
         Ok(Checked { file })
     }
 
-    /// Checks that the artifact at `path` holds exactly `artifact`: its
-    /// length, then every byte, read through one open descriptor. For an
-    /// entry whose bytes the caller already has; `KEY.sum` plays no part.
-    pub fn check_equal(&self, path: &Path, artifact: &[u8]) -> Result<Checked, Miss> {
-        let (mut file, len) = open_entry(path)?;
-        if len != artifact.len() as u64 {
-            return Err(Miss::Corrupt);
-        }
-        let mut buf = vec![0u8; COMPARE_CHUNK.min(artifact.len())];
-        for want in artifact.chunks(COMPARE_CHUNK) {
-            let got = &mut buf[..want.len()];
-            file.read_exact(got).map_err(|_| Miss::Corrupt)?;
-            if got != want {
-                return Err(Miss::Corrupt);
-            }
-        }
-        // Grown since its length was read: not the artifact either.
-        if file.read(&mut [0u8; 1]).map_err(|_| Miss::Corrupt)? != 0 {
-            return Err(Miss::Corrupt);
-        }
-        Ok(Checked { file })
-    }
-
     /// Checks the entry at `path` against its `KEY.sum` and maps it (see
     /// the module docs).
     pub(super) fn load(&self, engine: &Engine, path: &Path) -> Result<Component, Miss> {
         let checked = self.check(path)?;
-        map_checked(engine, path, checked)
-    }
-
-    /// Maps the entry at `path` once it holds exactly `artifact`
-    /// ([`check_equal`](Self::check_equal)): for an artifact the host has
-    /// in memory but would rather map than copy (see
-    /// `Sandbox::load_embedded`).
-    pub(super) fn load_equal(
-        &self,
-        engine: &Engine,
-        path: &Path,
-        artifact: &[u8],
-    ) -> Result<Component, Miss> {
-        let checked = self.check_equal(path, artifact)?;
         map_checked(engine, path, checked)
     }
 
@@ -606,54 +565,6 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_loads_only_while_it_equals_the_bytes_held() {
-        let (_tmp, cache, engine, p) = empty_entry();
-        let good = artifact(&engine);
-        assert_eq!(
-            cache.load_equal(&engine, &p, &good).unwrap_err(),
-            Miss::Absent
-        );
-        cache.put(&p, &good).unwrap();
-        cache.load_equal(&engine, &p, &good).unwrap();
-        // Its sum is not needed: the bytes themselves are the check.
-        std::fs::remove_file(sum_path(&p)).unwrap();
-        cache.load_equal(&engine, &p, &good).unwrap();
-
-        let mut bad = Vec::new();
-        bad.push(("truncated", good[..good.len() - 1].to_vec()));
-        bad.push(("extended", [&good[..], b"\0"].concat()));
-        bad.push(("empty", Vec::new()));
-        for at in [0, good.len() / 2, good.len() - 1] {
-            let mut b = good.clone();
-            b[at] ^= 0x01;
-            bad.push(("a byte flipped", b));
-        }
-        for (what, bytes) in bad {
-            // Written as another host would have written it, sum and all.
-            cache.put(&p, &bytes).unwrap();
-            cache.check(&p).unwrap();
-            assert_eq!(
-                cache.check_equal(&p, &good).unwrap_err(),
-                Miss::Corrupt,
-                "{what}"
-            );
-            assert_eq!(
-                cache.load_equal(&engine, &p, &good).unwrap_err(),
-                Miss::Corrupt,
-                "{what}"
-            );
-        }
-        // An artifact longer than one read, differing only in its last byte.
-        let long: Vec<u8> = (0..COMPARE_CHUNK * 2 + 7).map(|i| i as u8).collect();
-        let q = cache.dir().join("long.cwasm");
-        cache.put(&q, &long).unwrap();
-        cache.check_equal(&q, &long).unwrap();
-        let mut other = long.clone();
-        *other.last_mut().unwrap() ^= 1;
-        assert_eq!(cache.check_equal(&q, &other).unwrap_err(), Miss::Corrupt);
-    }
-
-    #[test]
     fn eviction_removes_both_files() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = open_in(tmp.path(), "c", "key");
@@ -722,7 +633,6 @@ mod tests {
         for mode in [0o666, 0o620, 0o602] {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
             assert_eq!(cache.check(&p).unwrap_err(), Miss::Corrupt, "{mode:o}");
-            assert_eq!(cache.check_equal(&p, &good).unwrap_err(), Miss::Corrupt);
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
             cache.check(&p).unwrap();
             std::fs::set_permissions(sum_path(&p), std::fs::Permissions::from_mode(mode)).unwrap();
@@ -735,7 +645,6 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &p).unwrap();
         assert_eq!(cache.check(&p).unwrap_err(), Miss::Corrupt);
         assert_eq!(cache.load(&engine, &p).unwrap_err(), Miss::Corrupt);
-        assert_eq!(cache.check_equal(&p, &good).unwrap_err(), Miss::Corrupt);
         std::fs::remove_file(&p).unwrap();
         std::fs::rename(&elsewhere, &p).unwrap();
         cache.check(&p).unwrap();

@@ -607,23 +607,21 @@ impl Sandbox {
         debug_assert_eq!(digest, blake3::hash(bytes), "the build's digest of `bytes`");
         let artifact = engine::unframe(&self.engine, precompiled);
         // Mapped from the compile cache when there is one: wasmtime copies
-        // an artifact given as bytes (4.9 MB for the reference tools, with a
-        // page fault for every page: ~4 ms of every start), while a mapped
-        // entry is checked in one read and faults in only the pages used.
-        // The entry is the one a compile of `bytes` would write (same key,
-        // same engine settings, checked by `unframe`); it is checked against
-        // the artifact itself, which needs no digest.
+        // an artifact given as bytes (with a page fault for every page),
+        // while a mapped entry faults in only the pages used. The entry is
+        // the one a compile of `bytes` would write (same key, same engine
+        // settings, checked by `unframe`), verified like every entry by its
+        // MAC, read through a descriptor: the embedded artifact is read
+        // only to fill a missing entry, so its pages stay out of memory.
         if let (Some(cache), Some(artifact)) = (&self.cache, artifact) {
             let path = cache.entry_path(&self.engine, &digest);
-            let mapped = cache
-                .load_equal(&self.engine, &path, artifact)
-                .or_else(|miss| {
-                    if miss == Miss::Corrupt {
-                        cache.evict(&path);
-                    }
-                    cache.put(&path, artifact).map_err(|_| Miss::Absent)?;
-                    cache.load_equal(&self.engine, &path, artifact)
-                });
+            let mapped = cache.load(&self.engine, &path).or_else(|miss| {
+                if miss == Miss::Corrupt {
+                    cache.evict(&path);
+                }
+                cache.put(&path, artifact).map_err(|_| Miss::Absent)?;
+                cache.load(&self.engine, &path)
+            });
             if let Ok(component) = mapped {
                 progress(LoadEvent::Precompiled);
                 return self.link(component, digest);
