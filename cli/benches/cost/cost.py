@@ -28,6 +28,7 @@ after `--rss-calls` calls.
 usage: cost.py --binary target/debug/toolhost
                --guests target/guests/wasm32-wasip2/release
                [--calls 40] [--warmup 6] [--rss-calls 2000] [--shape NAME]...
+               [--http-load CLIENTS,SECONDS]
                [--baseline cli/benches/cost/baseline.json] [--write-baseline]
                [--tolerance 0.05] [--json OUT] [--keep-dir DIR]
 
@@ -342,6 +343,52 @@ def rss(e, shape, calls=None):
     return kib("VmHWM"), kib("VmRSS"), kib("RssAnon"), kib("RssFile")
 
 
+def proc_status(pid):
+    status = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            status[k] = v.strip()
+    return lambda k: int(status[k].split()[0])  # noqa: E731
+
+
+def http_load(e, shape, clients, seconds):
+    """`clients` connections calling `shape` at once for `seconds`: the
+    calls made, and the server's RSS after them."""
+    import threading
+    first = launch(e, shape, [])
+    p, port = first.p, first.port
+    stateless = SHAPES[shape][0] == "stateless"
+    made = [0] * clients
+    failed = []
+    deadline = time.time() + seconds
+
+    def run(k):
+        c = first if k == 0 else Http(p, port, stateless)
+        if k:
+            c.start()
+        i = 0
+        try:
+            while time.time() < deadline:
+                call(c, shape, i)
+                i += 1
+        except Exception as err:  # reported below
+            failed.append(repr(err))
+        made[k] = i
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kib = proc_status(p.pid)
+    first.close()
+    finish(p)
+    if failed:
+        raise RuntimeError(f"{shape}: {failed[0]}")
+    return sum(made), kib("VmHWM"), kib("VmRSS"), kib("RssAnon"), kib("RssFile")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
@@ -352,6 +399,9 @@ def main():
     ap.add_argument("--rss-calls", type=int, default=2000,
                     help="calls before reading the RSS (0: no RSS run)")
     ap.add_argument("--shape", action="append", choices=list(SHAPES))
+    ap.add_argument("--http-load", metavar="CLIENTS,SECONDS",
+                    help="after the shapes, CLIENTS stateless HTTP clients call at "
+                    "once for SECONDS; prints the server's RSS after them")
     ap.add_argument("--baseline")
     ap.add_argument("--write-baseline", action="store_true")
     ap.add_argument("--tolerance", type=float, default=0.05)
@@ -389,6 +439,15 @@ def main():
                               "rss_anon_kib": anon, "rss_file_kib": file}
             print(f"{shape:20} {round(ir):>13,} {allocs:>12,.1f} {hwm:>10,} {now:>10,} "
                   f"{anon:>9,} {file:>9,}", flush=True)
+        if a.http_load:
+            clients, seconds = (int(x) for x in a.http_load.split(","))
+            n, hwm, now, anon, file = http_load(e, "http_stateless", clients, seconds)
+            figures["http_load"] = {"clients": clients, "seconds": seconds, "calls": n,
+                                    "vm_hwm_kib": hwm, "vm_rss_kib": now,
+                                    "rss_anon_kib": anon, "rss_file_kib": file}
+            print(f"http_stateless, {clients} clients for {seconds} s ({n} calls): "
+                  f"VmHWM {hwm:,} KiB, VmRSS {now:,} KiB "
+                  f"(anon {anon:,}, file {file:,})", flush=True)
     print(f"({time.time() - started:.0f} s)", flush=True)
     if a.json:
         with open(a.json, "w") as f:
