@@ -3,6 +3,7 @@
 use crate::support::*;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use toolhost::plugin::catalog::REFERENCE;
 use toolhost::sandbox::{LoadEvent, Plugin};
 use toolhost::{Sandbox, SandboxConfig};
 
@@ -268,17 +269,17 @@ fn the_cache_directory_is_owner_only() {
     assert_eq!(mode, 0o700);
 }
 
-/// Loads the embedded reference tools from `artifact` in `sandbox`, checks
-/// they describe `file_view`, and returns the load events.
-fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> {
+/// Loads the embedded reference tools (with `artifact` as their
+/// precompiled artifact, or their own) in `sandbox`, checks they describe
+/// `file_view`, and returns the load events.
+fn load_reference(sandbox: &Sandbox, artifact: Option<&'static [u8]>) -> Vec<LoadEvent> {
+    let reference = match artifact {
+        Some(artifact) => REFERENCE.with_precompiled(artifact),
+        None => REFERENCE,
+    };
     let seen = Mutex::new(Vec::new());
     let plugin = sandbox
-        .load_embedded(
-            toolhost::plugin::catalog::REFERENCE_PLUGIN,
-            toolhost::plugin::catalog::REFERENCE_BLAKE3,
-            artifact,
-            &|e| seen.lock().unwrap().push(e),
-        )
+        .load_embedded(&reference, &|e| seen.lock().unwrap().push(e))
         .expect("load");
     assert!(plugin
         .describe()
@@ -290,12 +291,12 @@ fn load_reference(sandbox: &Sandbox, artifact: &'static [u8]) -> Vec<LoadEvent> 
 
 #[test]
 fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
-    use toolhost::plugin::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
+    let framed = REFERENCE.precompiled();
     // Another memory limit and instance count than the default: the
     // artifact depends on the compilation settings, not on the pool's. And
     // no cache at all: the artifact is used from the binary.
-    for config in [
+    for (i, config) in [
         config(dir.path()),
         SandboxConfig {
             max_memory_bytes: 64 << 20,
@@ -306,19 +307,24 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
             cache_dir: None,
             ..SandboxConfig::default()
         },
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let sandbox = Sandbox::new(&config).unwrap();
-        assert_eq!(
-            load_reference(&sandbox, REFERENCE_PRECOMPILED),
-            [LoadEvent::Precompiled]
-        );
-        // Nothing compiled: the artifact itself was written to the cache
-        // once, to be mapped from there (one entry for both settings).
+        // Nothing compiled: the first start writes the artifact itself to
+        // the cache, later ones map that entry (one for both settings).
+        let want = if i == 1 {
+            LoadEvent::CacheHit
+        } else {
+            LoadEvent::Precompiled
+        };
+        assert_eq!(load_reference(&sandbox, None), [want]);
         let entries = artifacts(dir.path());
         assert_eq!(entries.len(), 1, "{entries:?}");
         assert_eq!(
             std::fs::metadata(&entries[0]).unwrap().len() as usize,
-            REFERENCE_PRECOMPILED.len() - 16,
+            framed.len() - 16,
             "the artifact without its frame"
         );
     }
@@ -331,45 +337,40 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
     std::fs::remove_file(entry).unwrap();
     std::fs::write(entry, &bytes).unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
-    assert_eq!(
-        load_reference(&sandbox, REFERENCE_PRECOMPILED),
-        [LoadEvent::Precompiled]
-    );
+    assert_eq!(load_reference(&sandbox, None), [LoadEvent::Precompiled]);
     let cache = toolhost::sandbox::CompileCache::open(dir.path()).unwrap();
     assert!(cache.check(entry).is_ok(), "rewritten whole");
 }
 
 #[test]
 fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
-    use toolhost::plugin::catalog::REFERENCE_BLAKE3;
-    use toolhost::plugin::catalog::REFERENCE_DIGEST;
-    use toolhost::plugin::catalog::REFERENCE_PLUGIN;
     use toolhost::{Catalog, Source};
+    let wasm = REFERENCE.wasm();
     assert_eq!(
-        REFERENCE_DIGEST,
-        toolhost::plugin::trust::sha256_digest(REFERENCE_PLUGIN)
+        REFERENCE.sha256,
+        toolhost::plugin::trust::sha256_digest(&wasm)
     );
-    // The compile-cache key's digest, which a start no longer computes.
-    assert_eq!(REFERENCE_BLAKE3, blake3::hash(REFERENCE_PLUGIN));
+    // The compile-cache key's digest, which a start does not compute.
+    assert_eq!(REFERENCE.blake3, blake3::hash(&wasm));
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
     let status = &catalog.plugins()[0];
-    assert_eq!(status.digest.as_deref(), Some(REFERENCE_DIGEST));
+    assert_eq!(status.digest.as_deref(), Some(REFERENCE.sha256));
 }
 
 #[test]
 fn a_precompiled_artifact_that_does_not_fit_is_compiled_instead() {
-    use toolhost::plugin::catalog::REFERENCE_PRECOMPILED;
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
-    let mut damaged = REFERENCE_PRECOMPILED.to_vec();
+    let framed: &'static [u8] = Box::leak(REFERENCE.precompiled().into_boxed_slice());
+    let mut damaged = framed.to_vec();
     // The settings digest of the frame (after the 8-byte magic).
     damaged[8] ^= 1;
-    let truncated = &REFERENCE_PRECOMPILED[..REFERENCE_PRECOMPILED.len().min(12)];
+    let truncated = &framed[..framed.len().min(12)];
     let damaged: &'static [u8] = Box::leak(damaged.into_boxed_slice());
     for artifact in [damaged, truncated, &[][..], &b"not an artifact at all"[..]] {
-        let seen = load_reference(&sandbox, artifact);
+        let seen = load_reference(&sandbox, Some(artifact));
         assert!(
             matches!(
                 seen[..],

@@ -590,58 +590,58 @@ impl Sandbox {
         self.link(component, digest)
     }
 
-    /// [`Sandbox::load`] for a component embedded in this binary together
-    /// with its BLAKE3 `digest` and `precompiled`, its artifact framed by
-    /// the build script (see `sandbox/engine.rs`), both computed at build
-    /// time: the artifact is used when it fits this engine (no compile),
-    /// mapped from the compile cache's entry for `bytes` (written from the
-    /// artifact the first time) or, without a cache, copied from the
-    /// binary; else the component is compiled (or read from the cache).
+    /// [`Sandbox::load`] for a component built into this binary
+    /// ([`embedded`]): its compile-cache entry when there is one (checked
+    /// by its MAC like every entry, and mapped: only the pages used are
+    /// read); else its precompiled artifact, when that fits this engine,
+    /// written to the cache and mapped from there (or, without a cache,
+    /// copied); else the component compiled. Neither the artifact nor the
+    /// component is unpacked when the cache holds the entry.
     pub fn load_embedded(
         &self,
-        bytes: &[u8],
-        digest: blake3::Hash,
-        precompiled: &'static [u8],
+        component: &embedded::Embedded,
         progress: &dyn Fn(LoadEvent),
     ) -> Result<Plugin, SandboxError> {
-        debug_assert_eq!(digest, blake3::hash(bytes), "the build's digest of `bytes`");
-        let artifact = engine::unframe(&self.engine, precompiled);
-        // Mapped from the compile cache when there is one: wasmtime copies
-        // an artifact given as bytes (with a page fault for every page),
-        // while a mapped entry faults in only the pages used. The entry is
-        // the one a compile of `bytes` would write (same key, same engine
-        // settings, checked by `unframe`), verified like every entry by its
-        // MAC, read through a descriptor: the embedded artifact is read
-        // only to fill a missing entry, so its pages stay out of memory.
-        if let (Some(cache), Some(artifact)) = (&self.cache, artifact) {
-            let path = cache.entry_path(&self.engine, &digest);
-            let mapped = cache.load(&self.engine, &path).or_else(|miss| {
-                if miss == Miss::Corrupt {
-                    cache.evict(&path);
+        let digest = component.blake3;
+        let path = self
+            .cache
+            .as_ref()
+            .map(|cache| cache.entry_path(&self.engine, &digest));
+        if let (Some(cache), Some(path)) = (&self.cache, &path) {
+            match cache.load(&self.engine, path) {
+                Ok(compiled) => {
+                    progress(LoadEvent::CacheHit);
+                    return self.link(compiled, digest);
                 }
-                cache.put(&path, artifact).map_err(|_| Miss::Absent)?;
-                cache.load(&self.engine, &path)
-            });
-            if let Ok(component) = mapped {
-                progress(LoadEvent::Precompiled);
-                return self.link(component, digest);
+                Err(Miss::Corrupt) => cache.evict(path),
+                Err(Miss::Absent) => {}
             }
         }
-        let embedded = artifact.and_then(|artifact| {
-            // SAFETY: the artifact is part of this binary: the build script
-            // compiled it from `bytes` with this wasmtime and these engine
-            // settings (checked by `unframe`), and wasmtime checks its
-            // header again. It is as trusted as the host's own code.
-            unsafe { Component::deserialize(&self.engine, artifact) }.ok()
-        });
-        let component = match embedded {
-            Some(component) => {
-                progress(LoadEvent::Precompiled);
-                component
+        let framed = component.precompiled();
+        if let Some(artifact) = engine::unframe(&self.engine, &framed) {
+            if let (Some(cache), Some(path)) = (&self.cache, &path) {
+                let mapped = cache
+                    .put(path, artifact)
+                    .ok()
+                    .and_then(|()| cache.load(&self.engine, path).ok());
+                if let Some(compiled) = mapped {
+                    progress(LoadEvent::Precompiled);
+                    return self.link(compiled, digest);
+                }
             }
-            None => self.compile_cached(bytes, &digest, progress)?,
-        };
-        self.link(component, digest)
+            // SAFETY: the artifact is part of this binary: the build script
+            // compiled it from the component with this wasmtime and these
+            // engine settings (checked by `unframe`), and wasmtime checks
+            // its header again. It is as trusted as the host's own code.
+            if let Ok(compiled) = unsafe { Component::deserialize(&self.engine, artifact) } {
+                progress(LoadEvent::Precompiled);
+                return self.link(compiled, digest);
+            }
+        }
+        let wasm = component.wasm();
+        debug_assert_eq!(digest, blake3::hash(&wasm), "the build's digest");
+        let compiled = self.compile_cached(&wasm, &digest, progress)?;
+        self.link(compiled, digest)
     }
 
     /// Checks the contract version of a compiled component and pre-links it.

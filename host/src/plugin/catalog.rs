@@ -48,24 +48,17 @@ pub fn is_host_tool(name: &str) -> bool {
     HOST_TOOL_NAMES.contains(&name)
 }
 
-pub use crate::sandbox::embedded::{
-    REFERENCE_BLAKE3, REFERENCE_DIGEST, REFERENCE_PLUGIN, REFERENCE_PRECOMPILED, SCRIPT_BLAKE3,
-    SCRIPT_DIGEST, SCRIPT_PLUGIN, SCRIPT_PRECOMPILED,
-};
+pub use crate::sandbox::embedded::{Embedded, REFERENCE, SCRIPT};
 
 /// Where a plugin comes from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// Bytes compiled into the binary, with a display name, their
-    /// artifact precompiled at build time (see
-    /// [`Sandbox::load_embedded`]; empty for none), their `sha256:` digest
-    /// and their BLAKE3 digest, also computed at build time.
+    /// A component built into the binary ([`Embedded`]: compressed, with
+    /// its artifact precompiled and its digests computed at build time),
+    /// with a display name.
     Embedded {
         name: String,
-        bytes: &'static [u8],
-        precompiled: &'static [u8],
-        digest: &'static str,
-        blake3: blake3::Hash,
+        component: &'static Embedded,
     },
     /// A component file.
     File(PathBuf),
@@ -91,10 +84,7 @@ impl Source {
     pub fn reference() -> Source {
         Source::Embedded {
             name: "builtin:reference".into(),
-            bytes: REFERENCE_PLUGIN,
-            precompiled: REFERENCE_PRECOMPILED,
-            digest: REFERENCE_DIGEST,
-            blake3: REFERENCE_BLAKE3,
+            component: &REFERENCE,
         }
     }
 
@@ -102,10 +92,7 @@ impl Source {
     pub fn script() -> Source {
         Source::Embedded {
             name: "builtin:script".into(),
-            bytes: SCRIPT_PLUGIN,
-            precompiled: SCRIPT_PRECOMPILED,
-            digest: SCRIPT_DIGEST,
-            blake3: SCRIPT_BLAKE3,
+            component: &SCRIPT,
         }
     }
 
@@ -320,20 +307,25 @@ impl Catalog {
             asks: false,
             refused: None,
         };
-        let bytes = match source_bytes(source) {
-            Ok(b) => b,
-            Err(reason) => return self.refuse_plugin(status, None, reason),
+        // An embedded component's bytes are not needed: it loads from its
+        // cache entry or artifact, and its digest was computed at build time.
+        let bytes = match source {
+            Source::Embedded { .. } => None,
+            Source::File(_) | Source::Namespaced { .. } => match source_bytes(source) {
+                Ok(b) => Some(b),
+                Err(reason) => return self.refuse_plugin(status, None, reason),
+            },
         };
-        status.digest = Some(match source {
-            Source::Embedded { digest, .. } => (*digest).to_owned(),
-            Source::File(_) | Source::Namespaced { .. } => {
-                crate::plugin::trust::sha256_digest(&bytes)
-            }
+        status.digest = Some(match (source, &bytes) {
+            (Source::Embedded { component, .. }, _) => component.sha256.to_owned(),
+            (_, Some(bytes)) => crate::plugin::trust::sha256_digest(bytes),
+            (_, None) => unreachable!("a file source's bytes were read above"),
         });
-        let inspected = match inspect_loaded(sandbox, source, &bytes, &|e| progress(&name, e)) {
-            Ok(i) => i,
-            Err(reason) => return self.refuse_plugin(status, None, reason),
-        };
+        let inspected =
+            match inspect_loaded(sandbox, source, bytes.as_deref(), &|e| progress(&name, e)) {
+                Ok(i) => i,
+                Err(reason) => return self.refuse_plugin(status, None, reason),
+            };
         status.contract = Some(inspected.plugin.contract());
         status.asks = inspected.plugin.asks();
         status.tools = inspected
@@ -358,7 +350,7 @@ impl Catalog {
         let mut refused_tools = BTreeMap::new();
         // The trust policy judges the plugin as it is (the lock names the
         // tools it declares), whatever namespace it is loaded under.
-        if let (Some(trust), Some(path)) = (trust, source.path()) {
+        if let (Some(trust), Some(path), Some(bytes)) = (trust, source.path(), &bytes) {
             let signature = match signature::read_signature(path) {
                 Ok(s) => s,
                 Err(e) => {
@@ -377,7 +369,7 @@ impl Catalog {
             let verdict = trust.check(
                 &status.name,
                 &path.display().to_string(),
-                &bytes,
+                bytes,
                 signature.as_deref(),
                 &descs,
             );
@@ -547,10 +539,10 @@ impl Catalog {
     }
 }
 
-/// The component bytes of a source.
+/// The component bytes of a source (an embedded one unpacked).
 fn source_bytes(source: &Source) -> Result<std::borrow::Cow<'static, [u8]>, String> {
     match source {
-        Source::Embedded { bytes, .. } => Ok(std::borrow::Cow::Borrowed(bytes)),
+        Source::Embedded { component, .. } => Ok(std::borrow::Cow::Owned(component.wasm())),
         Source::File(p) | Source::Namespaced { path: p, .. } => std::fs::read(p)
             .map(std::borrow::Cow::Owned)
             .map_err(|e| format!("cannot read {}: {e}", p.display())),
@@ -563,24 +555,24 @@ pub fn inspect(
     source: &Source,
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
-    inspect_loaded(sandbox, source, &source_bytes(source)?, progress)
+    match source {
+        Source::Embedded { .. } => inspect_loaded(sandbox, source, None, progress),
+        _ => inspect_loaded(sandbox, source, Some(&source_bytes(source)?), progress),
+    }
 }
 
-/// [`inspect_bytes`] on the bytes of `source`: an embedded source loads
-/// from its precompiled artifact when that fits.
+/// [`inspect_bytes`] on `source`: an embedded one loads through
+/// [`Sandbox::load_embedded`]; any other from its `bytes`.
 fn inspect_loaded(
     sandbox: &Sandbox,
     source: &Source,
-    bytes: &[u8],
+    bytes: Option<&[u8]>,
     progress: &dyn Fn(LoadEvent),
 ) -> Result<Inspected, String> {
-    let plugin = match source {
-        Source::Embedded {
-            precompiled,
-            blake3,
-            ..
-        } => sandbox.load_embedded(bytes, *blake3, precompiled, progress),
-        Source::File(_) | Source::Namespaced { .. } => sandbox.load(bytes, progress),
+    let plugin = match (source, bytes) {
+        (Source::Embedded { component, .. }, _) => sandbox.load_embedded(component, progress),
+        (_, Some(bytes)) => sandbox.load(bytes, progress),
+        (_, None) => return Err(format!("{}: no component bytes", source.name())),
     };
     describe(plugin.map_err(|e: SandboxError| e.to_string())?)
 }

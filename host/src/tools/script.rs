@@ -45,7 +45,7 @@ pub const TOOL_NAME: &str = crate::policy::capability::SCRIPT_TOOL;
 /// embedded in this binary, and no other plugin's tool of that name.
 pub fn is_runner(tool: &Tool) -> bool {
     tool.descriptor.name == TOOL_NAME
-        && tool.plugin.digest() == crate::plugin::catalog::SCRIPT_BLAKE3.to_hex().as_str()
+        && tool.plugin.digest() == crate::plugin::catalog::SCRIPT.blake3.to_hex().as_str()
 }
 
 /// One request of the script's thread to the helper thread.
