@@ -1025,12 +1025,23 @@ impl Host {
         let obs = match (mode, runner) {
             // The script runner's inner calls run for this session
             // ([`crate::script`]), within the script's own deadline.
+            // Its `timeout_ms` argument can shorten the call's deadline,
+            // never lengthen it; the run's level is the highest of the
+            // inner calls that ran.
             (Mode::Run, Some(t)) => {
-                let timeout = crate::call::limits_for(t, &opts).timeout;
+                let limit = crate::call::limits_for(t, &opts).timeout;
+                let timeout = crate::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
+                let opts = CallOptions {
+                    timeout_ms: Some(timeout.as_millis() as u64),
+                    ..opts.clone()
+                };
                 let inner = |call: Call<'_>| self.run(session, call);
-                crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
-                    self.call_unrecorded(tool, args, &scope, opts, cancel)
-                })
+                let (mut obs, level) =
+                    crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
+                        self.call_unrecorded(tool, args, &scope, opts, cancel)
+                    });
+                obs.effects.level = obs.effects.level.max(level);
+                obs
             }
             (Mode::Run, None) => self.call_unrecorded(tool, args, &scope, &opts, cancel),
             (Mode::Plan, _) => self.plan_unrecorded(tool, args, &scope, &opts),
