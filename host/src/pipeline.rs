@@ -1036,11 +1036,31 @@ impl Host {
                     ..opts.clone()
                 };
                 let inner = |call: Call<'_>| self.run(session, call);
-                let (mut obs, level) =
+                let (obs, did) =
                     crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
                         self.call_unrecorded(tool, args, &scope, opts, cancel)
                     });
-                obs.effects.level = obs.effects.level.max(level);
+                let failed_otherwise = obs
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.host_code() != Some(ErrorCode::Timeout));
+                let mut obs = if did.out_of_time && failed_otherwise {
+                    let mut t = Observation::failure(
+                        &call_id,
+                        tool,
+                        SideEffect::ReadOnly,
+                        ErrorCode::Timeout.info(format!(
+                            "the script ran past its deadline of {} ms (its timeout_ms or the call's own)",
+                            timeout.as_millis()
+                        )),
+                    );
+                    t.usage = obs.usage;
+                    t.logs = obs.logs;
+                    t
+                } else {
+                    obs
+                };
+                obs.effects.level = obs.effects.level.max(did.level);
                 obs
             }
             (Mode::Run, None) => self.call_unrecorded(tool, args, &scope, &opts, cancel),

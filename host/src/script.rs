@@ -69,15 +69,14 @@ struct Request {
 /// Runs `outer`, the script's own call, with options that carry a
 /// [`ScriptLink`] whose inner calls `run` runs on a helper thread, within
 /// `timeout` of now; `catalog` gives each inner tool's own deadline and
-/// resource keys. Answers `outer`'s result and the highest level of the
-/// inner calls that ran (read-only for none).
+/// resource keys. Answers `outer`'s result and what its inner calls did.
 pub(crate) fn serve<R>(
     catalog: &Catalog,
     run: &RunInner<'_>,
     opts: &CallOptions,
     timeout: Duration,
     outer: impl FnOnce(&CallOptions) -> R,
-) -> (R, SideEffect) {
+) -> (R, Inner) {
     let deadline = Instant::now() + timeout;
     // `None`: the script's call is over.
     let (tx, rx) = mpsc::channel::<Option<Request>>();
@@ -106,25 +105,50 @@ pub(crate) fn serve<R>(
     std::thread::scope(|scope| {
         let helper = scope.spawn(move || {
             let mut made = 0u64;
-            let mut level = SideEffect::ReadOnly;
+            let mut did = Inner::default();
             while let Ok(Some(Request { calls, reply })) = rx.recv() {
                 let first = made + 1;
                 made += calls.len() as u64;
                 let observations = inner_batch(catalog, run, opts, first, deadline, &calls);
                 for obs in &observations {
                     if ran(obs) {
-                        level = level.max(obs.effects.level);
+                        did.level = did.level.max(obs.effects.level);
                     }
                 }
+                did.out_of_time |= Instant::now() >= deadline;
                 let _ = reply.send(observations.into_iter().map(answer).collect());
             }
-            level
+            did
         });
         let out = outer(&with_link);
         let _ = tx.send(None);
-        let level = helper.join().unwrap_or(SideEffect::Irreversible);
-        (out, level)
+        let did = helper.join().unwrap_or(Inner {
+            level: SideEffect::Irreversible,
+            out_of_time: false,
+        });
+        (out, did)
     })
+}
+
+/// What a script's inner calls did.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inner {
+    /// The highest level of the inner calls that ran (read-only for none).
+    pub level: SideEffect,
+    /// An inner call answered after the script's deadline had passed: a
+    /// failure of the script is then its timeout, whatever it made of the
+    /// inner call's `timeout` error in the moment before the host stopped
+    /// it.
+    pub out_of_time: bool,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            level: SideEffect::ReadOnly,
+            out_of_time: false,
+        }
+    }
 }
 
 /// Whether an inner call ran (or replayed a call that ran): a call refused
