@@ -960,7 +960,21 @@ impl Host {
             HostTool::FindTools => {
                 let index =
                     crate::discovery::index_of(self.visible_tools(session).map(|t| &t.descriptor));
-                crate::discovery::find_tools(&index, args, &call_id, text_bytes)
+                // A session that may run scripts reads how a script calls
+                // each tool found.
+                let may_script = self
+                    .visible_tools(session)
+                    .any(|t| crate::script::is_runner(t));
+                let declare = |names: &[String]| {
+                    crate::script::declarations(
+                        self.visible_tools(session)
+                            .filter(|t| names.contains(&t.descriptor.name))
+                            .map(|t| &t.descriptor),
+                    )
+                };
+                let declare: Option<&dyn Fn(&[String]) -> String> =
+                    may_script.then_some(&declare);
+                crate::discovery::find_tools(&index, args, &call_id, text_bytes, declare)
             }
             // A dry run hands out no token.
             HostTool::Delegate(_) if mode == Mode::Plan => Observation::failure(

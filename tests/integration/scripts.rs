@@ -747,3 +747,47 @@ fn a_tool_or_write_outside_the_token_is_refused_inside_as_outside() {
     assert_eq!(String::from_utf8(ws.read("src/c.rs")).unwrap(), "fn c() {}\n");
     assert_eq!(obs["effects"]["level"], "read-only");
 }
+
+#[test]
+fn find_tools_declares_what_it_found_for_a_session_that_may_run_scripts() {
+    let ws = fixture();
+    let find = |s: &Session| {
+        run_in(
+            script_host(),
+            s,
+            "find_tools",
+            &json!({"query": "view the lines of a file", "limit": 2}).to_string(),
+            &CallOptions::default(),
+        )
+    };
+    let obs = find(&scripting(&ws, &["."]));
+    let output = expect_ok(&obs);
+    let found: Vec<&str> = output["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(found.contains(&"file_view"), "{obs:#}");
+    let decl = output["script_declarations"].as_str().unwrap();
+    assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
+    assert!(decl.contains("  file_view(args: { path: string"), "{decl}");
+    // Only what was found is declared.
+    for name in ["file_edit", "grep_search", "run_script"] {
+        assert!(
+            found.contains(&name) || !decl.contains(&format!("  {name}(")),
+            "{decl}"
+        );
+    }
+    assert!(obs["text"].as_str().unwrap().contains("In run_script:\n"));
+    // Without the script right: no declaration.
+    let plain = session_allowing(
+        &ws,
+        &Allow {
+            read: &["."],
+            ..Allow::default()
+        },
+    );
+    let obs = find(&plain);
+    assert!(expect_ok(&obs).get("script_declarations").is_none(), "{obs:#}");
+}
