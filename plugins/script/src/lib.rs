@@ -46,7 +46,9 @@ Runs a JavaScript async function body that calls tools and returns only its resu
 several calls (search, read, filter, count) in one round trip.
 Globals: input, tools.<name>(args) (a promise of that tool's output; rejects with an Error \
 carrying code, field, expected, actual, retry), console.log. No fetch, require, files or timers.
-Inner calls are checked, budgeted and journaled like direct ones, under your grants.
+Calls started together (Promise.all) run in parallel; edits of one file run in the order started. \
+Inner calls are checked, budgeted and journaled like direct ones, under your grants. \
+timeout_ms bounds the whole script.
 Output: {value, console, calls}. Errors: script_error (threw, did not parse, never settled).";
 
 /// Arguments of `run_script`.
