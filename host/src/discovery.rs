@@ -635,6 +635,10 @@ pub fn index_of<'a>(tools: impl Iterator<Item = &'a crate::descriptor::ToolDescr
     )
 }
 
+/// What declares found tools for a script, by name
+/// ([`find_tools`]'s `declare`).
+pub type Declare<'a> = dyn Fn(&[String]) -> String + 'a;
+
 /// The `find_tools` tool over `index`: `{"query", "limit"?}` →
 /// `{"tools": [{"name", "title", "summary", "score", "match"}]}`, best
 /// first; `match` is `"strong"` or `"weak"` ([`Hit::strong`]). With
@@ -647,7 +651,7 @@ pub fn find_tools(
     args: &str,
     call_id: &str,
     max_text_bytes: usize,
-    declare: Option<&dyn Fn(&[String]) -> String>,
+    declare: Option<&Declare<'_>>,
 ) -> crate::observation::Observation {
     use crate::descriptor::SideEffect;
     use crate::observation::{ErrorCode, Observation};

@@ -972,7 +972,7 @@ impl Host {
                             .map(|t| &t.descriptor),
                     )
                 };
-                let declare: Option<&dyn Fn(&[String]) -> String> =
+                let declare: Option<&crate::discovery::Declare<'_>> =
                     may_script.then_some(&declare);
                 crate::discovery::find_tools(&index, args, &call_id, text_bytes, declare)
             }
@@ -1044,7 +1044,8 @@ impl Host {
             // inner calls that ran.
             (Mode::Run, Some(t)) => {
                 let limit = crate::call::limits_for(t, &opts).timeout;
-                let timeout = crate::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
+                let timeout =
+                    crate::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
                 let opts = CallOptions {
                     timeout_ms: Some(timeout.as_millis() as u64),
                     ..opts.clone()

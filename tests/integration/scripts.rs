@@ -691,11 +691,18 @@ fn the_run_reports_the_highest_level_of_the_inner_calls_that_ran() {
         &keyed(&CallOptions::default()),
     );
     // A script that edits is at the edit's level.
-    assert_eq!(level(&writer, edit), direct["effects"]["level"], "{direct:#}");
+    assert_eq!(
+        level(&writer, edit),
+        direct["effects"]["level"],
+        "{direct:#}"
+    );
     assert_ne!(direct["effects"]["level"], "read-only");
     // Only reads, or a write the token refused before it ran: read-only.
     assert_eq!(
-        level(&writer, r#"return (await tools.file_view({ path: "src/c.rs" })).path;"#),
+        level(
+            &writer,
+            r#"return (await tools.file_view({ path: "src/c.rs" })).path;"#
+        ),
         "read-only"
     );
     assert_eq!(level(&reader, edit), "read-only");
@@ -706,7 +713,11 @@ fn a_tool_or_write_outside_the_token_is_refused_inside_as_outside() {
     let ws = fixture();
     let token = Token::mint(
         &key(),
-        &caveats(&["tool=file_view,file_edit,run_script", "right=read,script", "read=src"]),
+        &caveats(&[
+            "tool=file_view,file_edit,run_script",
+            "right=read,script",
+            "read=src",
+        ]),
     )
     .unwrap();
     let s = Session::open(
@@ -744,7 +755,10 @@ fn a_tool_or_write_outside_the_token_is_refused_inside_as_outside() {
         &keyed(&CallOptions::default()),
     );
     assert_eq!(value(&obs), &json!([grep_outside, edit_outside]), "{obs:#}");
-    assert_eq!(String::from_utf8(ws.read("src/c.rs")).unwrap(), "fn c() {}\n");
+    assert_eq!(
+        String::from_utf8(ws.read("src/c.rs")).unwrap(),
+        "fn c() {}\n"
+    );
     assert_eq!(obs["effects"]["level"], "read-only");
 }
 
@@ -789,5 +803,8 @@ fn find_tools_declares_what_it_found_for_a_session_that_may_run_scripts() {
         },
     );
     let obs = find(&plain);
-    assert!(expect_ok(&obs).get("script_declarations").is_none(), "{obs:#}");
+    assert!(
+        expect_ok(&obs).get("script_declarations").is_none(),
+        "{obs:#}"
+    );
 }
