@@ -224,7 +224,10 @@ fn flush(settle: &JsValue, ctx: &mut Context) -> JsResult<bool> {
         };
         settle.call(
             &JsValue::undefined(),
-            &[JsValue::from(id), JsValue::from(JsString::from(envelope.as_str()))],
+            &[
+                JsValue::from(id),
+                JsValue::from(JsString::from(envelope.as_str())),
+            ],
             ctx,
         )?;
     }
