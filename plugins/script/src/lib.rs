@@ -46,9 +46,8 @@ Runs a JavaScript async function body that calls tools and returns only its resu
 several calls (search, read, filter, count) in one round trip.
 Globals: input, tools.<name>(args) (a promise of that tool's output; rejects with an Error \
 carrying code, field, expected, actual, retry), console.log. No fetch, require, files or timers.
-Calls started together (Promise.all) run in parallel; edits of one file run in the order started. \
-Inner calls are checked, budgeted and journaled like direct ones, under your grants. \
-timeout_ms bounds the whole script.
+Calls started together (Promise.all) run in parallel. \
+Inner calls are checked, budgeted and journaled like direct ones, under your grants.
 Output: {value, console, calls}. Errors: script_error (threw, did not parse, never settled).";
 
 /// Arguments of `run_script`.
@@ -62,8 +61,7 @@ pub struct ScriptArgs {
     #[serde(default)]
     #[schemars(length(max = 65536))]
     pub input: Option<String>,
-    /// Deadline of the whole script, inner calls included, in
-    /// milliseconds; it can only shorten the call's own deadline.
+    /// Deadline of the whole script in ms (only ever shortens the call's).
     #[serde(default)]
     #[schemars(range(min = 1, max = 3_600_000))]
     pub timeout_ms: Option<u64>,
