@@ -27,7 +27,9 @@
 //! ([`run_batch`](crate::resource::batch)): in parallel on at most as many
 //! threads as cores, each after the earlier calls of the request it
 //! conflicts with, so reads overlap and writes to one resource run in the
-//! order the script started them, one at a time.
+//! order the script started them, one at a time. A request of more than a
+//! batch's items ([`MAX_ITEMS`]) runs as several batches, one after the
+//! other.
 //!
 //! The run's level ([`Effects::level`](crate::observation::Effects)) is
 //! the highest level of the inner calls that ran (`run_script` itself
@@ -41,7 +43,7 @@ use crate::catalog::{Catalog, Tool};
 use crate::descriptor::{SideEffect, ToolDescriptor};
 use crate::idempotency::KeySource;
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
-use crate::resource::batch::{run_batch, BatchItem, BatchOptions};
+use crate::resource::batch::{run_batch, BatchItem, BatchOptions, MAX_ITEMS};
 use crate::sandbox::ScriptLink;
 use serde_json::Value;
 
@@ -109,7 +111,13 @@ pub(crate) fn serve<R>(
             while let Ok(Some(Request { calls, reply })) = rx.recv() {
                 let first = made + 1;
                 made += calls.len() as u64;
-                let observations = inner_batch(catalog, run, opts, first, deadline, &calls);
+                // At most a batch's worth at a time: the scheduler
+                // compares each call with every earlier one.
+                let mut observations = Vec::with_capacity(calls.len());
+                for chunk in calls.chunks(MAX_ITEMS) {
+                    let from = first + observations.len() as u64;
+                    observations.extend(inner_batch(catalog, run, opts, from, deadline, chunk));
+                }
                 for obs in &observations {
                     if ran(obs) {
                         did.level = did.level.max(obs.effects.level);
