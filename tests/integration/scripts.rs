@@ -808,3 +808,22 @@ fn find_tools_declares_what_it_found_for_a_session_that_may_run_scripts() {
         "{obs:#}"
     );
 }
+
+#[test]
+fn more_calls_started_together_than_a_batch_holds_all_run() {
+    let ws = fixture();
+    let s = scripting(&ws, &["."]);
+    let n = toolhost::resource::batch::MAX_ITEMS + 76;
+    let obs = run(
+        &s,
+        &format!(
+            r#"const all = [];
+               for (let i = 0; i < {n}; i++) all.push(tools.find_tools({{ query: "read a file", limit: 1 }}));
+               const found = await Promise.all(all);
+               return found.filter(f => f.tools.length === 1).length;"#
+        ),
+    );
+    assert_eq!(value(&obs), n, "{obs:#}");
+    assert_eq!(obs["output"]["calls"]["total"], n);
+    assert_eq!(obs["output"]["calls"]["failures"], 0);
+}
