@@ -123,7 +123,8 @@ pub(crate) fn serve<R>(
                         did.level = did.level.max(obs.effects.level);
                     }
                 }
-                did.out_of_time |= Instant::now() >= deadline;
+                // The threshold `inner` refuses at.
+                did.out_of_time |= deadline.saturating_duration_since(Instant::now()) < LAST_MS;
                 let _ = reply.send(observations.into_iter().map(answer).collect());
             }
             did
@@ -137,6 +138,9 @@ pub(crate) fn serve<R>(
         (out, did)
     })
 }
+
+/// Less than this left of the script's deadline and no inner call starts.
+const LAST_MS: Duration = Duration::from_millis(1);
 
 /// What a script's inner calls did.
 #[derive(Debug, Clone, Copy)]
@@ -253,7 +257,7 @@ fn inner(
         );
     }
     let left = deadline.saturating_duration_since(Instant::now());
-    if left < Duration::from_millis(1) {
+    if left < LAST_MS {
         return Observation::failure(
             &call_id,
             tool,
