@@ -13,7 +13,8 @@
 //! reads, per task and in total. Wall time is the host's time for the
 //! calls (the model's own time per round trip is not in it, which favours
 //! the direct way). The per-call overhead of an inner call is reported
-//! against the same call made directly.
+//! against the same call made directly, awaited one by one and started
+//! together (`Promise.all`, run as a batch).
 
 #[allow(dead_code)]
 #[path = "../../tests/integration/support.rs"]
@@ -447,10 +448,24 @@ fn main() {
     let looped = start.elapsed();
     assert_eq!(obs.status, Status::Ok, "{}", obs.text);
     let inner_each = looped.saturating_sub(empty) / n;
+    // The same calls started together: one request, run as a batch.
+    let all_args = json!({"source": format!(
+        "const a = []; for (let i = 0; i < {n}; i++) a.push(tools.file_view({{path: \"src/m1/f1.rs\", limit: 5}})); \
+         return (await Promise.all(a)).length;"
+    )})
+    .to_string();
+    let start = Instant::now();
+    let obs = host.run(&script_session, Call::new("run_script", &all_args, &opts));
+    let together = start.elapsed();
+    assert_eq!(obs.status, Status::Ok, "{}", obs.text);
+    let together_each = together.saturating_sub(empty) / n;
     println!(
-        "\nan empty script: {:.2} ms; a direct file_view: {:.0} µs; the same as an inner call: {:.0} µs",
+        "\nan empty script: {:.2} ms; a direct file_view: {:.0} µs; the same as an inner call: \
+         {:.0} µs awaited one by one, {:.0} µs each of {n} started together (Promise.all, {} cores)",
         empty.as_secs_f64() * 1e3,
         direct_each.as_secs_f64() * 1e6,
-        inner_each.as_secs_f64() * 1e6
+        inner_each.as_secs_f64() * 1e6,
+        together_each.as_secs_f64() * 1e6,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
 }

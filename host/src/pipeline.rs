@@ -977,7 +977,21 @@ impl Host {
                 let index = crate::tools::discovery::index_of(
                     self.visible_tools(session).map(|t| &t.descriptor),
                 );
-                crate::tools::discovery::find_tools(&index, args, &call_id, text_bytes)
+                // A session that may run scripts reads how a script calls
+                // each tool found.
+                let may_script = self
+                    .visible_tools(session)
+                    .any(|t| crate::tools::script::is_runner(t));
+                let declare = |names: &[String]| {
+                    crate::tools::script::declarations(
+                        self.visible_tools(session)
+                            .filter(|t| names.contains(&t.descriptor.name))
+                            .map(|t| &t.descriptor),
+                    )
+                };
+                let declare: Option<&crate::tools::discovery::Declare<'_>> =
+                    may_script.then_some(&declare);
+                crate::tools::discovery::find_tools(&index, args, &call_id, text_bytes, declare)
             }
             // A dry run hands out no token.
             HostTool::Delegate(_) if mode == Mode::Plan => Observation::failure(
@@ -1048,12 +1062,44 @@ impl Host {
         let obs = match (mode, runner) {
             // The script runner's inner calls run for this session
             // ([`crate::tools::script`]), within the script's own deadline.
+            // Its `timeout_ms` argument can shorten the call's deadline,
+            // never lengthen it; the run's level is the highest of the
+            // inner calls that ran.
             (Mode::Run, Some(t)) => {
-                let timeout = crate::call::limits_for(t, &opts).timeout;
+                let limit = crate::call::limits_for(t, &opts).timeout;
+                let timeout =
+                    crate::tools::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
+                let opts = CallOptions {
+                    timeout_ms: Some(timeout.as_millis() as u64),
+                    ..opts.clone()
+                };
                 let inner = |call: Call<'_>| self.run(session, call);
-                crate::tools::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
-                    self.call_unrecorded(tool, args, &scope, opts, cancel)
-                })
+                let (obs, did) =
+                    crate::tools::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
+                        self.call_unrecorded(tool, args, &scope, opts, cancel)
+                    });
+                let failed_otherwise = obs
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.host_code() != Some(ErrorCode::Timeout));
+                let mut obs = if did.out_of_time && failed_otherwise {
+                    let mut t = Observation::failure(
+                        &call_id,
+                        tool,
+                        SideEffect::ReadOnly,
+                        ErrorCode::Timeout.info(format!(
+                            "the script ran past its deadline of {} ms (its timeout_ms or the call's own)",
+                            timeout.as_millis()
+                        )),
+                    );
+                    t.usage = obs.usage;
+                    t.logs = obs.logs;
+                    t
+                } else {
+                    obs
+                };
+                obs.effects.level = obs.effects.level.max(did.level);
+                obs
             }
             (Mode::Run, None) => self.call_unrecorded(tool, args, &scope, &opts, cancel),
             (Mode::Plan, _) => self.plan_unrecorded(tool, args, &scope, &opts),

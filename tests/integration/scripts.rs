@@ -524,3 +524,303 @@ fn redaction_applies_to_what_a_script_reads_and_returns() {
     assert!(!obs.to_string().contains(&id), "{obs:#}");
     assert!(!obs["redactions"].as_array().unwrap().is_empty(), "{obs:#}");
 }
+
+/// A host with the reference tools, the script engine and the
+/// conformance plugin (`test_sleep_ms`).
+fn sleepy_host() -> &'static Host {
+    static H: OnceLock<Host> = OnceLock::new();
+    H.get_or_init(|| {
+        host_with(&[
+            Source::reference(),
+            Source::script(),
+            Source::File(test_plugin("tp_conformance")),
+        ])
+    })
+}
+
+#[test]
+fn calls_started_together_run_in_parallel_and_awaited_ones_in_turn() {
+    let ws = fixture();
+    let s = scripting(&ws, &["."]);
+    let script = |source: &str| {
+        run_in(
+            sleepy_host(),
+            &s,
+            "run_script",
+            &script_args(source),
+            &CallOptions::default(),
+        )
+    };
+    let together = script(
+        r#"const r = await Promise.all([tools.test_sleep_ms({ ms: 700 }),
+                                        tools.test_sleep_ms({ ms: 700 })]);
+           return r.length;"#,
+    );
+    assert_eq!(value(&together), 2, "{together:#}");
+    let in_turn = script(
+        r#"for (let i = 0; i < 2; i++) await tools.test_sleep_ms({ ms: 700 });
+           return 2;"#,
+    );
+    assert_eq!(value(&in_turn), 2, "{in_turn:#}");
+    let wall = |obs: &Value| obs["output"]["calls"]["wall_time_ms"].as_u64().unwrap();
+    assert!(wall(&in_turn) >= 1_400, "{in_turn:#}");
+    // The batch scheduler runs at most as many calls at once as cores.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(wall(&together) < 1_300, "{together:#}");
+    }
+}
+
+#[test]
+fn writes_started_together_to_one_file_run_one_at_a_time_in_order() {
+    let ws = fixture();
+    ws.write("src/steps.txt", "step0\n");
+    let s = session_allowing(
+        &ws,
+        &Allow {
+            write: &["src"],
+            script: true,
+            ..Allow::default()
+        },
+    );
+    // Each edit needs the one before it: interleaved or reordered, one
+    // would find nothing to replace.
+    let obs = run_in(
+        script_host(),
+        &s,
+        "run_script",
+        &script_args(
+            r#"
+            const edits = [0, 1, 2, 3, 4, 5].map(i => tools.file_edit(
+              { path: "src/steps.txt", old_str: `step${i}`, new_str: `step${i + 1}` }));
+            const done = await Promise.all(edits);
+            return done.map(d => d.replacements);
+            "#,
+        ),
+        &keyed(&CallOptions::default()),
+    );
+    assert_eq!(value(&obs), &json!([1, 1, 1, 1, 1, 1]), "{obs:#}");
+    assert_eq!(
+        String::from_utf8(ws.read("src/steps.txt")).unwrap(),
+        "step6\n"
+    );
+}
+
+#[test]
+fn timeout_ms_shortens_the_deadline_and_never_lengthens_it() {
+    let ws = fixture();
+    let s = scripting(&ws, &["."]);
+    let host = sleepy_host();
+    let timed = |timeout_ms: u64, caller_ms: u64| {
+        let started = std::time::Instant::now();
+        let obs = run_in(
+            host,
+            &s,
+            "run_script",
+            &json!({
+                "source": "for (;;) await tools.test_sleep_ms({ ms: 50 });",
+                "timeout_ms": timeout_ms,
+            })
+            .to_string(),
+            &CallOptions {
+                timeout_ms: Some(caller_ms),
+                ..CallOptions::default()
+            },
+        );
+        (obs, started.elapsed())
+    };
+    // Shorter than the caller's deadline: the script stops at it.
+    let (obs, took) = timed(600, 60_000);
+    assert_eq!(obs["error"]["code"], "timeout", "{obs:#}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Longer: the caller's deadline still holds.
+    let (obs, took) = timed(60_000, 600);
+    assert_eq!(obs["error"]["code"], "timeout", "{obs:#}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // An infinite loop with no inner call stops at it too.
+    let started = std::time::Instant::now();
+    let obs = run_in(
+        script_host(),
+        &s,
+        "run_script",
+        &json!({"source": "while (true) {}", "timeout_ms": 500}).to_string(),
+        &CallOptions {
+            timeout_ms: Some(60_000),
+            ..CallOptions::default()
+        },
+    );
+    let code = obs["error"]["code"].as_str().unwrap_or_default();
+    assert!(code == "timeout" || code == "fuel_exhausted", "{obs:#}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn the_run_reports_the_highest_level_of_the_inner_calls_that_ran() {
+    let ws = fixture();
+    let writer = session_allowing(
+        &ws,
+        &Allow {
+            write: &["src"],
+            script: true,
+            ..Allow::default()
+        },
+    );
+    let reader = scripting(&ws, &["src"]);
+    let level = |s: &Session, source: &str| {
+        let obs = run_in(
+            script_host(),
+            s,
+            "run_script",
+            &script_args(source),
+            &keyed(&CallOptions::default()),
+        );
+        assert_eq!(obs["status"], "ok", "{obs:#}");
+        obs["effects"]["level"].as_str().unwrap().to_owned()
+    };
+    let edit = r#"await tools.file_view({ path: "src/a.rs" });
+                  try { await tools.file_edit({ path: "src/a.rs", old_str: "fn a", new_str: "fn z" }); }
+                  catch (_) {}
+                  return 1;"#;
+    let direct = run_in(
+        script_host(),
+        &writer,
+        "file_edit",
+        &json!({"path": "src/b.rs", "old_str": "fn b", "new_str": "fn y"}).to_string(),
+        &keyed(&CallOptions::default()),
+    );
+    // A script that edits is at the edit's level.
+    assert_eq!(
+        level(&writer, edit),
+        direct["effects"]["level"],
+        "{direct:#}"
+    );
+    assert_ne!(direct["effects"]["level"], "read-only");
+    // Only reads, or a write the token refused before it ran: read-only.
+    assert_eq!(
+        level(
+            &writer,
+            r#"return (await tools.file_view({ path: "src/c.rs" })).path;"#
+        ),
+        "read-only"
+    );
+    assert_eq!(level(&reader, edit), "read-only");
+}
+
+#[test]
+fn a_tool_or_write_outside_the_token_is_refused_inside_as_outside() {
+    let ws = fixture();
+    let token = Token::mint(
+        &key(),
+        &caveats(&[
+            "tool=file_view,file_edit,run_script",
+            "right=read,script",
+            "read=src",
+        ]),
+    )
+    .unwrap();
+    let s = Session::open(
+        &key(),
+        &token.encode(),
+        Workspace::open(ws.dir.path()).unwrap(),
+    )
+    .unwrap();
+    let direct = |tool: &str, args: Value| {
+        let obs = run_in(
+            script_host(),
+            &s,
+            tool,
+            &args.to_string(),
+            &keyed(&CallOptions::default()),
+        );
+        obs["error"]["code"].as_str().unwrap_or_default().to_owned()
+    };
+    let grep_outside = direct("grep_search", json!({"pattern": "TODO", "path": "src"}));
+    let edit_outside = direct(
+        "file_edit",
+        json!({"path": "src/c.rs", "old_str": "fn c", "new_str": "fn x"}),
+    );
+    assert_ne!(grep_outside, "");
+    assert_ne!(edit_outside, "");
+    let obs = run_in(
+        script_host(),
+        &s,
+        "run_script",
+        &script_args(
+            r#"const code = async (p) => { try { await p; return null; } catch (e) { return e.code; } };
+               return [await code(tools.grep_search({ pattern: "TODO", path: "src" })),
+                       await code(tools.file_edit({ path: "src/c.rs", old_str: "fn c", new_str: "fn x" }))];"#,
+        ),
+        &keyed(&CallOptions::default()),
+    );
+    assert_eq!(value(&obs), &json!([grep_outside, edit_outside]), "{obs:#}");
+    assert_eq!(
+        String::from_utf8(ws.read("src/c.rs")).unwrap(),
+        "fn c() {}\n"
+    );
+    assert_eq!(obs["effects"]["level"], "read-only");
+}
+
+#[test]
+fn find_tools_declares_what_it_found_for_a_session_that_may_run_scripts() {
+    let ws = fixture();
+    let find = |s: &Session| {
+        run_in(
+            script_host(),
+            s,
+            "find_tools",
+            &json!({"query": "view the lines of a file", "limit": 2}).to_string(),
+            &CallOptions::default(),
+        )
+    };
+    let obs = find(&scripting(&ws, &["."]));
+    let output = expect_ok(&obs);
+    let found: Vec<&str> = output["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(found.contains(&"file_view"), "{obs:#}");
+    let decl = output["script_declarations"].as_str().unwrap();
+    assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
+    assert!(decl.contains("  file_view(args: { path: string"), "{decl}");
+    // Only what was found is declared.
+    for name in ["file_edit", "grep_search", "run_script"] {
+        assert!(
+            found.contains(&name) || !decl.contains(&format!("  {name}(")),
+            "{decl}"
+        );
+    }
+    assert!(obs["text"].as_str().unwrap().contains("In run_script:\n"));
+    // Without the script right: no declaration.
+    let plain = session_allowing(
+        &ws,
+        &Allow {
+            read: &["."],
+            ..Allow::default()
+        },
+    );
+    let obs = find(&plain);
+    assert!(
+        expect_ok(&obs).get("script_declarations").is_none(),
+        "{obs:#}"
+    );
+}
+
+#[test]
+fn more_calls_started_together_than_a_batch_holds_all_run() {
+    let ws = fixture();
+    let s = scripting(&ws, &["."]);
+    let n = toolhost::effects::resource::batch::MAX_ITEMS + 76;
+    let obs = run(
+        &s,
+        &format!(
+            r#"const all = [];
+               for (let i = 0; i < {n}; i++) all.push(tools.find_tools({{ query: "read a file", limit: 1 }}));
+               const found = await Promise.all(all);
+               return found.filter(f => f.tools.length === 1).length;"#
+        ),
+    );
+    assert_eq!(value(&obs), n, "{obs:#}");
+    assert_eq!(obs["output"]["calls"]["total"], n);
+    assert_eq!(obs["output"]["calls"]["failures"], 0);
+}

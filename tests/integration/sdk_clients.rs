@@ -460,6 +460,55 @@ fn typescript_sdk_session_over_http() {
     full_session(Sdk::TypeScript, Transport::Http);
 }
 
+/// `run_script` through `sdk` over `transport`: listed with its output
+/// schema, its answer (parallel reads, an inner refusal) accepted by the
+/// SDK's check of `structuredContent` against that schema.
+fn script_session(sdk: Sdk, transport: Transport) {
+    let setup = Setup::new(&[]);
+    setup.ws.write("pub/c.txt", "third\n");
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "tool": "run_script", "arguments": {
+            "source": r#"
+                const [a, c] = await Promise.all([tools.file_view({ path: "pub/a.txt" }),
+                                                  tools.file_view({ path: "pub/c.txt" })]);
+                let denied;
+                try { await tools.file_view({ path: "secret/b.txt" }); } catch (e) { denied = e.code; }
+                return { lines: a.lines.concat(c.lines), denied };"#,
+            "timeout_ms": 20000,
+        }},
+        {"op": "bad", "tool": "run_script", "arguments": {"source": "throw new Error('no')"}},
+    ]);
+    let r = session(sdk, transport, &setup, &["--allow-script"], None, &steps);
+    let tools = r[0]["result"]["tools"].as_array().unwrap();
+    let def = tools
+        .iter()
+        .find(|t| t["name"] == "run_script")
+        .unwrap_or_else(|| panic!("{tools:#?}"));
+    assert!(def["outputSchema"].is_object(), "{def:#}");
+    let structured = &r[1]["result"]["structuredContent"];
+    assert_eq!(
+        structured["value"],
+        json!({"lines": ["hello", "world", "third"], "denied": "denied"}),
+        "{:#}",
+        r[1]
+    );
+    assert_eq!(structured["calls"]["total"], 3, "{:#}", r[1]);
+    let obs = envelope(&r[1]["result"]);
+    assert_eq!(obs["effects"]["level"], "read-only", "{obs:#}");
+    assert_eq!(r[2]["result"]["isError"], true, "{:#}", r[2]);
+}
+
+#[test]
+fn python_sdk_runs_a_script_over_stdio() {
+    script_session(Sdk::Python, Transport::Stdio);
+}
+
+#[test]
+fn python_sdk_runs_a_script_over_http() {
+    script_session(Sdk::Python, Transport::Http);
+}
+
 /// The clients do check: a server whose answer breaks its tool's declared
 /// `outputSchema` (`tests/mcp_client/nonconforming_server.py`) is refused
 /// by each SDK, whether or not the session listed the tools first, and the

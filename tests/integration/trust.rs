@@ -11,12 +11,6 @@ use std::time::{Duration, Instant};
 
 use toolhost::descriptor::ToolDescriptor;
 use toolhost::plugin::catalog::{inspect, REFERENCE};
-
-/// The reference tools' component bytes, unpacked once.
-fn reference_plugin() -> &'static [u8] {
-    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    BYTES.get_or_init(|| REFERENCE.wasm())
-}
 use toolhost::plugin::trust::lock::{
     Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME,
 };
@@ -24,6 +18,12 @@ use toolhost::plugin::trust::oci::{self, OciError, OciOptions, OciReference};
 use toolhost::plugin::trust::poison::{self, PoisonRule};
 use toolhost::plugin::trust::signature::{self, AllowedSigners, Verification};
 use toolhost::Source;
+
+/// The reference tools' component bytes, unpacked once.
+fn reference_plugin() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| REFERENCE.wasm())
+}
 
 use crate::support::*;
 

@@ -1,9 +1,9 @@
 //! The `toolhost:plugin/script` import, linked for every component.
 //!
 //! This is the one place a guest's request to call another tool enters the
-//! host: [`State`]'s `script::Host::call_tool` hands it to the call's
-//! [`ScriptLink`], which the pipeline gives only to the host's script
-//! runner (`toolhost::tools::script`). Every other call answers `denied`.
+//! host: [`State`]'s `script::Host::call_tool` and `call_tools` hand it to
+//! the call's [`ScriptLink`], which the pipeline gives only to the host's
+//! script runner (`toolhost::tools::script`). Every other call answers `denied`.
 
 use std::sync::Arc;
 
@@ -16,27 +16,41 @@ use super::{SandboxError, State};
 /// observation, as JSON text.
 pub(super) const NO_LINK: &str = r#"{"code":"denied","message":"this call may call no tool (only the host's run_script may)","correctable":false,"retry":"never"}"#;
 
-/// The host side of one call's `script` import: runs an inner call by tool
-/// name and arguments (JSON text) and answers the tool's output (`Ok`) or
-/// the observation's error (`Err`), both as JSON text.
+/// The host side of one call's `script` import: runs inner calls, each by
+/// tool name and arguments (JSON text), and answers each with the tool's
+/// output (`Ok`) or the observation's error (`Err`), both as JSON text, in
+/// the order asked.
 #[derive(Clone)]
-pub struct ScriptLink(Arc<InnerCall>);
+pub struct ScriptLink(Arc<InnerCalls>);
 
-/// One inner call: tool name and arguments in, output or error out (JSON
-/// text both ways).
-type InnerCall = dyn Fn(&str, &str) -> Result<String, String> + Send + Sync;
+/// Inner calls: `(tool name, arguments)` in, output or error out (JSON
+/// text both ways), one answer per call, in order.
+type InnerCalls = dyn Fn(Vec<(String, String)>) -> Vec<Result<String, String>> + Send + Sync;
 
 impl ScriptLink {
-    /// A link that runs inner calls with `call`.
+    /// A link that runs inner calls with `calls`, which answers every call
+    /// it is given, in order.
     pub fn new(
-        call: impl Fn(&str, &str) -> Result<String, String> + Send + Sync + 'static,
+        calls: impl Fn(Vec<(String, String)>) -> Vec<Result<String, String>> + Send + Sync + 'static,
     ) -> Self {
-        ScriptLink(Arc::new(call))
+        ScriptLink(Arc::new(calls))
     }
 
     /// Runs one inner call.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<String, String> {
-        (self.0)(tool, args_json)
+        self.call_many(vec![(tool.to_owned(), args_json.to_owned())])
+            .pop()
+            .unwrap_or_else(|| Err(NO_LINK.to_string()))
+    }
+
+    /// Runs several inner calls (in parallel where the link can) and
+    /// answers each, in order.
+    pub fn call_many(&self, calls: Vec<(String, String)>) -> Vec<Result<String, String>> {
+        let n = calls.len();
+        let mut out = (self.0)(calls);
+        // A link that answered too few: the rest are refused, never lost.
+        out.resize_with(n, || Err(NO_LINK.to_string()));
+        out
     }
 }
 
@@ -57,6 +71,13 @@ impl wit::Host for State {
         match self.script.clone() {
             Some(link) => link.call(&name, &arguments_json),
             None => Err(NO_LINK.to_string()),
+        }
+    }
+
+    fn call_tools(&mut self, calls: Vec<(String, String)>) -> Vec<Result<String, String>> {
+        match self.script.clone() {
+            Some(link) => link.call_many(calls),
+            None => calls.iter().map(|_| Err(NO_LINK.to_string())).collect(),
         }
     }
 }

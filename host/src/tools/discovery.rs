@@ -635,14 +635,23 @@ pub fn index_of<'a>(tools: impl Iterator<Item = &'a crate::descriptor::ToolDescr
     )
 }
 
+/// What declares found tools for a script, by name
+/// ([`find_tools`]'s `declare`).
+pub type Declare<'a> = dyn Fn(&[String]) -> String + 'a;
+
 /// The `find_tools` tool over `index`: `{"query", "limit"?}` →
 /// `{"tools": [{"name", "title", "summary", "score", "match"}]}`, best
-/// first; `match` is `"strong"` or `"weak"` ([`Hit::strong`]).
+/// first; `match` is `"strong"` or `"weak"` ([`Hit::strong`]). With
+/// `declare` (the caller may run scripts), the output also carries
+/// `script_declarations`: `declare` of the found tools' names, the
+/// TypeScript declaration a script calls them by
+/// ([`crate::tools::script::declarations`]), and the text ends with it.
 pub fn find_tools(
     index: &Index,
     args: &str,
     call_id: &str,
     max_text_bytes: usize,
+    declare: Option<&Declare<'_>>,
 ) -> crate::observation::Observation {
     use crate::descriptor::SideEffect;
     use crate::observation::{ErrorCode, Observation};
@@ -725,7 +734,14 @@ pub fn find_tools(
         let weak = if h.strong { "" } else { " (weak match)" };
         text.push_str(&format!("{}: {} — {}{weak}\n", h.name, h.title, h.summary));
     }
-    let output = serde_json::json!({ "tools": tools });
+    let mut output = serde_json::json!({ "tools": tools });
+    if let Some(declare) = declare {
+        let names: Vec<String> = hits.iter().map(|h| h.name.clone()).collect();
+        let decl = declare(&names);
+        text.push_str("In run_script:\n");
+        text.push_str(&decl);
+        output["script_declarations"] = Value::String(decl);
+    }
     Observation::ok(
         call_id,
         TOOL_NAME,
@@ -772,7 +788,7 @@ pub fn tool_definition() -> Value {
     serde_json::json!({
         "name": TOOL_NAME,
         "title": "Find tools",
-        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first, each with a score and whether the match is strong or weak; in a lazy session the top matches join your tool list. Read-only, no side effect.",
+        "description": "Search this server's tools by what you want to do. Returns the best matches (name, title, one-line summary), best first, each with a score and whether the match is strong or weak; in a lazy session the top matches join your tool list. When you may run scripts, also the TypeScript declaration run_script calls them by. Read-only, no side effect.",
         "inputSchema": {
             "type": "object",
             "properties": {

@@ -19,16 +19,28 @@
 //! deadline is what is left of the script's. A script cannot call
 //! `run_script` (depth one).
 //!
-//! The script runs on the caller's thread; its inner calls run one at a
-//! time on a helper thread, which holds no lock of the script's call, so
-//! an inner call never waits on its parent.
+//! The script runs on the caller's thread; its inner calls run on a
+//! helper thread, which holds no lock of the script's call, so an inner
+//! call never waits on its parent. The engine hands over the calls a
+//! script started together (`Promise.all([...])`) in one `call-tools`
+//! request; the helper runs them as a batch
+//! ([`run_batch`](crate::effects::resource::batch)): in parallel on at most as many
+//! threads as cores, each after the earlier calls of the request it
+//! conflicts with, so reads overlap and writes to one resource run in the
+//! order the script started them, one at a time. A request of more than a
+//! batch's items ([`MAX_ITEMS`]) runs as several batches, one after the
+//! other.
+//!
+//! The run's level ([`Effects::level`](crate::observation::Effects)) is
+//! the highest level of the inner calls that ran (`run_script` itself
+//! only reads).
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::call::KeySource;
-use crate::call::{Call, CallOptions};
-use crate::descriptor::ToolDescriptor;
+use crate::call::{Call, CallOptions, KeySource};
+use crate::descriptor::{SideEffect, ToolDescriptor};
+use crate::effects::resource::batch::{run_batch, BatchItem, BatchOptions, MAX_ITEMS};
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
 use crate::plugin::catalog::{Catalog, Tool};
 use crate::sandbox::ScriptLink;
@@ -48,59 +60,176 @@ pub fn is_runner(tool: &Tool) -> bool {
         && tool.plugin.digest() == crate::plugin::catalog::SCRIPT.blake3.to_hex().as_str()
 }
 
-/// One request of the script's thread to the helper thread.
-enum Request {
-    /// An inner call, and where to send its answer.
-    Call {
-        tool: String,
-        args: String,
-        reply: mpsc::Sender<Result<String, String>>,
-    },
-    /// The script's call is over.
-    Done,
+/// The calls of one request of the script's thread, and where to send
+/// their answers (one each, in order).
+struct Request {
+    calls: Vec<(String, String)>,
+    reply: mpsc::Sender<Vec<Result<String, String>>>,
 }
 
 /// Runs `outer`, the script's own call, with options that carry a
 /// [`ScriptLink`] whose inner calls `run` runs on a helper thread, within
-/// `timeout` of now; `catalog` gives each inner tool's own deadline.
+/// `timeout` of now; `catalog` gives each inner tool's own deadline and
+/// resource keys. Answers `outer`'s result and what its inner calls did.
 pub(crate) fn serve<R>(
     catalog: &Catalog,
     run: &RunInner<'_>,
     opts: &CallOptions,
     timeout: Duration,
     outer: impl FnOnce(&CallOptions) -> R,
-) -> R {
+) -> (R, Inner) {
     let deadline = Instant::now() + timeout;
-    let (tx, rx) = mpsc::channel::<Request>();
+    // `None`: the script's call is over.
+    let (tx, rx) = mpsc::channel::<Option<Request>>();
     let sender = tx.clone();
-    let link = ScriptLink::new(move |tool, args| {
+    let link = ScriptLink::new(move |calls| {
+        let n = calls.len();
+        let gone = || {
+            (0..n)
+                .map(|_| {
+                    Err(error_json(
+                        &ErrorCode::PluginUnavailable.info("the script's call is over"),
+                    ))
+                })
+                .collect()
+        };
         let (reply, answer) = mpsc::channel();
-        let gone = || error_json(&ErrorCode::PluginUnavailable.info("the script's call is over"));
-        sender
-            .send(Request::Call {
-                tool: tool.to_owned(),
-                args: args.to_owned(),
-                reply,
-            })
-            .map_err(|_| gone())?;
-        answer.recv().map_err(|_| gone())?
+        if sender.send(Some(Request { calls, reply })).is_err() {
+            return gone();
+        }
+        answer.recv().unwrap_or_else(|_| gone())
     });
     let with_link = CallOptions {
         script: Some(link),
         ..opts.clone()
     };
     std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut n = 0u64;
-            while let Ok(Request::Call { tool, args, reply }) = rx.recv() {
-                n += 1;
-                let _ = reply.send(inner(catalog, run, opts, n, deadline, &tool, &args));
+        let helper = scope.spawn(move || {
+            let mut made = 0u64;
+            let mut did = Inner::default();
+            while let Ok(Some(Request { calls, reply })) = rx.recv() {
+                let first = made + 1;
+                made += calls.len() as u64;
+                // At most a batch's worth at a time: the scheduler
+                // compares each call with every earlier one.
+                let mut observations = Vec::with_capacity(calls.len());
+                for chunk in calls.chunks(MAX_ITEMS) {
+                    let from = first + observations.len() as u64;
+                    observations.extend(inner_batch(catalog, run, opts, from, deadline, chunk));
+                }
+                for obs in &observations {
+                    if ran(obs) {
+                        did.level = did.level.max(obs.effects.level);
+                    }
+                }
+                // The threshold `inner` refuses at.
+                did.out_of_time |= deadline.saturating_duration_since(Instant::now()) < LAST_MS;
+                let _ = reply.send(observations.into_iter().map(answer).collect());
             }
+            did
         });
         let out = outer(&with_link);
-        let _ = tx.send(Request::Done);
-        out
+        let _ = tx.send(None);
+        let did = helper.join().unwrap_or(Inner {
+            level: SideEffect::Irreversible,
+            out_of_time: false,
+        });
+        (out, did)
     })
+}
+
+/// Less than this left of the script's deadline and no inner call starts.
+const LAST_MS: Duration = Duration::from_millis(1);
+
+/// What a script's inner calls did.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inner {
+    /// The highest level of the inner calls that ran (read-only for none).
+    pub level: SideEffect,
+    /// An inner call answered after the script's deadline had passed: a
+    /// failure of the script is then its timeout, whatever it made of the
+    /// inner call's `timeout` error in the moment before the host stopped
+    /// it.
+    pub out_of_time: bool,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            level: SideEffect::ReadOnly,
+            out_of_time: false,
+        }
+    }
+}
+
+/// Whether an inner call ran (or replayed a call that ran): a call refused
+/// before its tool started consumed no fuel and had no effect.
+fn ran(obs: &Observation) -> bool {
+    obs.usage.fuel_consumed > 0 || obs.effects.replayed
+}
+
+/// The calls of one request, numbered from `first` among the script's
+/// inner calls: run as a batch (see the module overview), answered in
+/// order.
+fn inner_batch(
+    catalog: &Catalog,
+    run: &RunInner<'_>,
+    parent: &CallOptions,
+    first: u64,
+    deadline: Instant,
+    calls: &[(String, String)],
+) -> Vec<Observation> {
+    let parent_id = parent.call_id.clone().unwrap_or_default();
+    let id_of = |i: usize| format!("{parent_id}.{}", first + i as u64);
+    // Arguments that are not JSON cannot be keyed: such a call runs
+    // alone (and fails its validation like a direct call).
+    let mut items = Vec::with_capacity(calls.len());
+    let mut loose = Vec::new();
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        match serde_json::value::RawValue::from_string(args.clone()) {
+            Ok(arguments) => items.push((
+                i,
+                BatchItem {
+                    call_id: id_of(i),
+                    tool: tool.clone(),
+                    arguments,
+                    idempotency_key: None,
+                },
+            )),
+            Err(_) => loose.push(i),
+        }
+    }
+    let one = |i: usize, tool: &str, args: &str| {
+        inner(catalog, run, parent, first + i as u64, deadline, tool, args)
+    };
+    let mut out: Vec<Option<Observation>> = vec![None; calls.len()];
+    for i in loose {
+        out[i] = Some(one(i, &calls[i].0, &calls[i].1));
+    }
+    let (index, batch): (Vec<usize>, Vec<BatchItem>) = items.into_iter().unzip();
+    let result = run_batch(catalog, &batch, &BatchOptions::default(), |item, _| {
+        let i = index[batch
+            .iter()
+            .position(|b| std::ptr::eq(b, item))
+            .unwrap_or_default()];
+        one(i, &item.tool, item.arguments.get())
+    });
+    for (i, obs) in index.into_iter().zip(result.items) {
+        out[i] = Some(obs);
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, obs)| {
+            obs.unwrap_or_else(|| {
+                Observation::failure(
+                    &id_of(i),
+                    &calls[i].0,
+                    SideEffect::ReadOnly,
+                    ErrorCode::Internal.info("the inner call was not run"),
+                )
+            })
+        })
+        .collect()
 }
 
 /// One inner call: the `n`th of the script whose call has `parent`'s
@@ -113,20 +242,28 @@ fn inner(
     deadline: Instant,
     tool: &str,
     args: &str,
-) -> Result<String, String> {
-    if tool == TOOL_NAME {
-        return Err(error_json(&ErrorCode::Denied.info(
-            "a script cannot start a script: run_script is not callable from inside run_script",
-        )));
-    }
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left < Duration::from_millis(1) {
-        return Err(error_json(
-            &ErrorCode::Timeout.info("the script's deadline has passed"),
-        ));
-    }
+) -> Observation {
     let parent_id = parent.call_id.clone().unwrap_or_default();
     let call_id = format!("{parent_id}.{n}");
+    if tool == TOOL_NAME {
+        return Observation::failure(
+            &call_id,
+            tool,
+            SideEffect::ReadOnly,
+            ErrorCode::Denied.info(
+                "a script cannot start a script: run_script is not callable from inside run_script",
+            ),
+        );
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < LAST_MS {
+        return Observation::failure(
+            &call_id,
+            tool,
+            SideEffect::ReadOnly,
+            ErrorCode::Timeout.info("the script's deadline has passed"),
+        );
+    }
     let own = catalog
         .get(tool)
         .map_or(u64::MAX, |t| u64::from(t.descriptor.default_timeout_ms));
@@ -152,7 +289,20 @@ fn inner(
         conversation: parent.conversation.clone(),
         ..CallOptions::default()
     };
-    answer(run(Call::new(tool, args, &opts)))
+    run(Call::new(tool, args, &opts))
+}
+
+/// The `timeout_ms` argument of a `run_script` call, if it has one (the
+/// engine validates it; here it only shortens the call's deadline).
+pub(crate) fn requested_timeout(args: &str) -> Option<Duration> {
+    #[derive(serde::Deserialize)]
+    struct Args {
+        timeout_ms: Option<u64>,
+    }
+    serde_json::from_str::<Args>(args)
+        .ok()?
+        .timeout_ms
+        .map(|ms| Duration::from_millis(ms.max(1)))
 }
 
 /// What the script sees of an inner call's observation: its output, or its
@@ -165,7 +315,7 @@ fn answer(obs: Observation) -> Result<String, String> {
     }
 }
 
-/// An error as the script's `call-tool` answers it.
+/// An error as the script's `call-tool` and `call-tools` answer it.
 fn error_json(e: &ErrorInfo) -> String {
     serde_json::to_string(e)
         .unwrap_or_else(|_| serde_json::json!({"code": e.code, "message": e.message}).to_string())

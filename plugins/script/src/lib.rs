@@ -5,12 +5,19 @@
 //! language's built-ins plus three names:
 //!
 //! - `input`: the call's `input` argument (JSON), or `null`;
-//! - `tools`: `tools.<name>(args)` calls tool `<name>` through the
-//!   `toolhost:plugin/script` import and returns a promise of the tool's
-//!   output, or rejects with an `Error` carrying the observation's `code`,
-//!   `field`, `expected`, `actual` and `retry`;
+//! - `tools`: `tools.<name>(args)` starts a call of tool `<name>` and
+//!   returns a promise of the tool's output, or rejects with an `Error`
+//!   carrying the observation's `code`, `field`, `expected`, `actual` and
+//!   `retry`;
 //! - `console`: `log`, `info`, `warn` and `error` append a line to the
 //!   captured console output, clipped at [`CONSOLE_BYTES`].
+//!
+//! Calls run when the script waits: once the job queue is empty, every
+//! call started since the last wait goes to the host in one `call-tools`
+//! request (the host runs them in parallel where they do not conflict),
+//! their promises settle, and the queue runs again. So
+//! `await Promise.all([tools.a(x), tools.b(y)])` is one round trip to the
+//! host, and `await tools.a(x)` in a loop is one per call.
 //!
 //! There is nothing else: no `fetch`, no `require`, no file system, no
 //! timers. The component has no preopens and no network; the host runs it
@@ -39,6 +46,7 @@ Runs a JavaScript async function body that calls tools and returns only its resu
 several calls (search, read, filter, count) in one round trip.
 Globals: input, tools.<name>(args) (a promise of that tool's output; rejects with an Error \
 carrying code, field, expected, actual, retry), console.log. No fetch, require, files or timers.
+Calls started together (Promise.all) run in parallel. \
 Inner calls are checked, budgeted and journaled like direct ones, under your grants.
 Output: {value, console, calls}. Errors: script_error (threw, did not parse, never settled).";
 
@@ -53,6 +61,10 @@ pub struct ScriptArgs {
     #[serde(default)]
     #[schemars(length(max = 65536))]
     pub input: Option<String>,
+    /// Deadline of the whole script in ms (only ever shortens the call's).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 3_600_000))]
+    pub timeout_ms: Option<u64>,
 }
 
 /// What the inner calls did.
@@ -88,6 +100,9 @@ struct Run {
     console_omitted: u64,
     calls: CallSummary,
     call_time: Duration,
+    /// Calls started since the last flush: `(id, tool, arguments)`.
+    pending: Vec<(u32, String, String)>,
+    next_id: u32,
 }
 
 thread_local! {
@@ -95,10 +110,11 @@ thread_local! {
 }
 
 /// The globals the script sees, made from the two native functions, which
-/// are then removed from the global object.
+/// are then removed from the global object. Evaluates to the function that
+/// settles a started call: `settle(id, envelope)`.
 const PRELUDE: &str = r#"
 (() => {
-  const call = globalThis.__toolhost_call;
+  const start = globalThis.__toolhost_call;
   const log = globalThis.__toolhost_log;
   delete globalThis.__toolhost_call;
   delete globalThis.__toolhost_log;
@@ -109,21 +125,28 @@ const PRELUDE: &str = r#"
   };
   const line = (...a) => log(a.map(show).join(' '));
   globalThis.console = Object.freeze({ log: line, info: line, warn: line, error: line, debug: line });
+  const waiting = new Map();
   globalThis.tools = new Proxy(Object.freeze({}), {
     get(_, name) {
       if (typeof name !== 'string' || name === 'then') return undefined;
-      return async (args) => {
-        const r = JSON.parse(call(name, JSON.stringify(args === undefined ? {} : args)));
-        if ('ok' in r) return r.ok;
-        const e = new Error(r.err.message);
-        e.name = 'ToolError';
-        for (const k of ['code', 'field', 'expected', 'actual', 'retry', 'details']) {
-          if (r.err[k] !== undefined && r.err[k] !== null) e[k] = r.err[k];
-        }
-        throw e;
-      };
+      return (args) => new Promise((resolve, reject) => {
+        const json = JSON.stringify(args === undefined ? {} : args);
+        waiting.set(start(name, json === undefined ? 'null' : json), { resolve, reject });
+      });
     },
   });
+  return (id, envelope) => {
+    const w = waiting.get(id);
+    waiting.delete(id);
+    const r = JSON.parse(envelope);
+    if ('ok' in r) return w.resolve(r.ok);
+    const e = new Error(r.err.message);
+    e.name = 'ToolError';
+    for (const k of ['code', 'field', 'expected', 'actual', 'retry', 'details']) {
+      if (r.err[k] !== undefined && r.err[k] !== null) e[k] = r.err[k];
+    }
+    w.reject(e);
+  };
 })();
 "#;
 
@@ -153,25 +176,60 @@ fn text_of(v: &JsValue, ctx: &mut Context) -> JsResult<String> {
     Ok(v.to_string(ctx)?.to_std_string_escaped())
 }
 
-/// `__toolhost_call(name, argsJson)`: one inner call through the host; a
-/// JSON envelope `{"ok": output}` or `{"err": error}`.
+/// `__toolhost_call(name, argsJson)`: starts one inner call (it runs at
+/// the next [`flush`]); answers its id.
 fn native_call(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let name = text_of(args.first().unwrap_or(&JsValue::undefined()), ctx)?;
     let json = text_of(args.get(1).unwrap_or(&JsValue::undefined()), ctx)?;
+    let id = RUN.with_borrow_mut(|run| {
+        run.next_id += 1;
+        run.pending.push((run.next_id, name, json));
+        run.next_id
+    });
+    Ok(JsValue::from(id))
+}
+
+/// Runs the calls started since the last flush in one `call-tools`
+/// request and settles their promises with `settle`; false when there
+/// were none.
+fn flush(settle: &JsValue, ctx: &mut Context) -> JsResult<bool> {
+    let pending = RUN.with_borrow_mut(|run| std::mem::take(&mut run.pending));
+    if pending.is_empty() {
+        return Ok(false);
+    }
+    let (ids, calls): (Vec<u32>, Vec<(String, String)>) = pending
+        .into_iter()
+        .map(|(id, name, json)| (id, (name, json)))
+        .unzip();
     let start = Instant::now();
-    let answer = toolhost_sdk::script::call_tool(&name, &json);
+    let answers = toolhost_sdk::script::call_tools(&calls);
     let elapsed = start.elapsed();
     RUN.with_borrow_mut(|run| {
-        run.calls.total += 1;
-        *run.calls.by_tool.entry(name).or_default() += 1;
-        run.calls.failures += u32::from(answer.is_err());
         run.call_time += elapsed;
+        for ((name, _), answer) in calls.iter().zip(&answers) {
+            run.calls.total += 1;
+            *run.calls.by_tool.entry(name.clone()).or_default() += 1;
+            run.calls.failures += u32::from(answer.is_err());
+        }
     });
-    let envelope = match answer {
-        Ok(out) => format!("{{\"ok\":{out}}}"),
-        Err(err) => format!("{{\"err\":{err}}}"),
-    };
-    Ok(JsValue::from(JsString::from(envelope.as_str())))
+    let settle = settle
+        .as_callable()
+        .ok_or_else(|| boa_engine::JsNativeError::typ().with_message("no settle function"))?;
+    for (id, answer) in ids.into_iter().zip(answers) {
+        let envelope = match answer {
+            Ok(out) => format!("{{\"ok\":{out}}}"),
+            Err(err) => format!("{{\"err\":{err}}}"),
+        };
+        settle.call(
+            &JsValue::undefined(),
+            &[
+                JsValue::from(id),
+                JsValue::from(JsString::from(envelope.as_str())),
+            ],
+            ctx,
+        )?;
+    }
+    Ok(true)
 }
 
 /// `__toolhost_log(line)`: appends one console line, within the cap.
@@ -214,7 +272,7 @@ fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolErr
     };
     RUN.with_borrow_mut(|run| *run = Run::default());
     let mut ctx = Context::default();
-    let register = |ctx: &mut Context| -> JsResult<()> {
+    let register = |ctx: &mut Context| -> JsResult<JsValue> {
         ctx.register_global_builtin_callable(
             js_string!("__toolhost_call"),
             2,
@@ -225,15 +283,20 @@ fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolErr
             1,
             NativeFunction::from_fn_ptr(native_log),
         )?;
-        ctx.eval(Source::from_bytes(PRELUDE))?;
-        Ok(())
+        ctx.eval(Source::from_bytes(PRELUDE))
     };
-    register(&mut ctx).map_err(|e| ToolError::new("script_error", format!("prelude: {e}")))?;
+    let settle =
+        register(&mut ctx).map_err(|e| ToolError::new("script_error", format!("prelude: {e}")))?;
     let promise = ctx
         .eval(Source::from_bytes(&wrap(&args.source, &input)))
         .map_err(|e| script_error(format!("the script did not parse: {e}")).field("/source"))?;
-    ctx.run_jobs()
-        .map_err(|e| script_error(format!("the script failed: {e}")))?;
+    let failed = |e: boa_engine::JsError| script_error(format!("the script failed: {e}"));
+    loop {
+        ctx.run_jobs().map_err(failed)?;
+        if !flush(&settle, &mut ctx).map_err(failed)? {
+            break;
+        }
+    }
     let state = promise
         .as_object()
         .and_then(|o| JsPromise::from_object(o.clone()).ok())

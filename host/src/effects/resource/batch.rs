@@ -198,10 +198,13 @@ pub(crate) fn run_batch(
         let own = (t.elapsed().as_micros() as u64).saturating_sub(obs.usage.wait_us);
         (obs, own)
     };
+    // The calling thread is one of the workers: a batch of one item (a
+    // script's awaited call) starts no thread.
     std::thread::scope(|s| {
-        for _ in 0..workers {
+        for _ in 1..workers {
             s.spawn(|| sched.work(&after, &one));
         }
+        sched.work(&after, &one);
     });
     let results = sched
         .state
