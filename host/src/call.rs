@@ -60,7 +60,7 @@ pub struct CallOptions {
     /// what the host's `delegate` tool tells a sub-agent.
     pub request_url: Option<String>,
     /// Where the call's inner tool calls go: set by the host for its
-    /// script runner only ([`crate::tools::script`]); a caller's value is
+    /// script runner only ([`crate::script`]); a caller's value is
     /// ignored.
     pub script: Option<crate::sandbox::ScriptLink>,
 }
@@ -173,7 +173,7 @@ pub(crate) struct Prepared<'t> {
     /// Who the tool's questions go to ([`crate::ask`]).
     pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
     /// Where the guest's inner tool calls go: the script runner's only
-    /// ([`crate::tools::script`]).
+    /// ([`crate::script`]).
     pub script: Option<crate::sandbox::ScriptLink>,
 }
 

@@ -47,12 +47,15 @@
 //! - [`pipeline`]: [`Host`], every `impl Host`, and its one entry point
 //!   [`Host::run`]: the gates of a call, then the steps from name to
 //!   observation, over
+//! - [`script`]: `run_script`'s inner calls, handed back to `Host::run`
+//!   through the batch scheduler, and the TypeScript declaration of the
+//!   tools a script can call, over
 //! - [`effects`]: the side-effect guard ([`EffectGuard`]: keys, records,
 //!   plans), approvals, idempotency records and the [`Store`] trait,
 //!   resource locks and batches, over
 //! - [`record`]: one [`Recorder`] around every call (circuit breaker,
 //!   journal, metrics), and [`tools`]: the host's own tools
-//!   (`artifact_view`, `find_tools`, `run_script`) and their state, over
+//!   (`artifact_view`, `find_tools`) and their state, over
 //! - [`policy`]: who may call what: capability tokens, the [`Session`] a
 //!   caller holds, budgets and the ledger, delegation, over
 //! - [`call`]: the types of one call ([`Call`], [`Mode`], [`CallOptions`],
@@ -67,6 +70,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod policy;
 pub mod record;
+pub mod script;
 pub mod store_error;
 pub mod tools;
 

@@ -485,10 +485,7 @@ impl Host {
             chain: scope.chain.iter().map(ToString::to_string).collect(),
             asker: opts.asker.clone(),
             // Only the script runner gets a link, whatever the caller set.
-            script: opts
-                .script
-                .clone()
-                .filter(|_| crate::tools::script::is_runner(t)),
+            script: opts.script.clone().filter(|_| crate::script::is_runner(t)),
         })
     }
 
@@ -981,9 +978,9 @@ impl Host {
                 // each tool found.
                 let may_script = self
                     .visible_tools(session)
-                    .any(|t| crate::tools::script::is_runner(t));
+                    .any(|t| crate::script::is_runner(t));
                 let declare = |names: &[String]| {
-                    crate::tools::script::declarations(
+                    crate::script::declarations(
                         self.visible_tools(session)
                             .filter(|t| names.contains(&t.descriptor.name))
                             .map(|t| &t.descriptor),
@@ -1058,24 +1055,24 @@ impl Host {
         let runner = self
             .catalog()
             .get(tool)
-            .filter(|t| crate::tools::script::is_runner(t));
+            .filter(|t| crate::script::is_runner(t));
         let obs = match (mode, runner) {
             // The script runner's inner calls run for this session
-            // ([`crate::tools::script`]), within the script's own deadline.
+            // ([`crate::script`]), within the script's own deadline.
             // Its `timeout_ms` argument can shorten the call's deadline,
             // never lengthen it; the run's level is the highest of the
             // inner calls that ran.
             (Mode::Run, Some(t)) => {
                 let limit = crate::call::limits_for(t, &opts).timeout;
                 let timeout =
-                    crate::tools::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
+                    crate::script::requested_timeout(args).map_or(limit, |t| t.min(limit));
                 let opts = CallOptions {
                     timeout_ms: Some(timeout.as_millis() as u64),
                     ..opts.clone()
                 };
                 let inner = |call: Call<'_>| self.run(session, call);
                 let (obs, did) =
-                    crate::tools::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
+                    crate::script::serve(self.catalog(), &inner, &opts, timeout, |opts| {
                         self.call_unrecorded(tool, args, &scope, opts, cancel)
                     });
                 let failed_otherwise = obs

@@ -430,7 +430,7 @@ fn inner_writes_run_through_the_record_store_one_at_a_time() {
 #[test]
 fn the_typescript_declaration_of_the_reference_tools_matches_its_snapshot() {
     let host = script_host();
-    let decl = toolhost::tools::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
+    let decl = toolhost::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
     assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
     assert!(decl.contains("  file_view(args: { path: string; offset?: number; limit?: number; column?: number }): Promise<{ "), "{decl}");
     assert!(!decl.contains("run_script("), "{decl}");

@@ -294,7 +294,7 @@ pub fn tool_definition(tool: &Tool) -> Value {
 /// `def` (a [`tool_definition`]) with `extra` appended to its
 /// description, its definition digest recomputed: the script runner's
 /// definition carries the declaration of the tools the session may call
-/// ([`toolhost::tools::script::declarations`]).
+/// ([`toolhost::script::declarations`]).
 pub fn with_description_note(def: &Value, extra: &str) -> Value {
     let mut def = def.clone();
     let Some(map) = def.as_object_mut() else {

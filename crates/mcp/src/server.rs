@@ -1050,7 +1050,7 @@ impl ServerHandler for McpServer {
         let script_def;
         if let Some(at) = visible
             .iter()
-            .position(|(n, _)| n == toolhost::tools::script::TOOL_NAME)
+            .position(|(n, _)| n == toolhost::script::TOOL_NAME)
         {
             let catalog = generation.host.catalog();
             let callable = generation
@@ -1059,7 +1059,7 @@ impl ServerHandler for McpServer {
                 .filter(|(name, _)| scope.allows(name))
                 .filter_map(|(name, _)| catalog.get(name))
                 .map(|t| &t.descriptor);
-            let decl = toolhost::tools::script::declarations(callable);
+            let decl = toolhost::script::declarations(callable);
             script_def = listing::with_description_note(visible[at].1, &decl);
             visible[at].1 = &script_def;
         }

@@ -83,7 +83,7 @@ pub static REFERENCE: Embedded = Embedded {
 
 /// The script engine (`run_script`), built from `plugins/script`: a
 /// JavaScript interpreter whose inner tool calls go through the host
-/// (`toolhost::tools::script`).
+/// (`toolhost::script`).
 pub static SCRIPT: Embedded = Embedded {
     wasm: Packed::Zstd(include_bytes!(concat!(
         env!("OUT_DIR"),

@@ -3,7 +3,7 @@
 //! This is the one place a guest's request to call another tool enters the
 //! host: [`State`]'s `script::Host::call_tool` and `call_tools` hand it to
 //! the call's [`ScriptLink`], which the pipeline gives only to the host's
-//! script runner (`toolhost::tools::script`). Every other call answers `denied`.
+//! script runner (`toolhost::script`). Every other call answers `denied`.
 
 use std::sync::Arc;
 

@@ -88,7 +88,7 @@ impl Source {
         }
     }
 
-    /// The script engine (`run_script`, [`crate::tools::script`]).
+    /// The script engine (`run_script`, [`crate::script`]).
     pub fn script() -> Source {
         Source::Embedded {
             name: "builtin:script".into(),

@@ -100,7 +100,7 @@ pub struct Allow<'a> {
     /// person asked.
     pub self_approve: bool,
     /// The calls may run scripts (the `script` right): `run_script`, whose
-    /// inner calls run under the same grant ([`crate::tools::script`]).
+    /// inner calls run under the same grant ([`crate::script`]).
     pub script: bool,
 }
 

@@ -645,7 +645,7 @@ pub type Declare<'a> = dyn Fn(&[String]) -> String + 'a;
 /// `declare` (the caller may run scripts), the output also carries
 /// `script_declarations`: `declare` of the found tools' names, the
 /// TypeScript declaration a script calls them by
-/// ([`crate::tools::script::declarations`]), and the text ends with it.
+/// ([`crate::script::declarations`]), and the text ends with it.
 pub fn find_tools(
     index: &Index,
     args: &str,

@@ -4,11 +4,11 @@
 //! - [`artifact`]: results too large to return, kept for the token that
 //!   made them, and `artifact_view`;
 //! - [`discovery`]: `find_tools`, a BM25 index of the catalog;
-//! - [`reveal`]: the tools `find_tools` revealed to a token or session;
-//! - [`script`]: `run_script`'s inner calls, each handed back to the
-//!   call path.
+//! - [`reveal`]: the tools `find_tools` revealed to a token or session.
+//!
+//! `run_script`'s side is [`crate::script`], above the side effects: its
+//! inner calls run through the batch scheduler.
 
 pub mod artifact;
 pub mod discovery;
 pub mod reveal;
-pub mod script;

@@ -176,7 +176,7 @@ pub struct Effects {
     /// The call's effective level: the tool's declared one, or read-only
     /// when the call's sandbox had no writable mount and no network
     /// (`toolhost::call::effective_level`); for `run_script`, the highest
-    /// level of the inner calls that ran (`toolhost::tools::script`).
+    /// level of the inner calls that ran (`toolhost::script`).
     pub level: SideEffect,
     /// The idempotency key the call ran under, if any.
     pub idempotency_key: Option<String>,

@@ -29,7 +29,7 @@ pub enum Right {
     /// for a person ([`crate::effects::approval`]).
     SelfApprove,
     /// Run scripts: the `run_script` tool, whose inner tool calls go
-    /// through the host under the same token ([`crate::tools::script`]). Without
+    /// through the host under the same token ([`crate::script`]). Without
     /// it the tool is not in the caller's catalog.
     Script,
     /// Open the operator's console of `serve --http --console`. Granted
