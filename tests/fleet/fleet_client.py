@@ -8,12 +8,19 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             reads each, and one keyed edit sent 10 times: every read ok, the
             edit applied once and replayed 9 times
   reads     30 stateless reads, every one ok (after a host was killed)
+  load      32 concurrent agents for TOOLHOST_FLEET_LOAD_SECONDS (default
+            60): 16 readers, and 16 editors appending unique lines to 4
+            shared files, each edit named by an idempotency key and resent
+            until acknowledged, every fifth resent once more on purpose;
+            prints every acknowledged edit, the error times and latencies
+            for tests/fleet/run.sh to check against the files and journal
   approve   3 deletions asked of the person as input_required round trips
             (round robin: the retry usually reaches another host): the
             approved one runs once, the declined and cancelled ones do not
 """
 
 import json
+import os
 import sys
 import time
 
@@ -93,6 +100,128 @@ async def deletions(url):
     return codes
 
 
+LOAD_FILES = ["load-0.txt", "load-1.txt", "load-2.txt", "load-3.txt"]
+
+
+def edit_meta(agent, n):
+    return {
+        "dev.toolhost/trajectory_id": f"load-{agent}",
+        "dev.toolhost/turn": n,
+        "dev.toolhost/call_id": f"a{agent}-e{n}",
+    }
+
+
+class Load:
+    """What the load agents saw: latencies, acknowledged edits, errors."""
+
+    def __init__(self, seconds):
+        self.deadline = time.monotonic() + seconds
+        self.latencies = []
+        self.acked = []  # [file, line, replayed on the deliberate resend]
+        self.errors = []  # wall-clock times of failed attempts
+        self.unsettled = []  # edits never acknowledged
+        self.reads_ok = 0
+        self.reads_failed = 0
+        self.resent = 0
+        self.resent_replayed = 0
+
+    async def call(self, client, tool, args, meta=None):
+        started = time.monotonic()
+        try:
+            result = await client.call_tool(tool, args, meta=meta)
+        except Exception:
+            self.errors.append(time.time())
+            return None
+        self.latencies.append(time.monotonic() - started)
+        obs = observation(result)
+        if obs.get("status") != "ok":
+            self.errors.append(time.time())
+        return obs
+
+    async def reader(self, url):
+        while time.monotonic() < self.deadline:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    while time.monotonic() < self.deadline:
+                        obs = await self.call(client, "file_view", {"path": "notes.txt"})
+                        if obs is None:
+                            break  # a fresh client after a transport error
+                        if obs.get("status") == "ok":
+                            self.reads_ok += 1
+                        else:
+                            self.reads_failed += 1
+            except Exception:
+                self.errors.append(time.time())
+                await anyio.sleep(0.1)
+
+    async def edit_once(self, url, agent, n, path, line):
+        """Sends one keyed edit until a host acknowledges it (30 s at most)."""
+        meta = edit_meta(agent, n)
+        args = {"path": path, "old_str": "END\n", "new_str": f"{line}\nEND\n"}
+        give_up = time.monotonic() + 30
+        while time.monotonic() < give_up:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    obs = await self.call(client, "file_edit", args, meta)
+                    if obs is not None and obs.get("status") == "ok":
+                        return client, obs
+            except Exception:
+                self.errors.append(time.time())
+            await anyio.sleep(0.2)
+        return None, None
+
+    async def editor(self, url, agent):
+        path = LOAD_FILES[agent % len(LOAD_FILES)]
+        n = 0
+        while time.monotonic() < self.deadline:
+            n += 1
+            line = f"a{agent}-e{n}"
+            _, obs = await self.edit_once(url, agent, n, path, line)
+            if obs is None:
+                self.unsettled.append(line)
+                continue
+            replayed = None
+            if n % 5 == 0:
+                # A retry of an acknowledged edit: it must not run again.
+                self.resent += 1
+                _, again = await self.edit_once(url, agent, n, path, line)
+                if again is not None and again.get("effects", {}).get("replayed") is True:
+                    self.resent_replayed += 1
+                replayed = None if again is None else again.get("effects", {}).get("replayed")
+            self.acked.append([path, line, replayed])
+
+    async def run(self, url, agents):
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for agent in range(agents):
+                if agent < agents // 2:
+                    tg.start_soon(self.editor, url, agent)
+                else:
+                    tg.start_soon(self.reader, url)
+        elapsed = time.monotonic() - started
+        lat = sorted(self.latencies)
+
+        def pct(p):
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 1) if lat else None
+
+        return {
+            "agents": agents,
+            "seconds": round(elapsed, 1),
+            "calls": len(lat),
+            "calls_per_s": round(len(lat) / elapsed, 1),
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "reads_ok": self.reads_ok,
+            "reads_failed": self.reads_failed,
+            "edits_acked": len(self.acked),
+            "resent": self.resent,
+            "resent_replayed": self.resent_replayed,
+            "unsettled": self.unsettled,
+            "errors": self.errors,
+            "acked": self.acked,
+        }
+
+
 async def main(url, phase):
     started = time.monotonic()
     if phase == "spread":
@@ -121,6 +250,15 @@ async def main(url, phase):
         reads = await stateless_reads(url, 30)
         report = {"reads_ok": reads.count("ok")}
         ok = report["reads_ok"] == 30
+    elif phase == "load":
+        seconds = float(os.environ.get("TOOLHOST_FLEET_LOAD_SECONDS", "60"))
+        agents = int(os.environ.get("TOOLHOST_FLEET_AGENTS", "32"))
+        report = await Load(seconds).run(url, agents)
+        ok = (
+            not report["unsettled"]
+            and report["reads_failed"] == 0
+            and report["resent"] == report["resent_replayed"]
+        )
     else:
         raise SystemExit(f"unknown phase {phase!r}")
     report["ok"] = ok
