@@ -14,6 +14,12 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             until acknowledged, every fifth resent once more on purpose;
             prints every acknowledged edit, the error times and latencies
             for tests/fleet/run.sh to check against the files and journal
+  budget    32 concurrent 2025-11-25 sessions (spread over the hosts) read
+            with the bearer token in TOOLHOST_FLEET_TOKEN until refused:
+            prints how many ran and how many were `denied` naming the
+            `max_calls` caveat
+  one       one read with the bearer token in TOOLHOST_FLEET_TOKEN: prints
+            its status or error code (exit 0 either way)
   approve   3 deletions asked of the person as input_required round trips
             (round robin: the retry usually reaches another host): the
             approved one runs once, the declined and cancelled ones do not
@@ -28,6 +34,7 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def observation(result):
@@ -98,6 +105,44 @@ async def deletions(url):
             obs = observation(result)
             codes.append(obs.get("status") if obs.get("error") is None else obs["error"]["code"])
     return codes
+
+
+async def budget_agent(url, token, counts):
+    """Reads in one session with the token until the budget refuses."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            while True:
+                result = await session.call_tool("file_view", {"path": "notes.txt"})
+                obs = observation(result)
+                if obs.get("status") == "ok":
+                    counts["ok"] += 1
+                    continue
+                error = obs.get("error") or {}
+                details = error.get("details") or {}
+                key = error.get("code", "?") + ":" + str(details.get("caveat", ""))
+                counts[key] = counts.get(key, 0) + 1
+                return
+
+
+async def one_read(url, token):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            result = await session.call_tool("file_view", {"path": "notes.txt"})
+            obs = observation(result)
+            error = obs.get("error")
+            return obs.get("status") if error is None else error.get("code")
+
+
+async def budget(url, token, agents):
+    counts = {"ok": 0}
+    async with anyio.create_task_group() as tg:
+        for _ in range(agents):
+            tg.start_soon(budget_agent, url, token, counts)
+    return counts
 
 
 LOAD_FILES = ["load-0.txt", "load-1.txt", "load-2.txt", "load-3.txt"]
@@ -250,6 +295,15 @@ async def main(url, phase):
         reads = await stateless_reads(url, 30)
         report = {"reads_ok": reads.count("ok")}
         ok = report["reads_ok"] == 30
+    elif phase == "budget":
+        report = await budget(url, os.environ["TOOLHOST_FLEET_TOKEN"], 32)
+        ok = report["ok"] == 500
+    elif phase == "one":
+        try:
+            report = {"outcome": await one_read(url, os.environ["TOOLHOST_FLEET_TOKEN"])}
+        except Exception as e:
+            report = {"outcome": f"refused: {type(e).__name__}"}
+        ok = True
     elif phase == "load":
         seconds = float(os.environ.get("TOOLHOST_FLEET_LOAD_SECONDS", "60"))
         agents = int(os.environ.get("TOOLHOST_FLEET_AGENTS", "32"))

@@ -10,6 +10,10 @@
 #      the journal shows calls answered by all three hosts;
 #      a deletion asked of the person as a 2026-07-28 round trip is accepted
 #      by whichever host the retry reaches, once;
+#      a token minted with --max-calls 500, shared by 32 concurrent sessions
+#      spread over the hosts, runs exactly 500 calls (the rest `denied`);
+#      a revoked token is refused by each host (called directly) 1 s after
+#      `toolhost cap revoke`;
 #   2. load: 32 concurrent agents for TOOLHOST_FLEET_LOAD_SECONDS (default
 #      60), 16 reading and 16 appending unique lines to 4 shared files with
 #      keyed edits (resent until acknowledged, some resent again on
@@ -69,6 +73,26 @@ report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" approve 2>/dev/nu
 [ ! -e "$DIR/workspace/gone.txt" ] && [ -e "$DIR/workspace/kept1.txt" ] && [ -e "$DIR/workspace/kept2.txt" ] ||
   fail "approve: the files are not as the person decided"
 pass "approve: $report"
+
+# A 500-call token shared by 32 sessions on three hosts runs 500 calls.
+budget_token="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --read . --max-calls 500)"
+report="$(TOOLHOST_FLEET_TOKEN="$budget_token" timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" budget 2>"$DIR/budget.err")" ||
+  fail "budget: $report"
+pass "budget: $report"
+
+# A revoked token is refused by every host within 1 s.
+child="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --read .)"
+for port in 7401 7402 7403; do
+  out="$(TOOLHOST_FLEET_TOKEN="$child" "$PY" tests/fleet/fleet_client.py "http://127.0.0.1:$port/mcp" one 2>/dev/null)"
+  case "$out" in *'"ok"'*) ;; *) fail "before revocation, port $port: $out" ;; esac
+done
+"$BIN" cap revoke --store "$TOOLHOST_FLEET_POSTGRES" "$child" >/dev/null
+sleep 1
+for port in 7401 7402 7403; do
+  out="$(TOOLHOST_FLEET_TOKEN="$child" "$PY" tests/fleet/fleet_client.py "http://127.0.0.1:$port/mcp" one 2>/dev/null)"
+  case "$out" in *'"ok"'*) fail "1 s after revocation, port $port still accepts: $out" ;; esac
+done
+pass "revoke: refused by every host 1 s after revocation"
 
 # 2. Load, with a host killed and another stopped in the middle.
 LOAD_SECONDS="${TOOLHOST_FLEET_LOAD_SECONDS:-60}"
