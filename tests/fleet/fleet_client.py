@@ -117,7 +117,7 @@ async def budget_agent(url, token, counts):
                 result = await session.call_tool("file_view", {"path": "notes.txt"})
                 obs = observation(result)
                 if obs.get("status") == "ok":
-                    counts["ok"] += 1
+                    counts["ran"] += 1
                     continue
                 error = obs.get("error") or {}
                 details = error.get("details") or {}
@@ -138,7 +138,7 @@ async def one_read(url, token):
 
 
 async def budget(url, token, agents):
-    counts = {"ok": 0}
+    counts = {"ran": 0}
     async with anyio.create_task_group() as tg:
         for _ in range(agents):
             tg.start_soon(budget_agent, url, token, counts)
@@ -297,7 +297,7 @@ async def main(url, phase):
         ok = report["reads_ok"] == 30
     elif phase == "budget":
         report = await budget(url, os.environ["TOOLHOST_FLEET_TOKEN"], 32)
-        ok = report["ok"] == 500
+        ok = report["ran"] == 500
     elif phase == "one":
         try:
             report = {"outcome": await one_read(url, os.environ["TOOLHOST_FLEET_TOKEN"])}

@@ -75,22 +75,22 @@ report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" approve 2>/dev/nu
 pass "approve: $report"
 
 # A 500-call token shared by 32 sessions on three hosts runs 500 calls.
-budget_token="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --read . --max-calls 500)"
+budget_token="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read . --max-calls 500)"
 report="$(TOOLHOST_FLEET_TOKEN="$budget_token" timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" budget 2>"$DIR/budget.err")" ||
   fail "budget: $report"
 pass "budget: $report"
 
 # A revoked token is refused by every host within 1 s.
-child="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --read .)"
+child="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read .)"
 for port in 7401 7402 7403; do
   out="$(TOOLHOST_FLEET_TOKEN="$child" "$PY" tests/fleet/fleet_client.py "http://127.0.0.1:$port/mcp" one 2>/dev/null)"
-  case "$out" in *'"ok"'*) ;; *) fail "before revocation, port $port: $out" ;; esac
+  case "$out" in *'"outcome": "ok"'*) ;; *) fail "before revocation, port $port: $out" ;; esac
 done
 "$BIN" cap revoke --store "$TOOLHOST_FLEET_POSTGRES" "$child" >/dev/null
 sleep 1
 for port in 7401 7402 7403; do
   out="$(TOOLHOST_FLEET_TOKEN="$child" "$PY" tests/fleet/fleet_client.py "http://127.0.0.1:$port/mcp" one 2>/dev/null)"
-  case "$out" in *'"ok"'*) fail "1 s after revocation, port $port still accepts: $out" ;; esac
+  case "$out" in *'"outcome": "ok"'*) fail "1 s after revocation, port $port still accepts: $out" ;; esac
 done
 pass "revoke: refused by every host 1 s after revocation"
 
