@@ -162,10 +162,11 @@ class Load:
     def __init__(self, seconds):
         self.deadline = time.monotonic() + seconds
         self.latencies = []
-        self.acked = []  # [file, line, replayed on the deliberate resend]
-        self.errors = []  # wall-clock times of failed attempts
+        self.acked = []  # [file, line, ok answers, attempts without an answer]
+        self.errors = []  # [wall-clock time, what] of failed attempts
         self.unsettled = []  # edits never acknowledged
         self.reads_ok = 0
+        self.drain_refusals = 0
         self.reads_failed = 0
         self.resent = 0
         self.resent_replayed = 0
@@ -173,14 +174,26 @@ class Load:
     async def call(self, client, tool, args, meta=None):
         started = time.monotonic()
         try:
-            result = await client.call_tool(tool, args, meta=meta)
-        except Exception:
-            self.errors.append(time.time())
+            for _ in range(3):
+                try:
+                    result = await client.call_tool(tool, args, meta=meta)
+                    break
+                except Exception as e:
+                    # A draining host refuses a call that reached it after the
+                    # stop, saying it did not run: send it again (the proxy
+                    # picks another host).
+                    if "the call did not run" not in str(e):
+                        raise
+                    self.drain_refusals += 1
+            else:
+                raise RuntimeError("refused three times by draining hosts")
+        except Exception as e:
+            self.errors.append([time.time(), f"{tool}: {type(e).__name__}: {e}"[:300]])
             return None
         self.latencies.append(time.monotonic() - started)
         obs = observation(result)
         if obs.get("status") != "ok":
-            self.errors.append(time.time())
+            self.errors.append([time.time(), f"{tool}: {json.dumps(obs.get('error'))}"[:300]])
         return obs
 
     async def reader(self, url):
@@ -195,25 +208,30 @@ class Load:
                             self.reads_ok += 1
                         else:
                             self.reads_failed += 1
-            except Exception:
-                self.errors.append(time.time())
+            except Exception as e:
+                self.errors.append([time.time(), f"client: {type(e).__name__}: {e}"[:300]])
                 await anyio.sleep(0.1)
 
     async def edit_once(self, url, agent, n, path, line):
-        """Sends one keyed edit until a host acknowledges it (30 s at most)."""
+        """Sends one keyed edit until a host acknowledges it (30 s at most);
+        returns the observation and how many attempts got no answer."""
         meta = edit_meta(agent, n)
         args = {"path": path, "old_str": "END\n", "new_str": f"{line}\nEND\n"}
         give_up = time.monotonic() + 30
+        cut = 0
         while time.monotonic() < give_up:
             try:
                 async with Client(url, mode="2026-07-28") as client:
                     obs = await self.call(client, "file_edit", args, meta)
-                    if obs is not None and obs.get("status") == "ok":
-                        return client, obs
-            except Exception:
-                self.errors.append(time.time())
+                    if obs is None:
+                        cut += 1
+                    elif obs.get("status") == "ok":
+                        return obs, cut
+            except Exception as e:
+                cut += 1
+                self.errors.append([time.time(), f"client: {type(e).__name__}: {e}"[:300]])
             await anyio.sleep(0.2)
-        return None, None
+        return None, cut
 
     async def editor(self, url, agent):
         path = LOAD_FILES[agent % len(LOAD_FILES)]
@@ -221,19 +239,21 @@ class Load:
         while time.monotonic() < self.deadline:
             n += 1
             line = f"a{agent}-e{n}"
-            _, obs = await self.edit_once(url, agent, n, path, line)
+            obs, cut = await self.edit_once(url, agent, n, path, line)
             if obs is None:
                 self.unsettled.append(line)
                 continue
-            replayed = None
+            answers = 1
             if n % 5 == 0:
                 # A retry of an acknowledged edit: it must not run again.
                 self.resent += 1
-                _, again = await self.edit_once(url, agent, n, path, line)
-                if again is not None and again.get("effects", {}).get("replayed") is True:
-                    self.resent_replayed += 1
-                replayed = None if again is None else again.get("effects", {}).get("replayed")
-            self.acked.append([path, line, replayed])
+                again, more = await self.edit_once(url, agent, n, path, line)
+                cut += more
+                if again is not None:
+                    answers += 1
+                    if again.get("effects", {}).get("replayed") is True:
+                        self.resent_replayed += 1
+            self.acked.append([path, line, answers, cut])
 
     async def run(self, url, agents):
         started = time.monotonic()
@@ -258,6 +278,7 @@ class Load:
             "p99_ms": pct(0.99),
             "reads_ok": self.reads_ok,
             "reads_failed": self.reads_failed,
+            "drain_refusals": self.drain_refusals,
             "edits_acked": len(self.acked),
             "resent": self.resent,
             "resent_replayed": self.resent_replayed,
