@@ -37,6 +37,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
+def describe(e):
+    """The innermost error of an exception group, as one line."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"[:300]
+
+
 def observation(result):
     meta = result.meta or {}
     return meta.get("dev.toolhost/observation", {})
@@ -188,7 +195,7 @@ class Load:
             else:
                 raise RuntimeError("refused three times by draining hosts")
         except Exception as e:
-            self.errors.append([time.time(), f"{tool}: {type(e).__name__}: {e}"[:300]])
+            self.errors.append([time.time(), f"{tool}: " + describe(e)])
             return None
         self.latencies.append(time.monotonic() - started)
         obs = observation(result)
@@ -209,7 +216,7 @@ class Load:
                         else:
                             self.reads_failed += 1
             except Exception as e:
-                self.errors.append([time.time(), f"client: {type(e).__name__}: {e}"[:300]])
+                self.errors.append([time.time(), "client: " + describe(e)])
                 await anyio.sleep(0.1)
 
     async def edit_once(self, url, agent, n, path, line):
@@ -229,7 +236,7 @@ class Load:
                         return obs, cut
             except Exception as e:
                 cut += 1
-                self.errors.append([time.time(), f"client: {type(e).__name__}: {e}"[:300]])
+                self.errors.append([time.time(), "client: " + describe(e)])
             await anyio.sleep(0.2)
         return None, cut
 
