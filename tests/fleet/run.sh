@@ -11,7 +11,8 @@
 #      a deletion asked of the person as a 2026-07-28 round trip is accepted
 #      by whichever host the retry reaches, once;
 #      a token minted with --max-calls 500, shared by 32 concurrent sessions
-#      spread over the hosts, runs exactly 500 calls (the rest `denied`);
+#      spread over the hosts, runs exactly 500 calls (the rest `denied`),
+#      and the journal has 500 under it;
 #      a revoked token is refused by each host (called directly) 1 s after
 #      `toolhost cap revoke`;
 #   2. load: 32 concurrent agents for TOOLHOST_FLEET_LOAD_SECONDS (default
@@ -77,10 +78,15 @@ report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" approve 2>/dev/nu
 pass "approve: $report"
 
 # A 500-call token shared by 32 sessions on three hosts runs 500 calls.
+since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 budget_token="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read . --max-calls 500)"
 report="$(TOOLHOST_FLEET_TOKEN="$budget_token" timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" budget 2>"$DIR/budget.err")" ||
   fail "budget: $report"
 pass "budget: $report"
+ran="$("$BIN" log --json --store "$TOOLHOST_FLEET_POSTGRES" --since "$since" --tool file_view --limit 100000 |
+  "$PY" -c 'import json,sys; e=[x for x in json.load(sys.stdin) if x["status"] == "ok"]; print(len(e), len({x["token_id"] for x in e}))')"
+[ "$ran" = "500 1" ] || fail "budget: the journal has (ok calls, tokens) = $ran, not 500 under one token"
+pass "budget: the journal has 500 calls under the token"
 
 # A revoked token is refused by every host within 1 s.
 child="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read .)"
