@@ -7,6 +7,7 @@
 #                           the proxy; print the proxy's MCP URL
 #   deploy/fleet.sh down    stop the proxy and the hosts
 #   deploy/fleet.sh status  each host's /readyz, through the proxy and direct
+#   deploy/fleet.sh restart b  start one host again (after it died)
 #
 # The hosts listen on three loopback ports (127.0.0.1:7401-7403), not in
 # network namespaces: the script says so when it starts them. HAProxy
@@ -42,6 +43,32 @@ wait_ready() { # URL SECONDS
   done
 }
 
+start_host() { # INDEX STORE
+  local name="host-${HOSTS[$1]}" port="${PORTS[$1]}"
+  mkdir -p "$DIR/$name"
+  # shellcheck disable=SC2086
+  TOOLHOST_HOST_NAME="$name" setsid "$BIN" serve --http "127.0.0.1:$port" \
+    --workspace "$DIR/workspace" --key-file "$DIR/root.key" --store "$2" \
+    --artifact-dir "$DIR/$name/artifacts" --cache-dir "$DIR/cache" \
+    --log-format json ${TOOLHOST_FLEET_ARGS:-} \
+    >>"$DIR/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$DIR/$name/pid"
+}
+
+# Starts one host again (after it was killed) on the fleet's store.
+restart() { # a|b|c
+  local i
+  for i in 0 1 2; do
+    if [ "${HOSTS[$i]}" = "$1" ]; then
+      start_host "$i" "$(cat "$DIR/store-url")"
+      wait_ready "http://127.0.0.1:${PORTS[$i]}/readyz" 60 ||
+        { log "host-$1 is not ready; see $DIR/logs/host-$1.log"; exit 1; }
+      return
+    fi
+  done
+  log "no host $1"; exit 2
+}
+
 up() {
   command -v haproxy >/dev/null || { log "haproxy is missing (apt-get install haproxy)"; exit 1; }
   if [ ! -x "$BIN" ]; then
@@ -58,17 +85,7 @@ up() {
   "$BIN" cap mint --key-file "$DIR/root.key" --store "$store" --read . >/dev/null
   log "hosts on loopback ports (no network namespaces): ${PORTS[*]}"
   local i
-  for i in 0 1 2; do
-    local name="host-${HOSTS[$i]}" port="${PORTS[$i]}"
-    mkdir -p "$DIR/$name"
-    # shellcheck disable=SC2086
-    TOOLHOST_HOST_NAME="$name" setsid "$BIN" serve --http "127.0.0.1:$port" \
-      --workspace "$DIR/workspace" --key-file "$DIR/root.key" --store "$store" \
-      --artifact-dir "$DIR/$name/artifacts" --cache-dir "$DIR/cache" \
-      --log-format json ${TOOLHOST_FLEET_ARGS:-} \
-      >"$DIR/logs/$name.log" 2>&1 </dev/null &
-    echo $! >"$DIR/$name/pid"
-  done
+  for i in 0 1 2; do start_host "$i" "$store"; done
   for i in 0 1 2; do
     wait_ready "http://127.0.0.1:${PORTS[$i]}/readyz" 60 ||
       { log "host-${HOSTS[$i]} is not ready; see $DIR/logs/host-${HOSTS[$i]}.log"; exit 1; }
@@ -109,7 +126,8 @@ status() {
 
 case "${1:-}" in
   up) up ;;
+  restart) restart "${2:?usage: deploy/fleet.sh restart a|b|c}" ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: deploy/fleet.sh up|down|status" >&2; exit 2 ;;
+  *) echo "usage: deploy/fleet.sh up|down|status|restart HOST" >&2; exit 2 ;;
 esac

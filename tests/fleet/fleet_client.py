@@ -8,12 +8,25 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             reads each, and one keyed edit sent 10 times: every read ok, the
             edit applied once and replayed 9 times
   reads     30 stateless reads, every one ok (after a host was killed)
+  load      32 concurrent agents for TOOLHOST_FLEET_LOAD_SECONDS (default
+            60): 16 readers, and 16 editors appending unique lines to 4
+            shared files, each edit named by an idempotency key and resent
+            until acknowledged, every fifth resent once more on purpose;
+            prints every acknowledged edit, the error times and latencies
+            for tests/fleet/run.sh to check against the files and journal
+  budget    32 concurrent 2025-11-25 sessions (spread over the hosts) read
+            with the bearer token in TOOLHOST_FLEET_TOKEN until refused:
+            prints how many ran and how many were `denied` naming the
+            `max_calls` caveat
+  one       one read with the bearer token in TOOLHOST_FLEET_TOKEN: prints
+            its status or error code (exit 0 either way)
   approve   3 deletions asked of the person as input_required round trips
             (round robin: the retry usually reaches another host): the
             approved one runs once, the declined and cancelled ones do not
 """
 
 import json
+import os
 import sys
 import time
 
@@ -21,6 +34,14 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def describe(e):
+    """The innermost error of an exception group, as one line."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"[:300]
 
 
 def observation(result):
@@ -93,6 +114,187 @@ async def deletions(url):
     return codes
 
 
+async def budget_agent(url, token, counts):
+    """Reads in one session with the token until the budget refuses."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            while True:
+                result = await session.call_tool("file_view", {"path": "notes.txt"})
+                obs = observation(result)
+                if obs.get("status") == "ok":
+                    counts["ran"] += 1
+                    continue
+                error = obs.get("error") or {}
+                details = error.get("details") or {}
+                key = error.get("code", "?") + ":" + str(details.get("caveat", ""))
+                counts[key] = counts.get(key, 0) + 1
+                return
+
+
+async def one_read(url, token):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            result = await session.call_tool("file_view", {"path": "notes.txt"})
+            obs = observation(result)
+            error = obs.get("error")
+            return obs.get("status") if error is None else error.get("code")
+
+
+async def budget(url, token, agents):
+    counts = {"ran": 0}
+    async with anyio.create_task_group() as tg:
+        for _ in range(agents):
+            tg.start_soon(budget_agent, url, token, counts)
+    return counts
+
+
+LOAD_FILES = ["load-0.txt", "load-1.txt", "load-2.txt", "load-3.txt"]
+
+
+def edit_meta(agent, n):
+    return {
+        "dev.toolhost/trajectory_id": f"load-{agent}",
+        "dev.toolhost/turn": n,
+        "dev.toolhost/call_id": f"a{agent}-e{n}",
+    }
+
+
+class Load:
+    """What the load agents saw: latencies, acknowledged edits, errors."""
+
+    def __init__(self, seconds):
+        self.deadline = time.monotonic() + seconds
+        self.latencies = []
+        self.acked = []  # [file, line, ok answers, attempts without an answer]
+        self.errors = []  # [wall-clock time, what] of failed attempts
+        self.unsettled = []  # edits never acknowledged
+        self.reads_ok = 0
+        self.drain_refusals = 0
+        self.reads_failed = 0
+        self.resent = 0
+        self.resent_replayed = 0
+
+    async def call(self, client, tool, args, meta=None):
+        started = time.monotonic()
+        try:
+            for _ in range(3):
+                try:
+                    result = await client.call_tool(tool, args, meta=meta)
+                    break
+                except Exception as e:
+                    # A draining host refuses a call that reached it after the
+                    # stop, saying it did not run: send it again (the proxy
+                    # picks another host).
+                    if "the call did not run" not in str(e):
+                        raise
+                    self.drain_refusals += 1
+            else:
+                raise RuntimeError("refused three times by draining hosts")
+        except Exception as e:
+            self.errors.append([time.time(), f"{tool}: " + describe(e)])
+            return None
+        self.latencies.append(time.monotonic() - started)
+        obs = observation(result)
+        if obs.get("status") != "ok":
+            self.errors.append([time.time(), f"{tool}: {json.dumps(obs.get('error'))}"[:300]])
+        return obs
+
+    async def reader(self, url):
+        while time.monotonic() < self.deadline:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    while time.monotonic() < self.deadline:
+                        obs = await self.call(client, "file_view", {"path": "notes.txt"})
+                        if obs is None:
+                            break  # a fresh client after a transport error
+                        if obs.get("status") == "ok":
+                            self.reads_ok += 1
+                        else:
+                            self.reads_failed += 1
+            except Exception as e:
+                self.errors.append([time.time(), "client: " + describe(e)])
+                await anyio.sleep(0.1)
+
+    async def edit_once(self, url, agent, n, path, line):
+        """Sends one keyed edit until a host acknowledges it (30 s at most);
+        returns the observation and how many attempts got no answer."""
+        meta = edit_meta(agent, n)
+        args = {"path": path, "old_str": "END\n", "new_str": f"{line}\nEND\n"}
+        give_up = time.monotonic() + 30
+        cut = 0
+        while time.monotonic() < give_up:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    obs = await self.call(client, "file_edit", args, meta)
+                    if obs is None:
+                        cut += 1
+                    elif obs.get("status") == "ok":
+                        return obs, cut
+            except Exception as e:
+                cut += 1
+                self.errors.append([time.time(), "client: " + describe(e)])
+            await anyio.sleep(0.2)
+        return None, cut
+
+    async def editor(self, url, agent):
+        path = LOAD_FILES[agent % len(LOAD_FILES)]
+        n = 0
+        while time.monotonic() < self.deadline:
+            n += 1
+            line = f"a{agent}-e{n}"
+            obs, cut = await self.edit_once(url, agent, n, path, line)
+            if obs is None:
+                self.unsettled.append(line)
+                continue
+            answers = 1
+            if n % 5 == 0:
+                # A retry of an acknowledged edit: it must not run again.
+                self.resent += 1
+                again, more = await self.edit_once(url, agent, n, path, line)
+                cut += more
+                if again is not None:
+                    answers += 1
+                    if again.get("effects", {}).get("replayed") is True:
+                        self.resent_replayed += 1
+            self.acked.append([path, line, answers, cut])
+
+    async def run(self, url, agents):
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for agent in range(agents):
+                if agent < agents // 2:
+                    tg.start_soon(self.editor, url, agent)
+                else:
+                    tg.start_soon(self.reader, url)
+        elapsed = time.monotonic() - started
+        lat = sorted(self.latencies)
+
+        def pct(p):
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 1) if lat else None
+
+        return {
+            "agents": agents,
+            "seconds": round(elapsed, 1),
+            "calls": len(lat),
+            "calls_per_s": round(len(lat) / elapsed, 1),
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "reads_ok": self.reads_ok,
+            "reads_failed": self.reads_failed,
+            "drain_refusals": self.drain_refusals,
+            "edits_acked": len(self.acked),
+            "resent": self.resent,
+            "resent_replayed": self.resent_replayed,
+            "unsettled": self.unsettled,
+            "errors": self.errors,
+            "acked": self.acked,
+        }
+
+
 async def main(url, phase):
     started = time.monotonic()
     if phase == "spread":
@@ -121,6 +323,24 @@ async def main(url, phase):
         reads = await stateless_reads(url, 30)
         report = {"reads_ok": reads.count("ok")}
         ok = report["reads_ok"] == 30
+    elif phase == "budget":
+        report = await budget(url, os.environ["TOOLHOST_FLEET_TOKEN"], 32)
+        ok = report["ran"] == 500
+    elif phase == "one":
+        try:
+            report = {"outcome": await one_read(url, os.environ["TOOLHOST_FLEET_TOKEN"])}
+        except Exception as e:
+            report = {"outcome": f"refused: {type(e).__name__}"}
+        ok = True
+    elif phase == "load":
+        seconds = float(os.environ.get("TOOLHOST_FLEET_LOAD_SECONDS", "60"))
+        agents = int(os.environ.get("TOOLHOST_FLEET_AGENTS", "32"))
+        report = await Load(seconds).run(url, agents)
+        ok = (
+            not report["unsettled"]
+            and report["reads_failed"] == 0
+            and report["resent"] == report["resent_replayed"]
+        )
     else:
         raise SystemExit(f"unknown phase {phase!r}")
     report["ok"] = ok
