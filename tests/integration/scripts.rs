@@ -33,6 +33,30 @@ fn scripting(ws: &Ws, read: &[&str]) -> Session {
     )
 }
 
+/// A session of `ws` that writes `src` and may run scripts.
+fn writing_scripts(ws: &Ws) -> Session {
+    session_allowing(
+        ws,
+        &Allow {
+            write: &["src"],
+            script: true,
+            ..Allow::default()
+        },
+    )
+}
+
+/// Runs `source` as a script in `session` under an idempotency key, as a
+/// script that writes must.
+fn run_keyed(session: &Session, source: &str) -> Value {
+    run_in(
+        script_host(),
+        session,
+        "run_script",
+        &script_args(source),
+        &keyed(&CallOptions::default()),
+    )
+}
+
 fn script_args(source: &str) -> String {
     json!({ "source": source }).to_string()
 }
@@ -395,27 +419,15 @@ fn journal_entries_of_inner_calls_name_their_parent() {
 #[test]
 fn inner_writes_run_through_the_record_store_one_at_a_time() {
     let ws = fixture();
-    let s = session_allowing(
-        &ws,
-        &Allow {
-            write: &["src"],
-            script: true,
-            ..Allow::default()
-        },
-    );
-    let obs = run_in(
-        script_host(),
+    let s = writing_scripts(&ws);
+    let obs = run_keyed(
         &s,
-        "run_script",
-        &script_args(
-            r#"
+        r#"
             const files = ["src/a.rs", "src/b.rs", "src/c.rs"];
             const done = await Promise.all(files.map(path =>
               tools.file_edit({ path, old_str: "fn ", new_str: "pub fn " })));
             return done.map(d => d.replacements);
             "#,
-        ),
-        &keyed(&CallOptions::default()),
     );
     assert_eq!(value(&obs), &json!([1, 1, 1]), "{obs:#}");
     assert_eq!(
@@ -574,29 +586,17 @@ fn calls_started_together_run_in_parallel_and_awaited_ones_in_turn() {
 fn writes_started_together_to_one_file_run_one_at_a_time_in_order() {
     let ws = fixture();
     ws.write("src/steps.txt", "step0\n");
-    let s = session_allowing(
-        &ws,
-        &Allow {
-            write: &["src"],
-            script: true,
-            ..Allow::default()
-        },
-    );
+    let s = writing_scripts(&ws);
     // Each edit needs the one before it: interleaved or reordered, one
     // would find nothing to replace.
-    let obs = run_in(
-        script_host(),
+    let obs = run_keyed(
         &s,
-        "run_script",
-        &script_args(
-            r#"
+        r#"
             const edits = [0, 1, 2, 3, 4, 5].map(i => tools.file_edit(
               { path: "src/steps.txt", old_str: `step${i}`, new_str: `step${i + 1}` }));
             const done = await Promise.all(edits);
             return done.map(d => d.replacements);
             "#,
-        ),
-        &keyed(&CallOptions::default()),
     );
     assert_eq!(value(&obs), &json!([1, 1, 1, 1, 1, 1]), "{obs:#}");
     assert_eq!(
@@ -656,23 +656,10 @@ fn timeout_ms_shortens_the_deadline_and_never_lengthens_it() {
 #[test]
 fn the_run_reports_the_highest_level_of_the_inner_calls_that_ran() {
     let ws = fixture();
-    let writer = session_allowing(
-        &ws,
-        &Allow {
-            write: &["src"],
-            script: true,
-            ..Allow::default()
-        },
-    );
+    let writer = writing_scripts(&ws);
     let reader = scripting(&ws, &["src"]);
     let level = |s: &Session, source: &str| {
-        let obs = run_in(
-            script_host(),
-            s,
-            "run_script",
-            &script_args(source),
-            &keyed(&CallOptions::default()),
-        );
+        let obs = run_keyed(s, source);
         assert_eq!(obs["status"], "ok", "{obs:#}");
         obs["effects"]["level"].as_str().unwrap().to_owned()
     };
@@ -740,16 +727,11 @@ fn a_tool_or_write_outside_the_token_is_refused_inside_as_outside() {
     );
     assert_ne!(grep_outside, "");
     assert_ne!(edit_outside, "");
-    let obs = run_in(
-        script_host(),
+    let obs = run_keyed(
         &s,
-        "run_script",
-        &script_args(
-            r#"const code = async (p) => { try { await p; return null; } catch (e) { return e.code; } };
+        r#"const code = async (p) => { try { await p; return null; } catch (e) { return e.code; } };
                return [await code(tools.grep_search({ pattern: "TODO", path: "src" })),
                        await code(tools.file_edit({ path: "src/c.rs", old_str: "fn c", new_str: "fn x" }))];"#,
-        ),
-        &keyed(&CallOptions::default()),
     );
     assert_eq!(value(&obs), &json!([grep_outside, edit_outside]), "{obs:#}");
     assert_eq!(
