@@ -24,8 +24,8 @@
 #      every deliberate resend was replayed, every acknowledged edit has
 #      one journal entry per answer with one result, and every read
 #      answered. Requests that failed in the 5 s after the kill and after
-#      the SIGTERM (sent again by the client) are counted in the load line,
-#      as are calls a draining host refused as "did not run"
+#      the SIGTERM (sent again by the client) are counted in the load line;
+#      no call a host let in before its SIGTERM is refused as "did not run"
 #      (drain_refusals);
 #   3. a host is SIGKILLed: the proxy stops sending to it, every read still
 #      answers;
@@ -143,6 +143,8 @@ if r["resent"] != r["resent_replayed"]:
     bad.append(f"{r['resent'] - r['resent_replayed']} deliberate resends were not replayed")
 if r["reads_failed"]:
     bad.append(f"{r['reads_failed']} reads failed")
+if r["drain_refusals"]:
+    bad.append(f"{r['drain_refusals']} calls let in before a SIGTERM were refused as not run")
 term = float(os.environ["TERMED_AT"])
 # Requests the proxy answered with an error around the SIGTERM were sent
 # again by the client; the checks above show none was lost or ran twice.

@@ -117,6 +117,45 @@ fn http_sigterm_lets_a_running_call_answer_refuses_new_work_and_exits_0() {
 }
 
 #[test]
+fn http_a_request_let_in_before_sigterm_runs_its_call() {
+    let setup = Setup::new(&["tp_conformance"]);
+    let mut server = HttpServer::start(&setup, &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "test_sleep_ms", "arguments": {"ms": 1}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    // The headers arrive before the signal, the body after it: the request
+    // was let in, so its call runs instead of being refused.
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: test_sleep_ms\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&server.child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.contains(r#""isError":false"#) && !answer.contains("shutting down"),
+        "{answer}"
+    );
+    assert_eq!(
+        exit_code(&mut server.child, Duration::from_secs(10)),
+        Some(0)
+    );
+}
+
+#[test]
 fn http_a_second_sigterm_stops_at_once() {
     let setup = Setup::new(&["tp_conformance"]);
     let mut server = HttpServer::start(&setup, &[]);

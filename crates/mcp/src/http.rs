@@ -284,6 +284,13 @@ async fn route(
             .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
         return Ok(resp);
     }
+    // Let in: from here the request counts as running, and the call it
+    // carries runs even if the stop comes while it is read or checked.
+    // (Only a POST carries a call; a GET's stream would hold the drain.)
+    if req.method() == http::Method::POST {
+        let admitted = front.state.shutdown.admit();
+        req.extensions_mut().insert(admitted);
+    }
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -417,9 +417,13 @@ impl McpServer {
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResponse, ErrorData> {
         // Counted from here, so a stop waits for it (see `shutdown`); once
-        // a stop is asked, nothing new starts.
+        // a stop is asked, nothing new starts, except the call of an HTTP
+        // request let in before it.
         let _in_flight = self.state.shutdown.call();
-        if self.state.shutdown.requested() {
+        let admitted = req
+            .parts
+            .is_some_and(|p| p.extensions.get::<crate::shutdown::Admitted>().is_some());
+        if self.state.shutdown.requested() && !admitted {
             return Err(ErrorData::new(
                 rmcp::model::ErrorCode(SHUTTING_DOWN),
                 "the server is shutting down; the call did not run (send it to another server)",

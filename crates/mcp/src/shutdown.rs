@@ -9,8 +9,15 @@
 //! (`--shutdown-grace-ms`), and the server returns, so the process exits 0
 //! with its journal written. A second signal ends the process at once (the
 //! binary's part).
+//!
+//! An HTTP request let in before the stop ([`Shutdown::admit`]) counts as
+//! running from then on, and the call it carries runs even if the stop
+//! comes while it is still being read or checked: a request is either
+//! refused with `503` at the door, which a proxy can retry elsewhere, or
+//! answered.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -54,6 +61,15 @@ impl Shutdown {
         }
     }
 
+    /// Lets an HTTP request in: counted as running while it lives, so a
+    /// stop waits for it.
+    pub(crate) fn admit(self: &Arc<Self>) -> Admitted {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Admitted {
+            _guard: Arc::new(AdmittedGuard(self.clone())),
+        }
+    }
+
     /// Counts a call as running until the guard drops.
     pub(crate) fn call(&self) -> CallGuard<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -71,6 +87,22 @@ impl Shutdown {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         true
+    }
+}
+
+/// An HTTP request let in before a stop was asked ([`Shutdown::admit`]),
+/// carried in its extensions: counted as running until the last copy
+/// drops.
+#[derive(Clone)]
+pub(crate) struct Admitted {
+    _guard: Arc<AdmittedGuard>,
+}
+
+struct AdmittedGuard(Arc<Shutdown>);
+
+impl Drop for AdmittedGuard {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -97,6 +129,15 @@ mod tests {
             "a call still runs"
         );
         drop(guard);
+        assert!(s.drained(Duration::from_millis(50)).await);
+
+        // A request let in holds the drain while any copy of it lives.
+        let admitted = s.admit();
+        let copy = admitted.clone();
+        s.request();
+        drop(admitted);
+        assert!(!s.drained(Duration::from_millis(20)).await);
+        drop(copy);
         assert!(s.drained(Duration::from_millis(50)).await);
     }
 
