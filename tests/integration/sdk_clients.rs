@@ -509,6 +509,16 @@ fn python_sdk_runs_a_script_over_http() {
     script_session(Sdk::Python, Transport::Http);
 }
 
+#[test]
+fn typescript_sdk_runs_a_script_over_stdio() {
+    script_session(Sdk::TypeScript, Transport::Stdio);
+}
+
+#[test]
+fn typescript_sdk_runs_a_script_over_http() {
+    script_session(Sdk::TypeScript, Transport::Http);
+}
+
 /// The clients do check: a server whose answer breaks its tool's declared
 /// `outputSchema` (`tests/mcp_client/nonconforming_server.py`) is refused
 /// by each SDK, whether or not the session listed the tools first, and the
