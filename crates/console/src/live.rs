@@ -1,7 +1,8 @@
 //! The live calls as server-sent events (`/console/events`).
 //!
-//! Each stream polls the store's journal every [`POLL`] for the calls
-//! that started within [`WINDOW`] and sends those it has not sent yet
+//! Each stream polls the store's journal every [`POLL`] for the newest
+//! [`ROWS`] calls that started within [`WINDOW`] and sends those it has
+//! not sent yet
 //! (`event: call`, the row as JSON: no arguments, no output), so the calls
 //! of every host sharing the store appear, within a second of being
 //! journaled. It sends a comment every [`KEEPALIVE`] and ends when the
@@ -19,7 +20,7 @@ use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
 use crate::auth::{Form, Session};
-use crate::pages::{recent, row_json, CallFilter};
+use crate::pages::{newest, row_json, CallFilter};
 use crate::{Body, Console};
 
 /// How often the journal is read.
@@ -28,6 +29,10 @@ pub const POLL: Duration = Duration::from_millis(250);
 /// How far back a stream looks for calls it has not sent (a call is
 /// journaled when it ends, under its start time).
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
+
+/// How many of the newest calls a poll reads: as many as the page keeps
+/// (`app.js`), so a busy store costs each poll no more than the page shows.
+pub const ROWS: usize = 500;
 
 /// How often an idle stream sends a comment.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -71,7 +76,7 @@ pub fn events(console: &Arc<Console>, session: &Arc<Session>, query: &Form) -> R
             let since = toolhost::record::journal::unix_us(std::time::SystemTime::now())
                 - WINDOW.as_micros() as i64;
             let c = console.clone();
-            let entries = crate::blocking(move || recent(&c, Some(since))).await;
+            let entries = crate::blocking(move || newest(&c, Some(since), ROWS)).await;
             let mut out = String::new();
             match entries {
                 Ok(entries) => {

@@ -102,9 +102,18 @@ fn journal(
 
 /// The newest entries (at most [`MAX_ENTRIES`]), oldest first.
 pub(crate) fn recent(console: &Console, since_us: Option<i64>) -> Result<Vec<Entry>, ConsoleError> {
+    newest(console, since_us, MAX_ENTRIES)
+}
+
+/// The newest `limit` entries that started at or after `since_us`.
+pub(crate) fn newest(
+    console: &Console,
+    since_us: Option<i64>,
+    limit: usize,
+) -> Result<Vec<Entry>, ConsoleError> {
     Ok(journal(console)?.query(&Filter {
         since_us,
-        limit: Some(MAX_ENTRIES),
+        limit: Some(limit),
         ..Filter::default()
     })?)
 }
@@ -188,7 +197,7 @@ fn row_html(e: &Entry) -> String {
     let r = row_json(e);
     let s = |k: &str| esc(r[k].as_str().unwrap_or(""));
     format!(
-        "<tr id=\"c-{id}\" data-call=\"{id}\"><td><a href=\"/console/call/{id}?at={at}\">{time}</a></td>\
+        "<tr id=\"c-{id}\" data-call=\"{id}\" data-at=\"{at}\"><td><a href=\"/console/call/{id}?at={at}\">{time}</a></td>\
          <td>{traj}</td><td>{tool}</td><td><span class=\"status s-{status}\">{status}</span></td>\
          <td class=\"num\">{dur}</td><td class=\"num\">{bytes}</td><td>{code}</td><td class=\"id\">{token}</td></tr>",
         id = s("call_id"),

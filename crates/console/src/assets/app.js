@@ -18,6 +18,7 @@
     var tr = document.createElement("tr");
     tr.id = "c-" + c.call_id;
     tr.setAttribute("data-call", c.call_id);
+    tr.setAttribute("data-at", String(c.started_us));
     var a = document.createElement("a");
     a.href = "/console/call/" + encodeURIComponent(c.call_id) + "?at=" + c.started_us;
     a.textContent = c.time;
@@ -36,8 +37,7 @@
     // Newest first, by start time.
     var before = null;
     for (var i = 0; i < body.rows.length; i++) {
-      var at = Number((body.rows[i].querySelector("a") || {}).search ? new URLSearchParams(body.rows[i].querySelector("a").search).get("at") : 0);
-      if (at < c.started_us) { before = body.rows[i]; break; }
+      if (Number(body.rows[i].getAttribute("data-at") || 0) < c.started_us) { before = body.rows[i]; break; }
     }
     body.insertBefore(tr, before);
     while (body.rows.length > 500) { body.deleteRow(body.rows.length - 1); }
