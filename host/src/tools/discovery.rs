@@ -14,7 +14,11 @@
 //! Queries go through the same steps, are widened by a vocabulary of
 //! software tasks ([`TASKS`]: "compile" also asks for what runs programs,
 //! "where is X defined" for what searches code) and are ranked with Okapi
-//! BM25 (k1 = 1.2, b = 0.75), the widened terms counting half.
+//! BM25 (k1 = 1.2, b = 0.75), the widened terms counting half. Query words
+//! are also widened through WordNet ([`super::lexicon`]: "kilogram" asks for
+//! "mass" and "unit"), those terms counting a fifth of their lexicon weight,
+//! and read by their shape first ([`Index::query_terms`]: a file name, an
+//! e-mail address, a URL, a compound).
 //!
 //! A search never comes back empty while tools exist: when fewer tools than
 //! asked share a word with the query, the rest are ranked by the character
@@ -364,6 +368,10 @@ pub const TASKS: &[(&[&str], &[&str])] = &[
 /// says itself.
 const CONCEPT_WEIGHT: f64 = 0.5;
 
+/// How much a term WordNet relates to a query word counts (times its
+/// own weight, [`super::lexicon::related`]) against a word the query says.
+const LEXICON_WEIGHT: f64 = 0.2;
+
 /// The concepts `query_terms` ask for through [`TASKS`], not already said.
 fn concepts(query_terms: &[String]) -> Vec<String> {
     static TABLE: std::sync::OnceLock<HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
@@ -539,6 +547,72 @@ impl Index {
         self.docs.is_empty()
     }
 
+    /// The index terms of `query` in order, each with its weight:
+    /// - an e-mail address says "email address" (its parts name a person,
+    ///   not a task);
+    /// - a URL says "url" and "web", its own words counting half;
+    /// - a file name (`backup.sql`, `CONTRIBUTING.md`) says "file", its
+    ///   extension counting half (it names the object, not the task);
+    /// - a word the index does not know but two of its words make up
+    ///   ("hostname" for "host name") counts as those two, half each; two
+    ///   words the index knows as one ("time zone" for "timezone") also say
+    ///   that one.
+    fn query_terms(&self, query: &str) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        let push = |text: &str, w: f64, out: &mut Vec<(String, f64)>| {
+            out.extend(words(text).into_iter().map(|t| (t, w)));
+        };
+        for raw in query.split_whitespace() {
+            let token = raw.trim_matches(|c: char| !c.is_alphanumeric());
+            let lower = token.to_lowercase();
+            if token.contains('@') && token.rsplit('@').next().is_some_and(|d| d.contains('.')) {
+                push("email address", 1.0, &mut out);
+            } else if lower.starts_with("http://")
+                || lower.starts_with("https://")
+                || lower.starts_with("www.")
+            {
+                push("url web", 1.0, &mut out);
+                push(token, 0.5, &mut out);
+            } else if let Some((stem, ext)) = token.rsplit_once('.').filter(|(b, e)| {
+                !b.is_empty()
+                    && (1..=5).contains(&e.len())
+                    && e.chars().all(|c| c.is_ascii_alphanumeric())
+                    && !e.chars().all(|c| c.is_ascii_digit())
+            }) {
+                push(stem, 1.0, &mut out);
+                push(ext, 0.5, &mut out);
+                push("file", 1.0, &mut out);
+            } else {
+                push(token, 1.0, &mut out);
+            }
+        }
+        // Compounds, split and joined, against the index's vocabulary.
+        let known = |t: &str| self.df.contains_key(t);
+        let mut extra = Vec::new();
+        for (t, w) in &out {
+            if known(t) || t.len() < 6 {
+                continue;
+            }
+            let chars: Vec<(usize, char)> = t.char_indices().collect();
+            for &(i, _) in chars.iter().skip(3).take(chars.len().saturating_sub(6)) {
+                let (a, b) = (canonical(stem(&t[..i])), canonical(stem(&t[i..])));
+                if known(&a) && known(&b) {
+                    extra.push((a, w / 2.0));
+                    extra.push((b, w / 2.0));
+                    break;
+                }
+            }
+        }
+        for pair in out.windows(2) {
+            let joined = canonical(stem(&format!("{}{}", pair[0].0, pair[1].0)));
+            if known(&joined) {
+                extra.push((joined, pair[0].1.min(pair[1].1)));
+            }
+        }
+        out.extend(extra);
+        out
+    }
+
     /// The `limit` best tools for `query`, best first (ties by name).
     /// Tools sharing a word or a task concept with the query come first
     /// (strong); when there are fewer than `limit`, the rest are ranked by
@@ -546,10 +620,20 @@ impl Index {
     /// alone. Empty only when the index is, the query has no letter or
     /// digit, or `limit` is 0.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
-        let mut q = words(query);
-        q.sort();
-        q.dedup();
-        let expanded = concepts(&q);
+        let said_in_order = self.query_terms(query);
+        let mut q: Vec<(String, f64)> = Vec::new();
+        for (t, w) in &said_in_order {
+            match q.iter_mut().find(|(x, _)| x == t) {
+                Some(e) => e.1 = e.1.max(*w),
+                None => q.push((t.clone(), *w)),
+            }
+        }
+        q.sort_by(|a, b| a.0.cmp(&b.0));
+        let plain: Vec<String> = q.iter().map(|(t, _)| t.clone()).collect();
+        let expanded = concepts(&plain);
+        let in_order: Vec<String> = said_in_order.into_iter().map(|(t, _)| t).collect();
+        let mut lexical = super::lexicon::related(&in_order);
+        lexical.retain(|(t, _)| !expanded.contains(t) && self.df.contains_key(t));
         let n = self.docs.len() as f64;
         let bm25 = |tf: &HashMap<String, usize>, len: f64, t: &String| -> Option<f64> {
             let f = *tf.get(t)? as f64;
@@ -563,9 +647,16 @@ impl Index {
             .zip(&self.tf)
             .filter_map(|(d, tf)| {
                 let len = d.terms.len() as f64;
-                let said: f64 = q.iter().filter_map(|t| bm25(tf, len, t)).sum();
+                let said: f64 = q
+                    .iter()
+                    .filter_map(|(t, w)| Some(w * bm25(tf, len, t)?))
+                    .sum();
                 let implied: f64 = expanded.iter().filter_map(|t| bm25(tf, len, t)).sum();
-                let score = said + CONCEPT_WEIGHT * implied;
+                let related: f64 = lexical
+                    .iter()
+                    .filter_map(|(t, w)| Some(w * bm25(tf, len, t)?))
+                    .sum();
+                let score = said + CONCEPT_WEIGHT * implied + LEXICON_WEIGHT * related;
                 (score > 0.0).then(|| Hit {
                     name: d.name.clone(),
                     title: d.title.clone(),

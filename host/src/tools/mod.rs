@@ -4,6 +4,7 @@
 //! - [`artifact`]: results too large to return, kept for the token that
 //!   made them, and `artifact_view`;
 //! - [`discovery`]: `find_tools`, a BM25 index of the catalog;
+//! - [`lexicon`]: related words from WordNet, widening a search;
 //! - [`reveal`]: the tools `find_tools` revealed to a token or session.
 //!
 //! `run_script`'s side is [`crate::script`], above the side effects: its
@@ -11,4 +12,5 @@
 
 pub mod artifact;
 pub mod discovery;
+pub mod lexicon;
 pub mod reveal;
