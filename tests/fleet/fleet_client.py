@@ -12,8 +12,14 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             60): 16 readers, and 16 editors appending unique lines to 4
             shared files, each edit named by an idempotency key and resent
             until acknowledged, every fifth resent once more on purpose;
-            prints every acknowledged edit, the error times and latencies
-            for tests/fleet/run.sh to check against the files and journal
+            2 of the readers grep a file into a spill and read it back
+            through the proxy, 2 find file_view with find_tools and call it,
+            and 1 (with TOOLHOST_FLEET_PARENT, a token that may delegate)
+            delegates two children, revokes one half-way through and calls
+            every host with both; after the load every spill is read
+            through every host. Prints every acknowledged edit, the error
+            times and latencies for tests/fleet/run.sh to check against the
+            files and journal
   budget    32 concurrent 2025-11-25 sessions (spread over the hosts) read
             with the bearer token in TOOLHOST_FLEET_TOKEN until refused:
             prints how many ran and how many were `denied` naming the
@@ -144,6 +150,45 @@ async def one_read(url, token):
             return obs.get("status") if error is None else error.get("code")
 
 
+HOST_PORTS = [7401, 7402, 7403]
+
+
+async def read_with(url, token):
+    """One read in a 2025-11-25 session with the bearer token: its status
+    or error code."""
+    with anyio.fail_after(10):
+        return await one_read(url, token)
+
+
+async def delegate(url, token):
+    """A child token from the `delegate` host tool: {"token", "id"}."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            result = await session.call_tool("delegate", {"tools": ["file_view"], "read": ["."]})
+            out = result.structured_content or {}
+            if not out.get("token"):
+                raise RuntimeError(f"delegate: {json.dumps(observation(result))[:200]}")
+            return {"token": out["token"], "id": out["id"]}
+
+
+async def read_spill(url, uri):
+    """resources/read of a spill in a 2025-11-25 session: the SHA-256 of
+    its text."""
+    import hashlib
+
+    with anyio.fail_after(10):
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                result = await session.read_resource(uri)
+                text = "".join(getattr(c, "text", "") or "" for c in result.contents)
+                if not text:
+                    raise RuntimeError("empty resource")
+                return hashlib.sha256(text.encode()).hexdigest()
+
+
 async def budget(url, token, agents):
     counts = {"ran": 0}
     async with anyio.create_task_group() as tg:
@@ -177,6 +222,11 @@ class Load:
         self.reads_failed = 0
         self.resent = 0
         self.resent_replayed = 0
+        self.spills = []  # [uri, sha256 of its text when first read back]
+        self.spills_unread = 0
+        self.finds_ok = 0
+        self.finds_wrong = []  # queries whose best hit was not file_view
+        self.child = {}  # what the orchestrator saw
 
     async def call(self, client, tool, args, meta=None):
         started = time.monotonic()
@@ -199,7 +249,8 @@ class Load:
             self.errors.append([time.time(), f"{tool}: " + describe(e)])
             return None
         self.latencies.append(time.monotonic() - started)
-        obs = observation(result)
+        obs = dict(observation(result))
+        obs["output"] = result.structured_content
         if obs.get("status") != "ok":
             self.errors.append([time.time(), f"{tool}: {json.dumps(obs.get('error'))}"[:300]])
         return obs
@@ -263,15 +314,156 @@ class Load:
                         self.resent_replayed += 1
             self.acked.append([path, line, answers, cut])
 
+    async def spiller(self, url):
+        """Reads 400 long lines (over the output limit, so the result is
+        spilled), then reads the spill back through the proxy with a fresh
+        client, which usually reaches another host."""
+        while time.monotonic() < self.deadline:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    obs = await self.call(client, "file_view", {"path": "spill.txt", "limit": 400})
+                if obs is None or obs.get("status") != "ok":
+                    continue
+                artifact = (obs.get("truncated") or {}).get("artifact")
+                uri = f"toolhost://artifacts/{artifact}" if isinstance(artifact, str) else None
+                if not uri:
+                    self.errors.append([time.time(), f"file_view: not spilled: {json.dumps(obs)[:200]}"])
+                    self.spills_unread += 1
+                    continue
+                digest = None
+                for _ in range(20):
+                    try:
+                        digest = await read_spill(url, uri)
+                        break
+                    except Exception as e:
+                        self.errors.append([time.time(), "resources/read: " + describe(e)])
+                        await anyio.sleep(0.25)
+                if digest is None:
+                    self.spills_unread += 1
+                else:
+                    self.spills.append([uri, digest])
+            except Exception as e:
+                self.errors.append([time.time(), "client: " + describe(e)])
+                await anyio.sleep(0.1)
+
+    async def finder(self, url, query):
+        """Lazy discovery: find_tools, then a call of the best hit."""
+        while time.monotonic() < self.deadline:
+            try:
+                async with Client(url, mode="2026-07-28") as client:
+                    found = await self.call(client, "find_tools", {"query": query, "limit": 3})
+                    if found is None or found.get("status") != "ok":
+                        continue
+                    best = (found.get("output") or {}).get("tools", [{}])[0].get("name")
+                    if best != "file_view":
+                        self.finds_wrong.append([query, best])
+                        continue
+                    obs = await self.call(client, best, {"path": "notes.txt"})
+                    if obs is not None and obs.get("status") == "ok":
+                        self.finds_ok += 1
+            except Exception as e:
+                self.errors.append([time.time(), "client: " + describe(e)])
+                await anyio.sleep(0.1)
+
+    async def orchestrator(self, url, parent, revoke_at):
+        """Delegates two children from `parent`, runs both, revokes the
+        first `revoke_at` seconds in (`toolhost cap revoke`, as an operator
+        would), then calls every host directly with each child until each
+        host was called twice with the revoked one more than 1 s after the
+        revocation: it must be refused by every host then, the other keeps
+        working."""
+        c = self.child
+        children = []
+        for _ in range(2):
+            for _ in range(20):
+                try:
+                    out = await delegate(url, parent)
+                    children.append(out)
+                    break
+                except Exception as e:
+                    self.errors.append([time.time(), "delegate: " + describe(e)])
+                    await anyio.sleep(0.25)
+        if len(children) != 2:
+            c["failed"] = "could not delegate two children"
+            return
+        c["ran_before"] = 0
+        while time.monotonic() < revoke_at:
+            for child in children:
+                try:
+                    if await read_with(url, child["token"]) == "ok":
+                        c["ran_before"] += 1
+                except Exception as e:
+                    self.errors.append([time.time(), "child: " + describe(e)])
+            await anyio.sleep(0.05)
+        proc = await anyio.run_process(
+            [os.environ["TOOLHOST_BIN"], "cap", "revoke", "--store", os.environ["TOOLHOST_FLEET_POSTGRES"],
+             children[0]["id"]],
+            check=False,
+        )
+        revoked = time.time()
+        c["revoke_exit"] = proc.returncode
+        c["ok_after_1s"] = []  # [port, seconds after the revocation]
+        c["refused_by"] = set()
+        c["other_ok"] = 0
+        c["other_refused"] = []
+        probed = {port: 0 for port in HOST_PORTS}  # revoked-child calls after 1 s
+        while time.time() < revoked + 20 and min(probed.values()) < 2:
+            for port in HOST_PORTS:
+                host = f"http://127.0.0.1:{port}/mcp"
+                for i, child in enumerate(children):
+                    started = time.time()
+                    try:
+                        outcome = await read_with(host, child["token"])
+                    except Exception as e:
+                        outcome = "refused: " + describe(e)
+                    if i == 0:
+                        if started > revoked + 1 and "ConnectError" not in outcome:
+                            probed[port] += 1
+                        if outcome == "ok" and started > revoked + 1:
+                            c["ok_after_1s"].append([port, round(started - revoked, 2)])
+                        elif outcome != "ok" and started > revoked + 1 and "ConnectError" not in outcome:
+                            c["refused_by"].add(port)
+                    elif outcome == "ok":
+                        c["other_ok"] += 1
+                    elif "ConnectError" not in outcome:
+                        c["other_refused"].append([port, outcome[:120]])
+            await anyio.sleep(0.1)
+        c["refused_by"] = sorted(c["refused_by"])
+
+    async def verify_spills(self):
+        """Every spill made during the load, read through every host."""
+        unreadable = []
+        for uri, digest in self.spills[:20]:
+            for port in HOST_PORTS:
+                host = f"http://127.0.0.1:{port}/mcp"
+                try:
+                    got = await read_spill(host, uri)
+                except Exception as e:
+                    got = "error: " + describe(e)
+                if got != digest:
+                    unreadable.append([uri, port, got[:80]])
+        return unreadable
+
     async def run(self, url, agents):
         started = time.monotonic()
+        parent = os.environ.get("TOOLHOST_FLEET_PARENT")
+        queries = ["show me what is in a text file", "print the numbered lines of notes"]
         async with anyio.create_task_group() as tg:
             for agent in range(agents):
+                r = agent - agents // 2
                 if agent < agents // 2:
                     tg.start_soon(self.editor, url, agent)
+                elif r < 2:
+                    tg.start_soon(self.spiller, url)
+                elif r < 4:
+                    tg.start_soon(self.finder, url, queries[r - 2])
+                elif r == 4 and parent:
+                    revoke_at = started + (self.deadline - started) / 2
+                    tg.start_soon(self.orchestrator, url, parent, revoke_at)
                 else:
                     tg.start_soon(self.reader, url)
         elapsed = time.monotonic() - started
+        spills_unreadable = await self.verify_spills()
         lat = sorted(self.latencies)
 
         def pct(p):
@@ -291,6 +483,12 @@ class Load:
             "resent": self.resent,
             "resent_replayed": self.resent_replayed,
             "unsettled": self.unsettled,
+            "spills": len(self.spills),
+            "spills_unread": self.spills_unread,
+            "spills_unreadable": spills_unreadable,
+            "finds_ok": self.finds_ok,
+            "finds_wrong": self.finds_wrong[:5],
+            "child": self.child,
             "errors": self.errors,
             "acked": self.acked,
         }
@@ -341,7 +539,21 @@ async def main(url, phase):
             not report["unsettled"]
             and report["reads_failed"] == 0
             and report["resent"] == report["resent_replayed"]
+            and report["spills"] > 0
+            and not report["spills_unreadable"]
+            and report["finds_ok"] > 0
+            and not report["finds_wrong"]
         )
+        if os.environ.get("TOOLHOST_FLEET_PARENT"):
+            child = report["child"]
+            ok = ok and (
+                child.get("revoke_exit") == 0
+                and child.get("ran_before", 0) > 0
+                and not child.get("ok_after_1s")
+                and child.get("refused_by") == HOST_PORTS
+                and child.get("other_ok", 0) > 0
+                and not child.get("other_refused")
+            )
     else:
         raise SystemExit(f"unknown phase {phase!r}")
     report["ok"] = ok

@@ -16,10 +16,17 @@
 #      a revoked token is refused by each host (called directly) 1 s after
 #      `toolhost cap revoke`;
 #   2. load: 32 concurrent agents for TOOLHOST_FLEET_LOAD_SECONDS (default
-#      60), 16 reading and 16 appending unique lines to 4 shared files with
-#      keyed edits (resent until acknowledged, some resent again on
-#      purpose); a third of the way in host-b is SIGKILLed and restarted, two
-#      thirds in host-c gets SIGTERM and is restarted. Checks: every
+#      60), 16 appending unique lines to 4 shared files with keyed edits
+#      (resent until acknowledged, some resent again on purpose), 11
+#      reading, 2 reading past the output limit (a spill) and reading the
+#      spill back through the proxy,
+#      2 finding a tool with find_tools and calling it, and an orchestrator
+#      that delegates two children and has one revoked half-way through; a
+#      third of the way in host-b is SIGKILLed and restarted, two thirds in
+#      host-c gets SIGTERM and is restarted. Checks: the revoked child is
+#      refused by every host (called directly) 1 s after `cap revoke`, the
+#      other child still works; every spill is readable through every
+#      host after the load; every
 #      acknowledged edit is in its file exactly once and no line twice,
 #      every deliberate resend was replayed, every acknowledged edit has
 #      one journal entry per answer with one result, and every read
@@ -51,7 +58,8 @@ if [ -z "${TOOLHOST_FLEET_POSTGRES:-}" ]; then
   TOOLHOST_FLEET_POSTGRES="$(bash .ci/postgres.sh | tail -n 1)"
 fi
 export TOOLHOST_FLEET_POSTGRES TOOLHOST_BIN="$BIN"
-export TOOLHOST_FLEET_ARGS="--allow-read . --allow-write ."
+# Outputs over 8 KiB are spilled (the load's long reads), into PostgreSQL.
+export TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192"
 
 deploy/fleet.sh down 2>/dev/null || true
 rm -rf "$DIR"
@@ -107,6 +115,10 @@ pass "revoke: refused by every host 1 s after revocation"
 LOAD_SECONDS="${TOOLHOST_FLEET_LOAD_SECONDS:-60}" # whole seconds, at least 6
 export TOOLHOST_FLEET_LOAD_SECONDS="$LOAD_SECONDS"
 for f in 0 1 2 3; do printf 'END\n' >"$DIR/workspace/load-$f.txt"; done
+"$PY" -c 'import sys; sys.stdout.write("".join(f"line {i} " + "x" * 300 + "\n" for i in range(3000)))' \
+  >"$DIR/workspace/spill.txt"
+TOOLHOST_FLEET_PARENT="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read . --delegate)"
+export TOOLHOST_FLEET_PARENT
 since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 timeout $((LOAD_SECONDS + 120)) "$PY" tests/fleet/fleet_client.py "$URL" load >"$DIR/load.json" 2>"$DIR/load.err" &
 load_pid=$!
@@ -143,6 +155,15 @@ if r["resent"] != r["resent_replayed"]:
     bad.append(f"{r['resent'] - r['resent_replayed']} deliberate resends were not replayed")
 if r["reads_failed"]:
     bad.append(f"{r['reads_failed']} reads failed")
+if not r["spills"] or r["spills_unreadable"] or r["spills_unread"]:
+    bad.append(f"spills: {r['spills']} made, {r['spills_unread']} not read back, "
+               f"not readable through every host: {r['spills_unreadable'][:5]}")
+if not r["finds_ok"] or r["finds_wrong"]:
+    bad.append(f"find_tools then call: {r['finds_ok']} ok, best hit wrong for {r['finds_wrong']}")
+c = r["child"]
+if (c.get("revoke_exit") != 0 or not c.get("ran_before") or c.get("ok_after_1s")
+        or c.get("refused_by") != [7401, 7402, 7403] or not c.get("other_ok") or c.get("other_refused")):
+    bad.append(f"delegated children, one revoked mid-run: {c}")
 if r["drain_refusals"]:
     bad.append(f"{r['drain_refusals']} calls let in before a SIGTERM were refused as not run")
 term = float(os.environ["TERMED_AT"])
@@ -151,7 +172,10 @@ term = float(os.environ["TERMED_AT"])
 near_term = [what for t, what in r["errors"] if term <= t <= term + 5]
 kill = float(os.environ["KILLED_AT"])
 print(json.dumps({k: r[k] for k in ("agents", "seconds", "calls", "calls_per_s", "p50_ms", "p99_ms",
-                                      "reads_ok", "edits_acked", "resent", "drain_refusals")}
+                                      "reads_ok", "edits_acked", "resent", "drain_refusals", "spills",
+                                      "finds_ok")}
+                 | {"child_refused_by": c.get("refused_by"), "child_ran_before": c.get("ran_before"),
+                    "other_child_ok_after": c.get("other_ok")}
                  | {"errors_after_kill": sum(1 for t, _ in r["errors"] if kill <= t <= kill + 5),
                     "errors_after_term": len(near_term),
                     "errors_total": len(r["errors"])}))
