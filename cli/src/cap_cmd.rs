@@ -25,7 +25,7 @@ use clap::{Args, Subcommand};
 use toolhost::policy::capability::TokenId;
 use toolhost::{Caveat, Token};
 
-use crate::{default_store_file, emit, open_store, root_key, PluginArgs};
+use crate::{default_store_file, emit, open_store, root_key, root_ring, PluginArgs};
 
 /// Caveats, as flags (each repeatable).
 #[derive(Args, Default)]
@@ -348,8 +348,8 @@ pub(crate) fn run(cmd: &CapCommand, p: &PluginArgs) -> Result<ExitCode> {
         }
         CapCommand::Inspect { token } => {
             let t = Token::decode(token.trim()).context("decoding the token")?;
-            let verified = match root_key(p) {
-                Ok(key) => match key.verify(&t, std::time::SystemTime::now()) {
+            let verified = match root_ring(p) {
+                Ok(ring) => match ring.verify(&t, std::time::SystemTime::now()) {
                     Ok(_) => serde_json::json!({"valid": true}),
                     Err(e) => serde_json::json!({"valid": false, "error": e.to_string()}),
                 },

@@ -39,8 +39,8 @@ use toolhost::observation::Status;
 use toolhost::plugin::catalog;
 use toolhost::sandbox::{InstanceAllocation, LoadEvent};
 use toolhost::{
-    Call, CallOptions, Catalog, Host, KeySource, Mode, RootKey, Sandbox, SandboxConfig, Session,
-    Source, TrustPolicy, Workspace,
+    Call, CallOptions, Catalog, Host, KeySource, Keyring, Mode, RootKey, Sandbox, SandboxConfig,
+    Session, Source, TrustPolicy, Workspace,
 };
 
 /// The process's allocator: a call builds and drops many small JSON values
@@ -147,8 +147,9 @@ struct PluginArgs {
           value_enum, default_value_t = logging::LogFormat::Text)]
     log_format: logging::LogFormat,
     /// The host's root key file, created owner-only on first use
-    /// (default: ~/.local/share/toolhost/root.key). `TOOLHOST_ROOT_KEY`
-    /// (hex) takes precedence.
+    /// (default: ~/.local/share/toolhost/root.key). A keyring for rotation:
+    /// one key of 64 hex digits per line, the first signs, every one
+    /// verifies. `TOOLHOST_ROOT_KEY` (hex, comma-separated) takes precedence.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_KEY_FILE", global = true)]
     key_file: Option<PathBuf>,
     /// Idempotency record store: a SQLite file path or a postgres:// URL
@@ -784,7 +785,7 @@ fn serve(
         sandbox,
         plugins,
         args,
-        root_key(p).ok(),
+        root_ring(p).ok(),
         Some(records),
         recorder(p, metrics)?,
     )?;
@@ -915,17 +916,26 @@ fn list(host: &Host, session: Option<&Session>, json: bool) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// The root key: `TOOLHOST_ROOT_KEY` (hex), else the key file (created
-/// owner-only on first use).
-fn root_key(p: &PluginArgs) -> Result<RootKey> {
-    if let Some(key) = RootKey::from_env().context("reading TOOLHOST_ROOT_KEY")? {
-        return Ok(key);
+/// The root keyring: `TOOLHOST_ROOT_KEY` (comma-separated hex), else the
+/// key file (one key, or one per line; created owner-only on first use).
+/// The first key signs what this process mints; every key verifies.
+fn root_ring(p: &PluginArgs) -> Result<Keyring> {
+    if let Some(ring) = Keyring::from_env().context("reading TOOLHOST_ROOT_KEY")? {
+        return Ok(ring);
     }
     let path = match &p.key_file {
         Some(f) => f.clone(),
         None => default_state_dir()?.join("root.key"),
     };
-    RootKey::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
+    Keyring::load_or_create(&path).with_context(|| format!("root key {}", path.display()))
+}
+
+/// The signing key: the keyring's first.
+fn root_key(p: &PluginArgs) -> Result<RootKey> {
+    root_ring(p)?
+        .primary()
+        .cloned()
+        .context("the root keyring is empty")
 }
 
 /// What the `delegate` tool tells a sub-agent about starting a stdio server
@@ -1025,9 +1035,12 @@ fn recorder(
     log_cmd::recorder(&p.journal, || open_store(p), metrics)
 }
 
-/// The record store and the key that derives idempotency keys.
+/// The record store and the key that derives idempotency keys and signs
+/// plans: the keyring's last, so hosts on different keyring versions agree
+/// ([`Keyring::anchor`]).
 fn records(p: &PluginArgs) -> Result<toolhost::EffectGuard> {
-    let key = root_key(p)?;
+    let ring = root_ring(p)?;
+    let key = ring.anchor().context("the root keyring is empty")?;
     let store = open_store(p)?;
     Ok(
         toolhost::EffectGuard::new(store, &key.derive("idempotency"))
@@ -1115,10 +1128,10 @@ fn default_state_dir() -> Result<PathBuf> {
 }
 
 fn open_session(p: &PluginArgs, token: &str, workspace: PathBuf) -> Result<Session> {
-    let key = root_key(p)?;
+    let ring = root_ring(p)?;
     let ws = Workspace::open(&workspace)
         .with_context(|| format!("opening workspace {}", workspace.display()))?;
-    Session::open(&key, token, ws).context("--token")
+    Session::open(&ring, token, ws).context("--token")
 }
 
 /// The session of a `call` or `batch`: under `token`, or under one minted

@@ -87,7 +87,7 @@ pub use paths::Workspace;
 pub use pipeline::Host;
 pub use plugin::catalog::{Catalog, Source, Tool};
 pub use plugin::trust::policy::TrustPolicy;
-pub use policy::capability::{Caveat, CaveatKind, RootKey, Token};
+pub use policy::capability::{Caveat, CaveatKind, Keyring, RootKey, Token};
 pub use policy::delegation::ClientConfig;
 pub use policy::session::{Allow, Session};
 pub use record::journal::{Journal, JournalOptions};

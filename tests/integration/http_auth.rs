@@ -230,3 +230,88 @@ fn http_a_child_using_up_its_sessions_leaves_the_root_its_own() {
     let other = mint(&key(&setup), &["--tool", "*", "--read", "pub"]);
     assert_eq!(initialize_as(&server, &other, 14).status, 200);
 }
+
+/// Key rotation over two hosts whose key files differ, as during a rolling
+/// change (docs/deploy.md): a token of the new key is refused only by a
+/// host that does not hold it yet; once every host holds the ring, no host
+/// refuses either key's tokens, whichever key each host signs with; a
+/// pinned `records` key keeps the shared records' key the same throughout.
+#[test]
+fn http_a_keyring_rotates_across_two_hosts() {
+    let (old, new, pin) = (
+        "a1".repeat(32),
+        "b2".repeat(32),
+        format!("records {}", "a1".repeat(32)),
+    );
+    let hosts = [Setup::new(&[]), Setup::new(&[])];
+    let dir = tempfile::tempdir().unwrap();
+    let write_ring = |path: &std::path::Path, lines: &[&str]| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("{}\n", lines.join("\n"))).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    for h in &hosts {
+        h.ws.write("pub/notes.txt", "hello\n");
+    }
+    // Tokens minted by an operator with the old key, and with the new one.
+    let old_file = dir.path().join("old.key");
+    let new_file = dir.path().join("new.key");
+    write_ring(&old_file, &[&old]);
+    write_ring(&new_file, &[&new, &old]);
+    let old_token = mint(&old_file, &["--tool", "file_view", "--read", "pub"]);
+    let new_token = mint(&new_file, &["--tool", "file_view", "--read", "pub"]);
+    let read = |server: &HttpServer, token: &str| -> Value {
+        let r = stateless_as(
+            server,
+            Some(token),
+            1,
+            "tools/call",
+            json!({"name": "file_view", "arguments": {"path": "pub/notes.txt"}}),
+        );
+        if r.status != 200 {
+            return json!({"refused": r.status, "body": r.body});
+        }
+        r.reply()["result"]["_meta"]["dev.toolhost/observation"]["status"].clone()
+    };
+    let start = |h: &Setup, lines: &[&str]| {
+        write_ring(&h.state.path().join("root.key"), lines);
+        HttpServer::start(h, &["--require-token"])
+    };
+    // Step 1, half-way: host 0 still has the old key alone, host 1 the
+    // pinned ring with the new key added (still signing with the old).
+    let a = start(&hosts[0], &[&old]);
+    let b = start(&hosts[1], &[&old, &new, &pin]);
+    assert_eq!(read(&a, &old_token), "ok");
+    assert_eq!(read(&b, &old_token), "ok");
+    assert_eq!(read(&b, &new_token), "ok");
+    let refused = read(&a, &new_token);
+    assert_eq!(refused["refused"], 401, "{refused}");
+    // Step 1 done: every host holds the ring; neither token is refused.
+    drop(a);
+    let a = start(&hosts[0], &[&old, &new, &pin]);
+    for (server, token) in [
+        (&a, &old_token),
+        (&a, &new_token),
+        (&b, &old_token),
+        (&b, &new_token),
+    ] {
+        assert_eq!(read(server, token), "ok");
+    }
+    // Step 2, half-way: host 0 signs with the new key, host 1 still with
+    // the old; both still take both tokens.
+    drop(a);
+    let a = start(&hosts[0], &[&new, &old, &pin]);
+    for (server, token) in [
+        (&a, &old_token),
+        (&a, &new_token),
+        (&b, &old_token),
+        (&b, &new_token),
+    ] {
+        assert_eq!(read(server, token), "ok");
+    }
+    // Step 3: the old key retired everywhere; its tokens are refused.
+    drop((a, b));
+    let a = start(&hosts[0], &[&new, &pin]);
+    assert_eq!(read(&a, &new_token), "ok");
+    assert_eq!(read(&a, &old_token)["refused"], 401);
+}

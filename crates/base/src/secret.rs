@@ -2,7 +2,10 @@
 //! compile cache's key are both loaded, or created on first use, here.
 //!
 //! A key file holds 32 raw bytes (64 hex digits are accepted too), has mode
-//! 0600 and is refused when group or others may read or write it. Creation
+//! 0600 and is refused when group or others may read or write it. A root
+//! key file may also hold a keyring: one key of 64 hex digits per line,
+//! and a `records` line pinning the key of the shared records, blank lines
+//! and `#` comments allowed ([`load_ring_or_create`]). Creation
 //! is atomic, so concurrent first runs agree on one key. Subkeys for other
 //! purposes are derived with [`derive()`], so one secret never serves two
 //! MACs directly.
@@ -106,7 +109,79 @@ pub fn load_or_create(path: impl AsRef<Path>) -> Result<[u8; KEY_LEN], KeyError>
     }
 }
 
-fn load(path: &Path) -> Result<[u8; KEY_LEN], KeyError> {
+/// A root key file's keys: the token keys in file order, and the records
+/// key when a `records` line pins one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFile {
+    pub keys: Vec<[u8; KEY_LEN]>,
+    pub records: Option<[u8; KEY_LEN]>,
+}
+
+/// Loads the key file at `path`, or creates a file of one key as
+/// [`load_or_create`] does if it does not exist. The file is 32 raw bytes
+/// (one key), or text: one key of 64 hex digits per line, at least one;
+/// a line `records <64 hex digits>` pins the records key; blank lines and
+/// lines starting with `#` are ignored.
+pub fn load_ring_or_create(path: impl AsRef<Path>) -> Result<KeyFile, KeyError> {
+    let path = path.as_ref();
+    let data = match read_private(path) {
+        Err(KeyError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return load_or_create(path).map(|k| KeyFile {
+                keys: vec![k],
+                records: None,
+            });
+        }
+        other => other?,
+    };
+    if let Ok(bytes) = <[u8; KEY_LEN]>::try_from(data.as_slice()) {
+        return Ok(KeyFile {
+            keys: vec![bytes],
+            records: None,
+        });
+    }
+    let origin = path.display().to_string();
+    let text = std::str::from_utf8(&data).map_err(|_| KeyError::Invalid {
+        origin: origin.clone(),
+        reason: format!(
+            "{} bytes; expected 32 raw bytes or lines of 64 hex digits",
+            data.len()
+        ),
+    })?;
+    let mut file = KeyFile {
+        keys: Vec::new(),
+        records: None,
+    };
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = format!("{origin} line {}", n + 1);
+        match line.strip_prefix("records") {
+            Some(rest) if rest.starts_with(char::is_whitespace) => {
+                if file.records.is_some() {
+                    return Err(KeyError::Invalid {
+                        origin: at,
+                        reason: "a second records line".into(),
+                    });
+                }
+                file.records = Some(from_hex(rest, &at)?);
+            }
+            _ => file.keys.push(from_hex(line, &at)?),
+        }
+    }
+    if file.keys.is_empty() {
+        return Err(KeyError::Invalid {
+            origin,
+            reason: "no key in the file".into(),
+        });
+    }
+    Ok(file)
+}
+
+/// The bytes of a private key file: refused when group or others may read
+/// or write it, or when it is not a regular file.
+fn read_private(path: &Path) -> Result<Vec<u8>, KeyError> {
     let io = |source| KeyError::Io {
         path: path.to_owned(),
         source,
@@ -129,7 +204,11 @@ fn load(path: &Path) -> Result<[u8; KEY_LEN], KeyError> {
             reason: "not a regular file".into(),
         });
     }
-    let data = std::fs::read(path).map_err(io)?;
+    std::fs::read(path).map_err(io)
+}
+
+fn load(path: &Path) -> Result<[u8; KEY_LEN], KeyError> {
+    let data = read_private(path)?;
     if let Ok(bytes) = <[u8; KEY_LEN]>::try_from(data.as_slice()) {
         return Ok(bytes);
     }

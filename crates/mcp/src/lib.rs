@@ -106,7 +106,7 @@ use toolhost::paths::Grants;
 use toolhost::policy::session::Verifier;
 use toolhost::sandbox::LoadEvent;
 use toolhost::{
-    CallOptions, Catalog, EffectGuard, Host, RootKey, Sandbox, Session, Source, Workspace,
+    CallOptions, Catalog, EffectGuard, Host, Keyring, RootKey, Sandbox, Session, Source, Workspace,
 };
 
 pub use shutdown::Shutdown;
@@ -588,7 +588,7 @@ pub fn run(
     sandbox: Sandbox,
     plugins: Plugins,
     args: ServeOptions,
-    root_key: Option<RootKey>,
+    root_ring: Option<Keyring>,
     records: Option<EffectGuard>,
     recorder: toolhost::Recorder,
 ) -> Result<()> {
@@ -597,10 +597,11 @@ pub fn run(
     let read: Vec<&str> = args.allow_read.iter().map(String::as_str).collect();
     let write: Vec<&str> = args.allow_write.iter().map(String::as_str).collect();
     Grants::new(&workspace, &read, &write).context("checking --allow-read/--allow-write")?;
-    if args.allow_delegate && root_key.is_none() {
+    let root_ring = root_ring.filter(|ring| !ring.is_empty());
+    if args.allow_delegate && root_ring.is_none() {
         bail!("--allow-delegate needs the root key (--key-file or TOOLHOST_ROOT_KEY)")
     }
-    if root_key.is_none() && (args.require_token || args.token.is_some()) {
+    if root_ring.is_none() && (args.require_token || args.token.is_some()) {
         bail!("capability tokens need the root key (--key-file or TOOLHOST_ROOT_KEY)")
     }
     // Every call runs under a verified token: clients without one get a
@@ -608,10 +609,17 @@ pub fn run(
     // under --allow-delegate, so they can hand out narrower ones). Without
     // a root key the token is minted with a key of this process only, and
     // no client token can verify.
-    let key = match root_key {
-        Some(key) => key,
-        None => RootKey::generate().context("a key for the command-line grants")?,
+    // Tokens of any key of the ring verify; the first signs.
+    let ring = match root_ring {
+        Some(ring) => ring,
+        None => {
+            Keyring::new().with(RootKey::generate().context("a key for the command-line grants")?)
+        }
     };
+    let key = ring
+        .primary()
+        .cloned()
+        .context("the root keyring is empty")?;
     let session = toolhost::policy::delegation::command_line_session(
         &key,
         &workspace,
@@ -631,7 +639,7 @@ pub fn run(
         anonymous: true,
     });
     let policy: Arc<dyn SessionPolicy> = Arc::new(TokenPolicy::new(
-        Box::new(key),
+        Box::new(ring),
         args.workspace.clone(),
         (!args.require_token).then_some(scope),
     ));

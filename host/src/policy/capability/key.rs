@@ -143,6 +143,8 @@ pub(super) fn chain_step(sig: &[u8; SIG_LEN], caveat: &[u8]) -> [u8; SIG_LEN] {
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     pub(super) keys: Vec<RootKey>,
+    /// The key pinned for the shared records ([`Keyring::anchor`]).
+    records: Option<RootKey>,
 }
 
 impl Keyring {
@@ -200,6 +202,29 @@ impl Keyring {
             ring.insert(RootKey::from_bytes(secret::from_hex(part, ROOT_KEY_ENV)?));
         }
         Ok(Some(ring))
+    }
+
+    /// The keyring in the key file at `path`, in file order (the first is
+    /// the primary), or a new file of one key if it does not exist (see
+    /// [`RootKey::load_or_create`]). The file is 32 raw bytes, or one key
+    /// of 64 hex digits per line (blank lines and `#` comments ignored).
+    pub fn load_or_create(path: impl AsRef<Path>) -> Result<Keyring, KeyError> {
+        let file = secret::load_ring_or_create(path)?;
+        let mut ring = Keyring::new();
+        for bytes in file.keys {
+            ring.insert(RootKey::from_bytes(bytes));
+        }
+        ring.records = file.records.map(RootKey::from_bytes);
+        Ok(ring)
+    }
+
+    /// The key the shared records are keyed by: idempotency keys, plan
+    /// signatures and approval round trips, which every host sharing a
+    /// store must derive alike. The key file's `records` line when it has
+    /// one, else the primary. Pinning it before a rotation keeps it the
+    /// same on every host while their primaries change.
+    pub fn anchor(&self) -> Option<&RootKey> {
+        self.records.as_ref().or_else(|| self.primary())
     }
 
     /// Verifies `token` with the key its key id names.

@@ -1618,3 +1618,60 @@ fn a_console_token_calls_no_tool() {
     assert!(plain.allows_tool("file_view"));
     assert!(!plain.rights().contains(Right::Console));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_keyring_file_verifies_every_key_signs_with_the_first_and_pins_the_records_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new, rec) = ("11".repeat(32), "22".repeat(32), "33".repeat(32));
+    let key = |h: &str| RootKey::from_hex(h).unwrap();
+    let ring_file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        write_private(&p, text.as_bytes()).unwrap();
+        p
+    };
+    // One key per line, comments and blank lines ignored; the first signs.
+    let both = ring_file("both.key", &format!("# rotation\n{new}\n\n{old}\n"));
+    let ring = Keyring::load_or_create(&both).unwrap();
+    assert_eq!(ring.len(), 2);
+    assert_eq!(ring.primary().unwrap().key_id(), key(&new).key_id());
+    for h in [&old, &new] {
+        let t = mint(&key(h), &["tool=a"]);
+        assert!(ring.verify(&t, at(T0)).is_ok(), "{h}");
+    }
+    let stranger = mint(&key(&"44".repeat(32)), &["tool=a"]);
+    assert!(matches!(
+        ring.verify(&stranger, at(T0)),
+        Err(CapError::UnknownKeyId(_))
+    ));
+    // Without a records line the records are keyed by the primary (as a
+    // single-key file always was); with one, by the pinned key.
+    assert_eq!(ring.anchor().unwrap().key_id(), key(&new).key_id());
+    let pinned = ring_file("pinned.key", &format!("{new}\n{old}\nrecords {rec}\n"));
+    let ring = Keyring::load_or_create(&pinned).unwrap();
+    assert_eq!(ring.len(), 2);
+    assert_eq!(ring.anchor().unwrap().key_id(), key(&rec).key_id());
+    // A raw 32-byte file is one key; a missing file is created with one.
+    let raw = ring_file("raw.key", "");
+    std::fs::remove_file(&raw).unwrap();
+    write_private(&raw, &[7u8; KEY_LEN]).unwrap();
+    assert_eq!(Keyring::load_or_create(&raw).unwrap().len(), 1);
+    let fresh = Keyring::load_or_create(dir.path().join("fresh.key")).unwrap();
+    assert_eq!(fresh.len(), 1);
+    // Errors name the line.
+    for (name, text, says) in [
+        ("bad.key", format!("{new}\nnot-hex\n"), "line 2"),
+        (
+            "two.key",
+            format!("{new}\nrecords {rec}\nrecords {rec}\n"),
+            "second records",
+        ),
+        ("none.key", format!("# nothing\nrecords {rec}\n"), "no key"),
+    ] {
+        let err = Keyring::load_or_create(ring_file(name, &text)).unwrap_err();
+        assert!(
+            err.to_string().contains(says) || format!("{err:?}").contains(says),
+            "{name}: {err:?}"
+        );
+    }
+}
