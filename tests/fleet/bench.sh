@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput and latency of the fleet's load workload (fleet_client.py load:
-# 32 agents, half reading, half appending keyed lines to 4 shared files),
-# without kills, against: the three-host fleet behind HAProxy on
+# 32 agents, half appending keyed lines to 4 shared files, the others
+# reading, spilling and reading spills back, and finding tools), without
+# kills or the delegation check, against: the three-host fleet behind HAProxy on
 # PostgreSQL, one host on PostgreSQL, and one host on SQLite. Prints a
 # table for docs/performance.md. Not run in CI.
 #
@@ -16,7 +17,7 @@ export TOOLHOST_FLEET_DIR="$ROOT/target/fleet-bench"
 DIR="$TOOLHOST_FLEET_DIR"
 BIN="${TOOLHOST_BIN:-$ROOT/target/release/toolhost}"
 [ -x "$BIN" ] || BIN="$ROOT/target/debug/toolhost"
-export TOOLHOST_BIN="$BIN" TOOLHOST_FLEET_ARGS="--allow-read . --allow-write ."
+export TOOLHOST_BIN="$BIN" TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192"
 export TOOLHOST_FLEET_LOAD_SECONDS="${TOOLHOST_FLEET_LOAD_SECONDS:-30}"
 PY="$ROOT/target/py-mcp/venv/bin/python"
 PG="${TOOLHOST_FLEET_POSTGRES:?set TOOLHOST_FLEET_POSTGRES}"
@@ -26,6 +27,8 @@ fresh() {
   mkdir -p "$DIR/workspace"
   printf 'hello\n' >"$DIR/workspace/notes.txt"
   for f in 0 1 2 3; do printf 'END\n' >"$DIR/workspace/load-$f.txt"; done
+  "$PY" -c 'import sys; sys.stdout.write("".join(f"line {i} " + "x" * 300 + "\n" for i in range(3000)))' \
+    >"$DIR/workspace/spill.txt"
 }
 
 row() { # NAME URL
