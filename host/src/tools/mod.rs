@@ -12,3 +12,6 @@
 pub mod artifact;
 pub mod discovery;
 pub mod reveal;
+
+#[cfg(test)]
+mod task_words_tests;
