@@ -66,7 +66,10 @@ mod tests {
             assert!(keywords.len() >= 5 && keywords.len() <= 24, "{name}");
             assert!(examples.len() >= 3 && examples.len() <= 12, "{name}");
             for k in &keywords {
-                assert!(k.len() <= 40 && k.split_whitespace().count() <= 3, "{name}: {k}");
+                assert!(
+                    k.len() <= 40 && k.split_whitespace().count() <= 3,
+                    "{name}: {k}"
+                );
             }
             for e in &examples {
                 assert!(e.len() <= 200 && !e.contains('\n'), "{name}: {e}");

@@ -784,6 +784,20 @@ mod tests {
     }
 
     #[test]
+    fn task_words_are_exported_for_the_tools_that_declare_them() {
+        let with_words = Tool::new("sum_terms", add)
+            .keywords(&["add", "sum", "add"])
+            .keywords(&["total"])
+            .examples(&["add 2 and 3"]);
+        assert_eq!(with_words.task_keywords(), ["add", "sum", "total"]);
+        let words = describe_words_wit(vec![tools().remove(0), with_words]);
+        assert_eq!(words.len(), 1);
+        assert_eq!(words[0].name, "sum_terms");
+        assert_eq!(words[0].keywords, ["add", "sum", "total"]);
+        assert_eq!(words[0].examples, ["add 2 and 3"]);
+    }
+
+    #[test]
     fn dispatch_runs_and_maps_errors() {
         let ctx = Context::new("c", "/workspace");
         let tools = tools();
