@@ -192,6 +192,8 @@ mod tests {
             max_output_bytes: 1024,
             supports_dry_run: false,
             supports_probe: false,
+            keywords: Vec::new(),
+            examples: Vec::new(),
         }
     }
 

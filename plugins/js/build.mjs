@@ -5,8 +5,10 @@
 //
 // 1. stages the tool module's directory (its .js/.mjs files) with the kit
 //    next to it as `toolhost-kit.js`, rewriting `from "toolhost-kit"`;
+//    and an entry module that re-exports it and adds the `discovery` export
+//    (the task words of the tools `plugin([...])` was given);
 // 2. assembles the WIT: plugins/js/wit/kit.wit (world `js-plugin` = the
-//    toolhost `plugin` world + the WASI filesystem imports), the toolhost
+//    toolhost `plugin-with-discovery` world + the WASI filesystem imports), the toolhost
 //    contract (the repository's wit/toolhost.wit) and WASI 0.2.12 deps;
 // 3. runs componentize-js with the `http` and `fetch-event` features
 //    disabled, so the component imports no wasi:http.
@@ -81,6 +83,16 @@ async function main() {
       `const TEST_TOOLS = ${testTools};`,
     );
     writeFileSync(join(srcDir, "toolhost-kit.js"), kit);
+    // The component's `discovery` export: the task words `plugin([...])`
+    // keeps beside the `tools` export (none when `tools` was not made by it).
+    const entry = join(srcDir, "__toolhost_entry.js");
+    const appModule = JSON.stringify(`./${basename(app)}`);
+    writeFileSync(
+      entry,
+      `export * from ${appModule};\n` +
+        `import { tools as __tools } from ${appModule};\n` +
+        `export const discovery = (__tools && __tools.discovery) || { describeWords() { return []; } };\n`,
+    );
 
     const wit = join(stage, "wit");
     mkdirSync(join(wit, "deps"), { recursive: true });
@@ -92,7 +104,7 @@ async function main() {
 
     const start = Date.now();
     const { component } = await componentize({
-      sourcePath: join(srcDir, basename(app)),
+      sourcePath: entry,
       witPath: wit,
       worldName: "js-plugin",
       // No wasi:http: the host links it only for tools that need the network.

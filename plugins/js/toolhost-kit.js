@@ -3,7 +3,9 @@
 // A tool is an object literal: its name, description, side effect, error
 // codes, its input schema as an object literal of JSON Schema properties
 // (the `s` helpers are optional sugar) and a `run(args, ctx)` function.
-// `plugin([...tools])` makes the `toolhost:plugin/tools` export:
+// `plugin([...tools])` makes the `toolhost:plugin/tools` export (and the
+// build adds the `discovery` export of the tools' `keywords` and
+// `examples`, the words of the tasks each is for):
 //
 //     import { plugin, readText, s, tool, ToolError } from "toolhost-kit";
 //
@@ -11,6 +13,8 @@
 //       name: "line_count",
 //       description: "Counts the lines of one UTF-8 text file. ...",
 //       sideEffect: "read-only",
+//       keywords: ["count", "lines"],
+//       examples: ["how many lines does main.rs have"],
 //       input: { path: s.path("read", "File, relative to the workspace root.") },
 //       run(args, ctx) {
 //         return { lines: readText(ctx, args.path, { field: "/path" }).split("\n").length };
@@ -144,8 +148,12 @@ function pathFields(schema) {
  * "irreversible", the default), `errors` (codes `run` throws itself),
  * `input` (property schemas, or a whole closed object schema), `output`
  * (optional output schema), `fsRead`/`fsWrite` (default: from the path
- * properties), `networkHosts`, `timeoutMs`, `maxOutputBytes`, and
- * `run(args, ctx)` returning a JSON-serializable object.
+ * properties), `networkHosts`, `timeoutMs`, `maxOutputBytes`, `keywords`
+ * (short words of the tasks the tool is for: "rename", "move"; at most 24
+ * of at most 40 bytes and three words), `examples` (whole task phrasings a
+ * user would write: "move the old logs into archive/"; at most 12 of at
+ * most 200 bytes, one line each), and `run(args, ctx)` returning a
+ * JSON-serializable object.
  *
  * A property is required unless it has a `default` (applied by the kit)
  * or its type includes "null".
@@ -170,6 +178,8 @@ export function tool(def) {
   for (const p of programs) {
     if (typeof p !== "string" || !p) throw new KitError(`${name}: programs must be program names, absolute paths or "any"`);
   }
+  const keywords = taskWords(name, "keywords", def.keywords, 24, 40, 3);
+  const examples = taskWords(name, "examples", def.examples, 12, 200, 0);
   const input = inputSchema(name, def.input);
   const paths = pathFields(input);
   const fsWrite = def.fsWrite ?? Object.values(paths).includes("write");
@@ -198,6 +208,7 @@ export function tool(def) {
     defaults,
     paths,
     codes,
+    words: { name, keywords, examples },
     descriptor: {
       name,
       title: def.title,
@@ -219,6 +230,33 @@ export function tool(def) {
       supportsProbe: false,
     },
   };
+}
+
+/**
+ * Checks keywords or examples against the host's bounds (its lint refuses
+ * a tool beyond them), so a mistake fails at build time. `maxWords` 0: no
+ * word limit.
+ */
+function taskWords(name, what, items, most, maxBytes, maxWords) {
+  if (items === undefined) return [];
+  if (!Array.isArray(items)) throw new KitError(`${name}: ${what} must be an array of strings`);
+  if (items.length > most) throw new KitError(`${name}: ${what} has ${items.length} entries; at most ${most}`);
+  const seen = new Set();
+  items.forEach((item, i) => {
+    if (typeof item !== "string" || !item.trim()) throw new KitError(`${name}: ${what}[${i}] must be a non-empty string`);
+    const bytes = new TextEncoder().encode(item).length;
+    if (bytes > maxBytes) throw new KitError(`${name}: ${what}[${i}] is ${bytes} bytes; at most ${maxBytes}`);
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(item)) {
+      throw new KitError(`${name}: ${what}[${i}] contains a control character or line break`);
+    }
+    if (maxWords && item.trim().split(/\s+/).length > maxWords) {
+      throw new KitError(`${name}: ${what}[${i}] has more than ${maxWords} words; a whole phrasing is an example`);
+    }
+    const key = item.trim().toLowerCase();
+    if (seen.has(key)) throw new KitError(`${name}: ${what}[${i}] ${JSON.stringify(item)} is listed twice`);
+    seen.add(key);
+  });
+  return [...items];
 }
 
 /** Per-call facts, and workspace-relative paths turned into guest paths. */
@@ -414,7 +452,14 @@ export function plugin(list) {
     byName.set(t.name, t);
   }
   const descriptors = all.map((t) => t.descriptor);
+  const words = all.map((t) => t.words).filter((w) => w.keywords.length || w.examples.length);
   return {
+    // The `discovery` export, which the build's entry module exports.
+    discovery: {
+      describeWords() {
+        return words;
+      },
+    },
     describe() {
       return descriptors;
     },

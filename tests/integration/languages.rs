@@ -329,6 +329,29 @@ fn both_examples_load_and_pass_the_lint() {
     }
 }
 
+#[test]
+fn both_kits_export_task_words_that_find_tools_indexes() {
+    let h = host();
+    let csv = &h.catalog().get("csv_summary").unwrap().descriptor;
+    assert!(csv.keywords.iter().any(|k| k == "spreadsheet"), "{csv:?}");
+    assert_eq!(csv.examples.len(), 3);
+    let md = &h.catalog().get("markdown_outline").unwrap().descriptor;
+    assert!(
+        md.keywords.iter().any(|k| k == "table of contents"),
+        "{md:?}"
+    );
+    assert_eq!(md.examples.len(), 3);
+    // The kits' test tools declare none: they have no words.
+    for name in ["kit_py_echo", "kit_js_echo"] {
+        let d = &h.catalog().get(name).unwrap().descriptor;
+        assert!(d.keywords.is_empty() && d.examples.is_empty(), "{name}");
+    }
+    let index = toolhost::tools::discovery::index_of(h.catalog().tools().map(|t| &t.descriptor));
+    let top = |q: &str| index.search(q, 1)[0].name.clone();
+    assert_eq!(top("spreadsheet statistics"), "csv_summary");
+    assert_eq!(top("table of contents"), "markdown_outline");
+}
+
 // ----- real work -------------------------------------------------------------------
 
 #[test]

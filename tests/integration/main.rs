@@ -54,6 +54,7 @@ mod sdk_clients;
 mod spares;
 mod spill;
 mod store_and_flags;
+mod task_words;
 mod token_binding;
 mod trust;
 mod trust_load;

@@ -123,6 +123,94 @@ pub struct ToolDescriptor {
     /// (`prober.probe`).
     #[serde(default)]
     pub supports_probe: bool,
+    /// Short words of the tasks the tool is for (`rename`, `move`), from
+    /// the plugin's optional `discovery` export: indexed by `find_tools`
+    /// like the name. Left out of the JSON form when empty, so a tool
+    /// without them reads (and is locked) as before the field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Whole task phrasings a user would write ("move the old logs into
+    /// archive/"), from the same export; indexed by `find_tools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+/// Most keywords one tool may declare.
+pub const MAX_KEYWORDS: usize = 24;
+/// Longest keyword, in bytes.
+pub const MAX_KEYWORD_BYTES: usize = 40;
+/// Most examples one tool may declare.
+pub const MAX_EXAMPLES: usize = 12;
+/// Longest example, in bytes.
+pub const MAX_EXAMPLE_BYTES: usize = 200;
+
+/// Where a task word breaks [`check_task_words`]: which list, which entry
+/// (`None`: the list as a whole) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskWordsProblem {
+    /// `keywords` or `examples`.
+    pub list: &'static str,
+    pub index: Option<usize>,
+    pub reason: String,
+}
+
+impl std::fmt::Display for TaskWordsProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{} entry {i} {}", self.list, self.reason),
+            None => write!(f, "{} {}", self.list, self.reason),
+        }
+    }
+}
+
+/// Whether a tool's keywords and examples are within bounds: at most
+/// [`MAX_KEYWORDS`] keywords of 1..=[`MAX_KEYWORD_BYTES`] bytes and at most
+/// [`MAX_EXAMPLES`] examples of 1..=[`MAX_EXAMPLE_BYTES`] bytes, each one
+/// line (no control characters), keywords of at most three words, none
+/// listed twice. Every problem found, in order.
+pub fn check_task_words(keywords: &[String], examples: &[String]) -> Vec<TaskWordsProblem> {
+    let mut out = Vec::new();
+    let lists: [(&'static str, &[String], usize, usize); 2] = [
+        ("keywords", keywords, MAX_KEYWORDS, MAX_KEYWORD_BYTES),
+        ("examples", examples, MAX_EXAMPLES, MAX_EXAMPLE_BYTES),
+    ];
+    for (list, items, max_items, max_bytes) in lists {
+        if items.len() > max_items {
+            out.push(TaskWordsProblem {
+                list,
+                index: None,
+                reason: format!("has {} entries; at most {max_items}", items.len()),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, item) in items.iter().enumerate() {
+            let problem = |reason: String| TaskWordsProblem {
+                list,
+                index: Some(i),
+                reason,
+            };
+            let trimmed = item.trim();
+            if trimmed.is_empty() {
+                out.push(problem("is empty".into()));
+            } else if item.len() > max_bytes {
+                out.push(problem(format!(
+                    "is {} bytes; at most {max_bytes}",
+                    item.len()
+                )));
+            } else if item.chars().any(char::is_control) {
+                out.push(problem(
+                    "contains a control character or line break; write one line".into(),
+                ));
+            } else if list == "keywords" && trimmed.split_whitespace().count() > 3 {
+                out.push(problem(format!(
+                    "{trimmed:?} has more than three words; a whole phrasing is an example"
+                )));
+            } else if !seen.insert(trimmed.to_lowercase()) {
+                out.push(problem(format!("{trimmed:?} is listed twice")));
+            }
+        }
+    }
+    out
 }
 
 /// A tool's descriptor as the host read it from its plugin, or, when a
@@ -191,6 +279,67 @@ mod tests {
         assert!(e.starts_with("input-schema is not valid JSON"), "{e}");
         let e = parse_schema_texts("{}", Some("[1,")).unwrap_err();
         assert!(e.starts_with("output-schema is not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn task_words_are_bounded_one_line_and_unique() {
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_task_words(
+            &words(&["rename", "move file"]),
+            &words(&["move the old logs into archive/"])
+        )
+        .is_empty());
+        let many = vec!["w".to_string(); MAX_KEYWORDS + 1];
+        let p = check_task_words(&many, &[]);
+        assert_eq!(p[0].to_string(), "keywords has 25 entries; at most 24");
+        assert_eq!(p[1].to_string(), "keywords entry 1 \"w\" is listed twice");
+        for (kw, ex, says) in [
+            (
+                vec!["x".repeat(41)],
+                vec![],
+                "keywords entry 0 is 41 bytes; at most 40",
+            ),
+            (vec![" ".into()], vec![], "keywords entry 0 is empty"),
+            (vec!["a b c d".into()], vec![], "more than three words"),
+            (
+                vec![],
+                vec!["x".repeat(201)],
+                "examples entry 0 is 201 bytes; at most 200",
+            ),
+            (
+                vec![],
+                vec!["one\ntwo".into()],
+                "examples entry 0 contains a control",
+            ),
+        ] {
+            let p = check_task_words(&kw, &ex);
+            assert!(p.len() == 1 && p[0].to_string().contains(says), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn descriptors_without_task_words_serialize_as_before() {
+        let d: ToolDescriptor = serde_json::from_value(serde_json::json!({
+            "name": "file_view", "title": null, "description": "Reads a file.",
+            "input_schema": {"type": "object"}, "output_schema": null,
+            "side_effect": "read-only",
+            "needs": {"fs_read": true, "fs_write": false, "network_hosts": []},
+            "error_codes": [], "default_timeout_ms": 1, "max_output_bytes": 1
+        }))
+        .unwrap();
+        assert!(d.keywords.is_empty() && d.examples.is_empty());
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(
+            !json.contains("keywords") && !json.contains("examples"),
+            "{json}"
+        );
+        let d = ToolDescriptor {
+            keywords: vec!["show".into()],
+            ..d
+        };
+        assert!(serde_json::to_string(&d)
+            .unwrap()
+            .contains(r#""keywords":["show"]"#));
     }
 
     #[test]

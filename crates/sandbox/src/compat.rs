@@ -257,6 +257,8 @@ fn read_v0_1_descriptor(
         max_output_bytes: d.max_output_bytes,
         supports_dry_run: d.supports_dry_run,
         supports_probe: d.supports_probe,
+        keywords: Vec::new(),
+        examples: Vec::new(),
     };
     read_descriptor(desc, d.input_schema, d.output_schema)
 }

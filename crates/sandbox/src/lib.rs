@@ -57,7 +57,8 @@
 //! [`ToolOutput`]: the JSON and, optionally, the plugin's model-facing text.
 //!
 //! `describe()` at load time runs under the same rules with its own
-//! deadline, [`DESCRIBE_TIMEOUT`].
+//! deadline, [`DESCRIBE_TIMEOUT`]; so does the optional `describe-words()`
+//! (task words, `words`), in the same instance right after it.
 //!
 //! Every way a call can end is a [`CallOutcome`]: the guest's result or
 //! tool error, or a [`Failure`] naming the limit or fault. The host never
@@ -79,6 +80,7 @@ pub mod http;
 mod limits;
 mod script_link;
 mod spare;
+mod words;
 
 pub use cache::{CacheError, Checked, CompileCache, Miss};
 pub use compat::{Contract, PREVIOUS_CONTRACT, PREVIOUS_CONTRACT_VERSION, SUPPORTED_CONTRACTS};
@@ -172,6 +174,9 @@ pub enum SandboxError {
     DescribeTimeout(Duration),
     #[error("describe() returned {bytes} bytes of descriptors; the limit is {limit}")]
     DescriptorTooLarge { bytes: usize, limit: usize },
+    /// The optional `discovery` export answered words the host refuses.
+    #[error("describe-words() {0}")]
+    Words(String),
 }
 
 /// Settings shared by every call.
@@ -868,14 +873,24 @@ impl Plugin {
                 reason: format!("{e:#}"),
             })?;
         let list = plugin.describe(&mut store).map_err(|e| failed(e, &store))?;
-        let bytes: usize = list.iter().map(|(_, bytes)| bytes).sum();
+        let mut bytes: usize = list.iter().map(|(_, bytes)| bytes).sum();
+        // The optional task words, asked in the same instance (`words`).
+        let task_words = match words::Discovery::new(&self.pre, self.contract) {
+            Some(discovery) if bytes <= MAX_DESCRIPTOR_BYTES => discovery
+                .describe_words(&mut store, &instance)
+                .map_err(|e| failed(e, &store))?,
+            _ => Vec::new(),
+        };
+        bytes += words::bytes_of(&task_words);
         if bytes > MAX_DESCRIPTOR_BYTES {
             return Err(SandboxError::DescriptorTooLarge {
                 bytes,
                 limit: MAX_DESCRIPTOR_BYTES,
             });
         }
-        Ok(list.into_iter().map(|(d, _)| d).collect())
+        let mut descs: Vec<Described> = list.into_iter().map(|(d, _)| d).collect();
+        words::attach(&mut descs, task_words)?;
+        Ok(descs)
     }
 
     /// The state of a store for a run with these grants and limits.
@@ -1284,6 +1299,8 @@ fn read_wit_descriptor(d: wit::ToolDescriptor) -> (Described, usize) {
         max_output_bytes: d.max_output_bytes,
         supports_dry_run: d.supports_dry_run,
         supports_probe: d.supports_probe,
+        keywords: Vec::new(),
+        examples: Vec::new(),
     };
     read_descriptor(desc, d.input_schema, d.output_schema)
 }

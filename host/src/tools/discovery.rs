@@ -101,6 +101,20 @@ impl Doc {
         collect_params(input_schema, &mut params, 0);
         Doc::new(name, title, description, &params)
     }
+
+    /// Adds the tool's declared task words: `keywords` weighted like the
+    /// name, `examples` once each.
+    pub fn with_task_words(mut self, keywords: &[String], examples: &[String]) -> Doc {
+        for _ in 0..NAME_WEIGHT {
+            for k in keywords {
+                self.terms.extend(words(k));
+            }
+        }
+        for e in examples {
+            self.terms.extend(words(e));
+        }
+        self
+    }
 }
 
 fn collect_params(schema: &Value, out: &mut Vec<(String, String)>, depth: usize) {
@@ -721,6 +735,7 @@ pub fn index_of<'a>(tools: impl Iterator<Item = &'a crate::descriptor::ToolDescr
                     &d.description,
                     &d.input_schema,
                 )
+                .with_task_words(&d.keywords, &d.examples)
             })
             .collect(),
     )

@@ -14,3 +14,6 @@ pub mod artifact;
 pub mod discovery;
 pub mod lexicon;
 pub mod reveal;
+
+#[cfg(test)]
+mod task_words_tests;

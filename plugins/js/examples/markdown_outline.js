@@ -50,6 +50,12 @@ function outline(text, maxLevel) {
 const markdownOutline = tool({
   name: "markdown_outline",
   title: "Outline a Markdown file",
+  keywords: ["outline", "headings", "table of contents", "sections", "markdown", "structure"],
+  examples: [
+    "list the sections of the README",
+    "show the table of contents of docs/guide.md",
+    "which headings does the changelog have",
+  ],
   description:
     "Lists the headings of one Markdown file with their level (1-6) and 1-based line number, in " +
     "document order: ATX (# Title) and setext (underlined) headings, skipping fenced code blocks " +

@@ -60,6 +60,12 @@ def render(summary: Summary) -> str:
 @tool(
     title="Summarize a CSV file",
     side_effect="read-only",
+    keywords=["summarize", "csv", "spreadsheet", "columns", "statistics", "table"],
+    examples=[
+        "summarize the columns of sales.csv",
+        "what are the min and max of each column in the spreadsheet",
+        "give me an overview of the table in data/export.csv",
+    ],
     errors=["not_text", "not_csv", "too_large"],
     timeout_ms=10_000,
     max_output_bytes=64 * 1024,

@@ -164,6 +164,47 @@ class SchemaTest(unittest.TestCase):
                 """Writes."""
 
 
+class TaskWordsTest(unittest.TestCase):
+    def setUp(self):
+        fresh()
+
+    def test_keywords_and_examples_reach_the_descriptor(self):
+        @tool(
+            side_effect="read-only",
+            keywords=["rename", "move file"],
+            examples=["move the old logs into archive/"],
+        )
+        def path_move(x: int) -> Out:
+            """Moves a file."""
+
+        d = spec("path_move").descriptor()
+        self.assertEqual(d["keywords"], ["rename", "move file"])
+        self.assertEqual(d["examples"], ["move the old logs into archive/"])
+
+        @tool(side_effect="read-only")
+        def plain(x: int) -> Out:
+            """Reads nothing."""
+
+        self.assertEqual(spec("plain").descriptor()["keywords"], [])
+
+    def test_words_beyond_the_hosts_bounds_are_refused_at_build_time(self):
+        for kwargs, says in [
+            ({"keywords": ["w%d" % i for i in range(25)]}, "at most 24"),
+            ({"keywords": ["x" * 41]}, "41 bytes; at most 40"),
+            ({"keywords": ["one two three four"]}, "more than 3 words"),
+            ({"keywords": ["a", "A"]}, "listed twice"),
+            ({"examples": ["line\nbreak"]}, "control character"),
+            ({"examples": [""]}, "non-empty"),
+            ({"examples": ["y" * 201]}, "201 bytes; at most 200"),
+        ]:
+            fresh()
+            with self.assertRaisesRegex(KitError, says):
+
+                @tool(side_effect="read-only", **kwargs)
+                def words_tool(x: int) -> Out:
+                    """Reads."""
+
+
 class DispatchTest(unittest.TestCase):
     def setUp(self):
         fresh()

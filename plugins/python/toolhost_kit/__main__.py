@@ -5,7 +5,8 @@
 
 ``build`` first imports the module natively (so a schema problem fails in
 a second, with a message naming the parameter), then runs componentize-py
-against the toolhost WIT (world ``plugin``) with a small entry module that
+against the toolhost WIT (world ``plugin-with-discovery``: the tools and
+their task words) with a small entry module that
 imports the tool module and the kit's export. ``describe`` prints the
 descriptors the component will report, as JSON, without building.
 """
@@ -105,7 +106,8 @@ def build(args: argparse.Namespace) -> int:
         lines = [f"import {n}  # noqa: F401" for n in names]
         if test_tools:
             lines.append("import toolhost_kit.testing  # noqa: F401")
-        lines.append("from toolhost_kit.guest import Tools  # noqa: F401")
+        guest = "Tools, Discovery" if args.world.endswith("discovery") else "Tools"
+        lines.append(f"from toolhost_kit.guest import {guest}  # noqa: F401")
         (Path(stage) / f"{ENTRY}.py").write_text("\n".join(lines) + "\n")
         path_dirs = [str(stage)] + sorted({str(a.parent) for a in apps}) + [str(KIT_PARENT)]
         cmd = [
@@ -181,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("app", nargs="+", help="Python file(s) whose @tool functions to export")
     b.add_argument("-o", "--output", required=True, help="component to write (.wasm)")
     b.add_argument("--wit", help="WIT directory (default: the toolhost repository's wit/)")
-    b.add_argument("--world", default="plugin", help="WIT world (default: plugin)")
+    b.add_argument(
+        "--world",
+        default="plugin-with-discovery",
+        help="WIT world (default: plugin-with-discovery; plugin: without task words)",
+    )
     b.set_defaults(run=build)
     d = sub.add_parser("describe", help="print the descriptors as JSON, without building")
     d.add_argument("app", nargs="+")

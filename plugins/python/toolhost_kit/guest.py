@@ -1,4 +1,5 @@
-"""The component's ``toolhost:plugin/tools`` export over the registry.
+"""The component's ``toolhost:plugin/tools`` export over the registry, and
+its ``discovery`` export (the tools' task words) when the world has one.
 
 Imported only inside the component: ``wit_world`` and
 ``componentize_py_types`` are the bindings componentize-py generates from
@@ -21,6 +22,11 @@ import encodings.utf_8_sig  # noqa: F401
 
 from componentize_py_types import Err
 from wit_world.imports import types
+
+try:  # The world `plugin-with-discovery` (the default) exports `discovery`.
+    from wit_world.exports import discovery as _discovery
+except ImportError:  # A build for the world `plugin`: no task words.
+    _discovery = None
 
 from . import runtime
 
@@ -70,3 +76,21 @@ class Tools:
             json_text, text = value
             return types.ToolOutput(json=json_text, text=text)
         raise Err(types.ToolError(**value))
+
+
+_WORDS = [
+    (s.name, list(s.keywords), list(s.examples))
+    for s in runtime.tools()
+    if s.keywords or s.examples
+]
+
+
+class Discovery:
+    """``toolhost:plugin/discovery``: the task words of the tools that have
+    some."""
+
+    def describe_words(self):
+        return [
+            _discovery.ToolWords(name=name, keywords=keywords, examples=examples)
+            for name, keywords, examples in _WORDS
+        ]

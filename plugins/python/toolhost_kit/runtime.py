@@ -156,6 +156,10 @@ class ToolSpec:
     #: Text of the schemas, computed once.
     input_schema_json: str = ""
     output_schema_json: str | None = None
+    #: Short task words (``keywords=`` of ``@tool``), for ``find_tools``.
+    keywords: list[str] = dataclasses.field(default_factory=list)
+    #: Whole task phrasings (``examples=`` of ``@tool``), for ``find_tools``.
+    examples: list[str] = dataclasses.field(default_factory=list)
 
     def descriptor(self) -> dict[str, Any]:
         """The descriptor as plain data (snake_case keys, schemas as JSON text)."""
@@ -175,6 +179,8 @@ class ToolSpec:
             "error_codes": list(self.error_codes),
             "default_timeout_ms": self.timeout_ms,
             "max_output_bytes": self.max_output_bytes,
+            "keywords": list(self.keywords),
+            "examples": list(self.examples),
         }
 
 
@@ -238,6 +244,8 @@ def tool(
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     text: Callable[[Any], str] | None = None,
+    keywords: list[str] | tuple[str, ...] = (),
+    examples: list[str] | tuple[str, ...] = (),
 ) -> Any:
     """Registers a function as a tool. Use as ``@tool`` or ``@tool(...)``.
 
@@ -261,6 +269,12 @@ def tool(
     - ``programs``: native programs the tool runs through the ``exec``
       import (``needs.exec``): names on the host's PATH, absolute paths, or
       ``"any"``.
+    - ``keywords``: short words of the tasks the tool is for (``"rename"``,
+      ``"move"``), at most 24 of at most 40 bytes and three words each;
+      ``examples``: whole task phrasings a user would write (``"move the
+      old logs into archive/"``), at most 12 of at most 200 bytes, one line
+      each. The host's ``find_tools`` indexes both (the component exports
+      them through ``discovery``).
     """
 
     def register(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -278,6 +292,8 @@ def tool(
             timeout_ms=timeout_ms,
             max_output_bytes=max_output_bytes,
             text=text,
+            keywords=list(keywords),
+            examples=list(examples),
         )
         if spec.name in _REGISTRY:
             raise KitError(f"two tools are named {spec.name!r}")
@@ -287,6 +303,34 @@ def tool(
     if fn is not None:
         return register(fn)
     return register
+
+
+def _task_words(
+    where: str, what: str, items: list[str], most: int, max_bytes: int, max_words: int | None
+) -> list[str]:
+    """Checks keywords or examples against the host's bounds (its lint
+    refuses a tool beyond them), so a mistake fails at build time."""
+    if len(items) > most:
+        raise KitError(f"{where}: {what} has {len(items)} entries; at most {most}")
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            raise KitError(f"{where}: {what}[{i}] must be a non-empty string")
+        size = len(item.encode("utf-8"))
+        if size > max_bytes:
+            raise KitError(f"{where}: {what}[{i}] is {size} bytes; at most {max_bytes}")
+        if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in item):
+            raise KitError(f"{where}: {what}[{i}] contains a control character or line break")
+        if max_words is not None and len(item.split()) > max_words:
+            raise KitError(
+                f"{where}: {what}[{i}] {item!r} has more than {max_words} words; "
+                "a whole phrasing is an example"
+            )
+        key = item.strip().lower()
+        if key in seen:
+            raise KitError(f"{where}: {what}[{i}] {item!r} is listed twice")
+        seen.add(key)
+    return list(items)
 
 
 def _make_spec(f: Callable[..., Any], **o: Any) -> ToolSpec:
@@ -391,6 +435,8 @@ def _make_spec(f: Callable[..., Any], **o: Any) -> ToolSpec:
         fs_write=bool(fs_write),
         network_hosts=o["network_hosts"],
         programs=o["programs"],
+        keywords=_task_words(where, "keywords", o["keywords"], 24, 40, 3),
+        examples=_task_words(where, "examples", o["examples"], 12, 200, None),
         error_codes=codes,
         timeout_ms=int(o["timeout_ms"]),
         max_output_bytes=int(o["max_output_bytes"]),

@@ -56,6 +56,24 @@ pub fn tool() -> Tool {
     Tool::new("file_delete", delete)
         .title("Delete file")
         .description(DESCRIPTION)
+        .keywords(&[
+            "delete",
+            "remove",
+            "clean up",
+            "erase",
+            "discard",
+            "get rid of",
+            "purge",
+            "unlink",
+            "trash",
+        ])
+        .examples(&[
+            "delete the temporary file left by the build",
+            "remove the old backup of the config",
+            "clean up the stale lock file",
+            "get rid of the unused module file",
+            "erase the generated output file",
+        ])
         .side_effect(SideEffect::Irreversible)
         .reads_files()
         .writes_files()

@@ -61,6 +61,29 @@ pub fn tool() -> Tool {
     Tool::new("file_edit", edit)
         .title("Edit file")
         .description(DESCRIPTION)
+        .keywords(&[
+            "edit",
+            "fix",
+            "replace",
+            "change",
+            "patch",
+            "modify",
+            "rename",
+            "update",
+            "rewrite",
+            "refactor",
+            "correct",
+            "substitute",
+        ])
+        .examples(&[
+            "fix the typo in the README",
+            "replace the old function name with the new one in lib.rs",
+            "rename the variable count to total",
+            "change the default port in the config to 8080",
+            "patch the off-by-one error in the loop",
+            "update the version number in Cargo.toml",
+            "comment out the failing assertion",
+        ])
         .side_effect(SideEffect::Reversible)
         .reads_files()
         .writes_files()

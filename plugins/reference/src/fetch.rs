@@ -91,6 +91,28 @@ pub fn tool() -> Tool {
     Tool::new("http_get", http_get)
         .title("Fetch a URL (HTTP GET)")
         .description(DESCRIPTION)
+        .keywords(&[
+            "fetch",
+            "download",
+            "get",
+            "http",
+            "web page",
+            "api",
+            "request",
+            "url",
+            "call an api",
+            "curl",
+            "website",
+            "endpoint",
+        ])
+        .examples(&[
+            "fetch the release notes page",
+            "download the JSON from the status endpoint",
+            "call the weather API for today's forecast",
+            "get the latest version number from the package registry",
+            "check whether the website is up",
+            "read the documentation page of the library",
+        ])
         .side_effect(SideEffect::ReadOnly)
         .network_host("any")
         .error_codes(&[

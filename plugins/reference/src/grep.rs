@@ -99,6 +99,29 @@ pub fn tool() -> Tool {
     Tool::new("grep_search", grep)
         .title("Search files")
         .description(DESCRIPTION)
+        .keywords(&[
+            "search",
+            "find",
+            "grep",
+            "locate",
+            "where defined",
+            "where used",
+            "usages",
+            "references",
+            "occurrences",
+            "look for",
+            "callers",
+            "mentions",
+        ])
+        .examples(&[
+            "find where the function parse_config is defined",
+            "where is this struct used",
+            "search the code for TODO comments",
+            "which files mention the old API name",
+            "list every call of the deprecated helper",
+            "grep the sources for the error message",
+            "locate the definition of the Settings type",
+        ])
         .side_effect(SideEffect::ReadOnly)
         .reads_files()
         .error_codes(&[

@@ -56,6 +56,27 @@ toolhost_sdk::plugin!(tools);
 mod tests {
     use super::*;
 
+    /// Every tool declares the words of its tasks, within the host's
+    /// bounds: `find_tools` finds it by them.
+    #[test]
+    fn every_tool_declares_task_words() {
+        for tool in tools() {
+            let name = tool.name().to_string();
+            let (keywords, examples) = (tool.task_keywords(), tool.task_examples());
+            assert!(keywords.len() >= 5 && keywords.len() <= 24, "{name}");
+            assert!(examples.len() >= 3 && examples.len() <= 12, "{name}");
+            for k in &keywords {
+                assert!(
+                    k.len() <= 40 && k.split_whitespace().count() <= 3,
+                    "{name}: {k}"
+                );
+            }
+            for e in &examples {
+                assert!(e.len() <= 200 && !e.contains('\n'), "{name}: {e}");
+            }
+        }
+    }
+
     /// Every input schema is a closed object whose strings, numbers and
     /// arrays are bounded, with at most 7 fields; path fields are marked.
     #[test]

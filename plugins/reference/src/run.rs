@@ -66,6 +66,32 @@ pub fn tool() -> Tool {
     Tool::new("run_command", run_command)
         .title("Run a program")
         .description(DESCRIPTION)
+        .keywords(&[
+            "run",
+            "build",
+            "compile",
+            "test",
+            "lint",
+            "execute",
+            "make",
+            "check",
+            "format",
+            "benchmark",
+            "type check",
+            "script",
+        ])
+        .examples(&[
+            "run the tests",
+            "build the project",
+            "compile the crate and show the errors",
+            "run the linter on the code",
+            "check that the code type checks",
+            "format the code",
+            "run cargo test for the parser module",
+            "execute the script with python",
+            "run make and report what fails",
+            "show the git log of the last commits",
+        ])
         .side_effect(SideEffect::Reversible)
         .reads_files()
         .writes_files()

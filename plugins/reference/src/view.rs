@@ -193,6 +193,28 @@ pub fn tool() -> Tool {
     Tool::new("file_view", view)
         .title("View file")
         .description(DESCRIPTION)
+        .keywords(&[
+            "read",
+            "show",
+            "open",
+            "view",
+            "print",
+            "display",
+            "cat",
+            "look at",
+            "contents",
+            "inspect",
+            "page through",
+            "lines",
+        ])
+        .examples(&[
+            "show me the contents of src/main.rs",
+            "open the config file and read it",
+            "what does the README say",
+            "print lines 100 to 150 of the log file",
+            "look at the function that loads the settings",
+            "read Cargo.toml",
+        ])
         .side_effect(SideEffect::ReadOnly)
         .reads_files()
         .error_codes(&[

@@ -2,8 +2,8 @@
 //!
 //! A plugin is a Wasm component (target `wasm32-wasip2`) that exports the
 //! `toolhost:plugin/tools` interface of `wit/toolhost.wit` (and, with this
-//! crate, `planner` and `prober` too: the `plugin-with-effects` world). With
-//! this crate a
+//! crate, `planner`, `prober` and `discovery` too: the
+//! `plugin-with-effects-and-discovery` world). With this crate a
 //! tool author writes a typed argument struct, a typed output struct and a
 //! function; the SDK does the rest:
 //!
@@ -25,7 +25,10 @@
 //! - a side-effecting tool can add a dry-run ([`Tool::dry_run`], returning a
 //!   [`Plan`]) and a probe ([`Tool::probe`], returning a [`Probe`]), which
 //!   the host uses to approve irreversible calls and to settle calls whose
-//!   outcome is unknown.
+//!   outcome is unknown;
+//! - a tool can declare the words of the tasks it is for
+//!   ([`Tool::keywords`], [`Tool::examples`]), which the host's
+//!   `find_tools` indexes beside its name and description.
 //!
 //! # Example
 //!
@@ -63,6 +66,9 @@
 //!         .error_codes(&["not_found", "permission_denied", "io_error"])
 //!         .timeout_ms(5_000)
 //!         .max_output_bytes(1024)
+//!         // Words of the tasks it is for, for `find_tools`.
+//!         .keywords(&["count", "lines", "length"])
+//!         .examples(&["how many lines does main.rs have"])
 //!         // What the model reads; the JSON output stays the exact data.
 //!         .text(|out: &CountOutput| format!("{} lines", out.lines))]
 //! }
@@ -123,12 +129,13 @@ pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
 pub use serde_json::{self, json, Value};
 
-/// The `wit-bindgen` bindings of the `plugin-with-effects` world. Used by
+/// The `wit-bindgen` bindings of the `plugin-with-effects-and-discovery`
+/// world. Used by
 /// [`plugin!`].
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "plugin-with-effects",
+        world: "plugin-with-effects-and-discovery",
         path: "../../wit",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
@@ -139,6 +146,9 @@ pub mod bindings {
 /// Items used by the expansion of [`plugin!`]; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::bindings::exports::toolhost::plugin::discovery::{
+        Guest as DiscoveryGuest, ToolWords as WitToolWords,
+    };
     pub use crate::bindings::exports::toolhost::plugin::planner::Guest as PlannerGuest;
     pub use crate::bindings::exports::toolhost::plugin::prober::{
         Guest as ProberGuest, ProbeOutcome as WitProbeOutcome,
@@ -148,16 +158,18 @@ pub mod __private {
         CallContext as WitCallContext, ToolDescriptor as WitToolDescriptor,
         ToolError as WitToolError, ToolOutput as WitToolOutput,
     };
-    pub use crate::tool::{call_wit, describe_wit, dry_run_wit, probe_wit};
+    pub use crate::tool::{call_wit, describe_wit, describe_words_wit, dry_run_wit, probe_wit};
 }
 
 /// Exports the tools returned by a `fn() -> Vec<Tool>` as this component's
-/// `toolhost:plugin/tools`, `planner` and `prober` interfaces (the
-/// `plugin-with-effects` world).
+/// `toolhost:plugin/tools`, `planner`, `prober` and `discovery` interfaces
+/// (the `plugin-with-effects-and-discovery` world).
 ///
 /// `planner.dry-run` runs a tool's [`Tool::dry_run`] function and answers
 /// `dry_run_unsupported` for a tool without one; `prober.probe` runs its
-/// [`Tool::probe`] function and answers `unknown` for a tool without one.
+/// [`Tool::probe`] function and answers `unknown` for a tool without one;
+/// `discovery.describe-words` answers the [`Tool::keywords`] and
+/// [`Tool::examples`] of the tools that have some.
 ///
 /// Use it once, at the root of the plugin crate:
 ///
@@ -210,6 +222,12 @@ macro_rules! plugin {
                 $crate::__private::WitToolError,
             > {
                 $crate::__private::probe_wit($tools(), &name, &args_json, &idempotency_key, context)
+            }
+        }
+
+        impl $crate::__private::DiscoveryGuest for __ToolhostPlugin {
+            fn describe_words() -> ::std::vec::Vec<$crate::__private::WitToolWords> {
+                $crate::__private::describe_words_wit($tools())
             }
         }
 

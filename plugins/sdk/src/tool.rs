@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bindings::exports::toolhost::plugin::discovery::ToolWords as WitToolWords;
 use crate::bindings::exports::toolhost::plugin::prober::ProbeOutcome as WitProbeOutcome;
 use crate::bindings::toolhost::plugin::types::{
     CallContext as WitCallContext, Needs as WitNeeds, SideEffect,
@@ -77,6 +78,8 @@ pub struct Tool {
     timeout_ms: u32,
     max_output_bytes: u32,
     exec: Vec<Cow<'static, str>>,
+    keywords: Vec<Cow<'static, str>>,
+    examples: Vec<Cow<'static, str>>,
     schemas: fn() -> (Schema, Schema),
     handler: Handler,
     text: Option<TextRenderer>,
@@ -120,6 +123,8 @@ impl Tool {
             timeout_ms: DEFAULT_TIMEOUT_MS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             exec: Vec::new(),
+            keywords: Vec::new(),
+            examples: Vec::new(),
             schemas: schemas_of::<A, O>,
             handler,
             text: None,
@@ -317,6 +322,41 @@ impl Tool {
         self
     }
 
+    /// Short words of the tasks the tool is for (`"rename"`, `"move"`,
+    /// `"relocate"`), appended; duplicates dropped. `find_tools` indexes
+    /// them like the tool's name. The host takes at most 24 per tool, each
+    /// at most 40 bytes and three words. Exported through the `discovery`
+    /// interface, so plugins that declare none look as before.
+    #[must_use]
+    pub fn keywords(mut self, keywords: &[&'static str]) -> Self {
+        for k in keywords {
+            push_unique(&mut self.keywords, Cow::Borrowed(k));
+        }
+        self
+    }
+
+    /// Whole task phrasings a user would write for this tool (`"move the
+    /// old logs into archive/"`), appended; duplicates dropped.
+    /// `find_tools` indexes their words. The host takes at most 12 per
+    /// tool, each one line of at most 200 bytes.
+    #[must_use]
+    pub fn examples(mut self, examples: &[&'static str]) -> Self {
+        for e in examples {
+            push_unique(&mut self.examples, Cow::Borrowed(e));
+        }
+        self
+    }
+
+    /// The tool's keywords ([`Tool::keywords`]).
+    pub fn task_keywords(&self) -> Vec<String> {
+        self.keywords.iter().map(|k| k.to_string()).collect()
+    }
+
+    /// The tool's examples ([`Tool::examples`]).
+    pub fn task_examples(&self) -> Vec<String> {
+        self.examples.iter().map(|e| e.to_string()).collect()
+    }
+
     /// Default wall-clock budget of one call, in milliseconds.
     #[must_use]
     pub fn timeout_ms(mut self, timeout_ms: u32) -> Self {
@@ -506,6 +546,20 @@ fn find<'t>(tools: &'t [Tool], name: &str) -> Result<&'t Tool, ToolError> {
 /// The `describe` export.
 pub fn describe_wit(tools: Vec<Tool>) -> Vec<WitToolDescriptor> {
     tools.into_iter().map(Tool::into_descriptor).collect()
+}
+
+/// The `describe-words` export: the task words of every tool that has
+/// some.
+pub fn describe_words_wit(tools: Vec<Tool>) -> Vec<WitToolWords> {
+    tools
+        .into_iter()
+        .filter(|t| !t.keywords.is_empty() || !t.examples.is_empty())
+        .map(|t| WitToolWords {
+            name: t.name.into_owned(),
+            keywords: t.keywords.into_iter().map(Cow::into_owned).collect(),
+            examples: t.examples.into_iter().map(Cow::into_owned).collect(),
+        })
+        .collect()
 }
 
 /// The `call` export.
@@ -727,6 +781,20 @@ mod tests {
         let output: Value = serde_json::from_str(d.output_schema.as_deref().unwrap()).unwrap();
         assert_eq!(output["type"], "object");
         assert_eq!(output["required"], json!(["sum"]));
+    }
+
+    #[test]
+    fn task_words_are_exported_for_the_tools_that_declare_them() {
+        let with_words = Tool::new("sum_terms", add)
+            .keywords(&["add", "sum", "add"])
+            .keywords(&["total"])
+            .examples(&["add 2 and 3"]);
+        assert_eq!(with_words.task_keywords(), ["add", "sum", "total"]);
+        let words = describe_words_wit(vec![tools().remove(0), with_words]);
+        assert_eq!(words.len(), 1);
+        assert_eq!(words[0].name, "sum_terms");
+        assert_eq!(words[0].keywords, ["add", "sum", "total"]);
+        assert_eq!(words[0].examples, ["add 2 and 3"]);
     }
 
     #[test]

@@ -21,13 +21,14 @@
 //! | `property_descriptions` | warning | every property has a `description` (the model reads it) |
 //! | `tool_name` | error / warning | the name matches `^[a-z][a-z0-9_]{0,63}$` (error) and reads `verb_object` (warning when it has no `_`) |
 //! | `description` | error / warning | the description is not empty (error), not over 4096 characters (warning) nor over 64 KiB (error) |
-//! | `hidden_text` | error | no invisible, bidirectional or control characters in the title, description, schema texts or property names (hidden instructions) |
+//! | `hidden_text` | error | no invisible, bidirectional or control characters in the title, description, keywords, examples, schema texts or property names (hidden instructions) |
 //! | `root_object` | error | the input schema's root is `"type": "object"` |
 //! | `input_schema` | error | the input schema compiles (draft 2020-12, local `$ref`s, trackable `x-toolhost-path`) |
 //! | `output_schema` | error | the output schema, if any, compiles and its root is `"type": "object"` |
 //! | `error_codes` | error / warning | every error code matches `^[a-z][a-z0-9_]{0,63}$` (error); no duplicates (warning) |
 //! | `needs_consistency` | error | side effect, needs and path annotations agree (a read-only tool writes nothing; a `write` path needs `fs_write`; a `read` path needs file access; network hosts are `http(s)` origins in the one grammar of [`crate::origin`]) |
 //! | `limits` | warning | `default_timeout_ms` and `max_output_bytes` are not 0 |
+//! | `task_words` | error / warning | the declared keywords and examples are within bounds: at most 24 keywords of 40 bytes and three words, at most 12 examples of 200 bytes, one line each, none twice (error); the description or an example names a task, a verb such as read, search, edit, rename, build, test, run, fetch or delete in any inflection (warning) |
 //! | `duplicate_tool` | error | (catalog) no two tools share a name |
 //!
 //! Value rules (`closed_objects`, `typed_values`, `bounded_values`, …) apply
@@ -49,7 +50,8 @@
 //! descriptor (`/name`, `/error_codes/2`).
 //!
 //! The modules: [`report`] (rules, findings and reports), `descriptor`
-//! (name, description, error codes, limits, needs), `values` (the value
+//! (name, description, error codes, limits, needs), `task` (keywords,
+//! examples and the verbs of tasks), `values` (the value
 //! rules over the input schema: closed, typed, required, bounded, tagged),
 //! `names` (units in numeric field names) and `compat` (provider
 //! strict-mode reports). Schema walking is shared with [`crate::plugin::schema`].
@@ -62,6 +64,7 @@ mod compat;
 mod descriptor;
 mod names;
 pub mod report;
+mod task;
 mod values;
 
 pub use report::{
@@ -82,6 +85,7 @@ pub fn lint_tool(desc: &ToolDescriptor) -> ToolReport {
         findings: Vec::new(),
     };
     lint.descriptor(desc);
+    lint.task_words(desc);
     let compiled = lint.input_schema(&desc.input_schema);
     if let Some(compiled) = &compiled {
         lint.needs(desc, compiled);

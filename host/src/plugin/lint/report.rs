@@ -28,12 +28,13 @@ pub enum Rule {
     ErrorCodes,
     NeedsConsistency,
     Limits,
+    TaskWords,
     DuplicateTool,
 }
 
 impl Rule {
     /// Every rule, in documentation order.
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 20] = [
         Rule::ClosedObjects,
         Rule::TypedValues,
         Rule::RequiredFields,
@@ -52,6 +53,7 @@ impl Rule {
         Rule::ErrorCodes,
         Rule::NeedsConsistency,
         Rule::Limits,
+        Rule::TaskWords,
         Rule::DuplicateTool,
     ];
 
@@ -76,6 +78,7 @@ impl Rule {
             Rule::ErrorCodes => "error_codes",
             Rule::NeedsConsistency => "needs_consistency",
             Rule::Limits => "limits",
+            Rule::TaskWords => "task_words",
             Rule::DuplicateTool => "duplicate_tool",
         }
     }

@@ -59,6 +59,8 @@ fn desc(schema: Value) -> ToolDescriptor {
         max_output_bytes: 262144,
         supports_dry_run: false,
         supports_probe: false,
+        keywords: Vec::new(),
+        examples: Vec::new(),
     }
 }
 
@@ -538,7 +540,7 @@ fn hidden_text_anywhere() {
     assert_eq!(f.place(), "output_schema/description");
     // Newlines and tabs are fine.
     let mut d = desc(good_schema());
-    d.description = "Line one.\n\tLine two.".into();
+    d.description = "Reads line one.\n\tLine two.".into();
     assert!(lint_tool(&d).findings.is_empty());
 }
 
@@ -869,4 +871,84 @@ fn bounded_pattern_detection() {
     assert!(!is_bounded_pattern("[a-z]{3}"));
     assert!(!is_bounded_pattern("^a{2,}$"));
     assert!(!is_bounded_pattern("^a\\$"));
+}
+
+#[test]
+fn task_words_a_tool_that_names_a_task_passes() {
+    let mut d = desc(good_schema());
+    d.keywords = vec!["show".into(), "open file".into()];
+    d.examples = vec!["show me the first lines of main.rs".into()];
+    let r = lint_tool(&d);
+    assert!(r.findings.is_empty(), "{r}");
+    // The examples alone may name the task.
+    d.description = "A page of lines of a text file, with numbers. At most 256 KiB.".into();
+    assert!(lint_tool(&d).findings.is_empty());
+}
+
+#[test]
+fn task_words_a_tool_that_names_no_task_warns() {
+    let mut d = desc(good_schema());
+    d.description = "A utility for text files. At most 256 KiB.".into();
+    let r = lint_tool(&d);
+    assert!(
+        has(&r, Rule::TaskWords, Severity::Warning, "/description"),
+        "{r}"
+    );
+    assert!(!r.refused);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::TaskWords)
+        .unwrap();
+    assert!(f.message.contains("names a task"), "{}", f.message);
+    // Keywords alone do not make the description name a task.
+    d.keywords = vec!["read".into()];
+    assert!(has(
+        &lint_tool(&d),
+        Rule::TaskWords,
+        Severity::Warning,
+        "/description"
+    ));
+}
+
+#[test]
+fn task_words_out_of_bounds_or_hidden_are_refused() {
+    let mut d = desc(good_schema());
+    d.keywords = vec!["x".repeat(41), "read".into(), "read".into()];
+    d.examples = vec!["show the\nfile".into(), "open\u{200B} main.rs".into()];
+    let r = lint_tool(&d);
+    assert!(r.refused, "{r}");
+    assert!(
+        has(&r, Rule::TaskWords, Severity::Error, "/keywords/0"),
+        "{r}"
+    );
+    assert!(
+        has(&r, Rule::TaskWords, Severity::Error, "/keywords/2"),
+        "{r}"
+    );
+    assert!(
+        has(&r, Rule::TaskWords, Severity::Error, "/examples/0"),
+        "{r}"
+    );
+    assert!(
+        has(&r, Rule::HiddenText, Severity::Error, "/examples/1"),
+        "{r}"
+    );
+    // One finding per problem: the line break is not reported twice.
+    assert_eq!(
+        r.findings
+            .iter()
+            .filter(|f| f.pointer == "/examples/0")
+            .count(),
+        1,
+        "{r}"
+    );
+    d.keywords = vec!["k".into(); 25];
+    d.examples = vec![];
+    assert!(has(
+        &lint_tool(&d),
+        Rule::TaskWords,
+        Severity::Error,
+        "/keywords"
+    ));
 }

@@ -652,6 +652,10 @@ struct RawTool {
     input_schema: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     output_schema: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    keywords: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    examples: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -708,6 +712,8 @@ impl RawPlugin {
                         },
                         input_schema: schema_text(&d.input_schema),
                         output_schema: d.output_schema.as_ref().map(schema_text),
+                        keywords: d.keywords.clone(),
+                        examples: d.examples.clone(),
                     }
                 })
                 .collect(),
@@ -767,6 +773,8 @@ impl RawPlugin {
                 max_output_bytes: raw.max_output_bytes,
                 supports_dry_run: raw.supports_dry_run,
                 supports_probe: raw.supports_probe,
+                keywords: raw.keywords,
+                examples: raw.examples,
             };
             let computed = definition_digest(&definition)?;
             if computed != raw.digest {
@@ -1041,6 +1049,8 @@ mod tests {
             max_output_bytes: 65_536,
             supports_dry_run: false,
             supports_probe: false,
+            keywords: Vec::new(),
+            examples: Vec::new(),
         }
     }
 
