@@ -150,7 +150,11 @@ async def one_read(url, token):
             return obs.get("status") if error is None else error.get("code")
 
 
-HOST_PORTS = [7401, 7402, 7403]
+# Each host's own MCP URL (deploy/fleet.sh writes them to its `hosts` file).
+HOST_URLS = os.environ.get(
+    "TOOLHOST_FLEET_HOSTS",
+    "http://127.0.0.1:7401/mcp http://127.0.0.1:7402/mcp http://127.0.0.1:7403/mcp",
+).split()
 
 
 async def read_with(url, token):
@@ -402,14 +406,14 @@ class Load:
         )
         revoked = time.time()
         c["revoke_exit"] = proc.returncode
-        c["ok_after_1s"] = []  # [port, seconds after the revocation]
+        c["ok_after_1s"] = []  # [host, seconds after the revocation]
         c["refused_by"] = set()
         c["other_ok"] = 0
         c["other_refused"] = []
-        probed = {port: 0 for port in HOST_PORTS}  # revoked-child calls after 1 s
+        probed = {host: 0 for host in HOST_URLS}  # revoked-child calls after 1 s
         while time.time() < revoked + 20 and min(probed.values()) < 2:
-            for port in HOST_PORTS:
-                host = f"http://127.0.0.1:{port}/mcp"
+            for host in HOST_URLS:
+                port = host
                 for i, child in enumerate(children):
                     started = time.time()
                     try:
@@ -418,7 +422,7 @@ class Load:
                         outcome = "refused: " + describe(e)
                     if i == 0:
                         if started > revoked + 1 and "ConnectError" not in outcome:
-                            probed[port] += 1
+                            probed[host] += 1
                         if outcome == "ok" and started > revoked + 1:
                             c["ok_after_1s"].append([port, round(started - revoked, 2)])
                         elif outcome != "ok" and started > revoked + 1 and "ConnectError" not in outcome:
@@ -434,8 +438,8 @@ class Load:
         """Every spill made during the load, read through every host."""
         unreadable = []
         for uri, digest in self.spills[:20]:
-            for port in HOST_PORTS:
-                host = f"http://127.0.0.1:{port}/mcp"
+            for host in HOST_URLS:
+                port = host
                 try:
                     got = await read_spill(host, uri)
                 except Exception as e:
@@ -550,7 +554,7 @@ async def main(url, phase):
                 child.get("revoke_exit") == 0
                 and child.get("ran_before", 0) > 0
                 and not child.get("ok_after_1s")
-                and child.get("refused_by") == HOST_PORTS
+                and child.get("refused_by") == sorted(HOST_URLS)
                 and child.get("other_ok", 0) > 0
                 and not child.get("other_refused")
             )

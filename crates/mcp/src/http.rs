@@ -139,7 +139,12 @@ fn owner_of(scope: &SessionScope) -> Owner {
 /// brackets around an IPv6 address allowed) names the loopback interface.
 fn loopback_name(host: &str) -> bool {
     let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
-    matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1")
+    // An address literal names no DNS entry to rebind: any of 127.0.0.0/8
+    // or ::1 is this machine.
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether `value` is an `Origin` a page may call from: a loopback name
@@ -538,6 +543,15 @@ pub(super) async fn serve(
     let check_host = !allow_remote || local.ip().is_loopback();
     if !check_host {
         config = config.disable_allowed_hosts();
+    } else if local.ip().is_loopback() {
+        // A loopback address other than 127.0.0.1 is named by its own
+        // literal too.
+        config = config.with_allowed_hosts([
+            "localhost".to_string(),
+            "127.0.0.1".into(),
+            "::1".into(),
+            local.ip().to_string(),
+        ]);
     }
     if !local.ip().is_unspecified() {
         let _ = state.http_url.set(format!("http://{local}/mcp"));
@@ -628,6 +642,7 @@ mod tests {
             "localhost",
             "LOCALHOST:1",
             "[::1]:9",
+            "127.0.0.11:7401",
         ] {
             assert_eq!(status(&[("host", host)], true), None, "{host}");
         }
@@ -636,6 +651,8 @@ mod tests {
             "127.0.0.1.nip.io",
             "localhost.evil:80",
             "0.0.0.0",
+            "128.0.0.1",
+            "10.0.0.1",
         ] {
             assert_eq!(
                 status(&[("host", host)], true),
