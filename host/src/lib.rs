@@ -74,29 +74,77 @@ pub mod script;
 pub mod store_error;
 pub mod tools;
 
-/// The host's own words, kept beside the observations they explain.
+/// The host's own words, kept beside the observations they explain: a
+/// module of its own because its items are texts and the functions that
+/// phrase them (`compiling`, `advice`), not types of the facade.
 pub use observation::messages;
 
-pub use call::{ApprovalAnswer, Call, CallOptions, KeySource, Mode};
+/// The journal read back: a [`Filter`](journal::Filter) over the
+/// [`Entry`](journal::Entry)s a [`JournalBackend`](journal::JournalBackend)
+/// keeps, and the [`stats`](journal::stats) over them. A module of its own
+/// because these names (`Entry`, `Filter`, `stats`) say what they are only
+/// under `journal`; writing it is the [`Journal`] at the root.
+pub mod journal {
+    pub use crate::record::journal::{args_sha256, stats, Entry, Filter, JournalBackend};
+}
+
+/// Trusting third-party plugins: a [`Lock`](trust::Lock) of their digests
+/// and descriptors, ssh signatures ([`AllowedSigners`](trust::AllowedSigners),
+/// [`verify`](trust::verify)), plugins pushed to and pulled from an OCI
+/// registry ([`push_blocking`](trust::push_blocking),
+/// [`pull_blocking`](trust::pull_blocking)) and the scan of descriptions
+/// for poisoning ([`scan_tools`](trust::scan_tools)). What a catalog load
+/// enforces is the [`TrustPolicy`] at the root; these are the operations
+/// the binary's `plugin lock|push|pull|sign` drive. A module of its own
+/// because their names (`Lock`, `Change`, `verify`) say what they are only
+/// under `trust`.
+pub mod trust {
+    pub use crate::plugin::trust::lock::{
+        Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME,
+    };
+    pub use crate::plugin::trust::oci::{
+        pull_blocking, push_blocking, OciError, OciOptions, OciReference,
+    };
+    pub use crate::plugin::trust::poison::{scan_tool, scan_tools, PoisonRule};
+    pub use crate::plugin::trust::sha256_digest;
+    pub use crate::plugin::trust::signature::{verify, AllowedSigners, Verification};
+}
+
+pub use ask::{Answer, AnswersAtHand, Asked, Asker, InputState, Question};
+pub use call::{new_call_id, ApprovalAnswer, Call, CallOptions, KeySource, Mode};
+pub use descriptor::{SideEffect, ToolDescriptor};
+pub use effects::approval::{Approvals, Decided};
 pub use effects::idempotency::{Claim, KeyRecord, Settlement, State, Store, StoreError};
-pub use effects::resource::batch::{BatchOptions, BatchStatus};
+pub use effects::resource::batch::{BatchItem, BatchOptions, BatchStatus};
 pub use effects::resource::Locks;
 pub use effects::EffectGuard;
-pub use observation::{ErrorCode, Observation};
-pub use paths::Workspace;
+pub use json::parse_strict;
+pub use observation::SCHEMA_ID as OBSERVATION_SCHEMA_ID;
+pub use observation::{
+    ErrorCode, ErrorInfo, FollowUp, Observation, Status, Truncation, UNTRUSTED_CLOSE,
+    UNTRUSTED_OPEN,
+};
+pub use paths::{Grants, Workspace};
 pub use pipeline::Host;
-pub use plugin::catalog::{Catalog, Source, Tool};
+pub use plugin::catalog::{Catalog, Inspected, Source, Tool};
 pub use plugin::trust::policy::TrustPolicy;
-pub use policy::capability::{Caveat, CaveatKind, RootKey, Token};
-pub use policy::delegation::ClientConfig;
-pub use policy::session::{Allow, Session};
+pub use policy::budget::{process_ledger, BudgetLedger};
+pub use policy::capability::{Caveat, CaveatKind, Right, RootKey, Token, TokenId, ToolPattern};
+pub use policy::delegation::{ClientConfig, CommandLineGrants, SetupError};
+pub use policy::ledger::REVOCATION_STALENESS;
+pub use policy::session::{Allow, NotLive, Session, Verifier};
 pub use record::journal::{Journal, JournalOptions};
-pub use record::Recorder;
-pub use sandbox::{CancelToken, Sandbox, SandboxConfig};
+pub use record::metrics::Metrics;
+pub use record::{Caller, Recorder};
+pub use sandbox::{CancelToken, Limits, LoadEvent, Mount, Sandbox, SandboxConfig};
+pub use script::{declarations as script_declarations, TOOL_NAME as SCRIPT_TOOL};
 pub(crate) use toolhost_base::text;
 pub use toolhost_base::{
     ask, boundary, descriptor, exec_call, file_index, json, observation, opendir, origin, paths,
     provenance, redact, sealed, secret, toolname,
 };
 pub use toolhost_sandbox as sandbox;
-pub use tools::artifact::Artifacts;
+pub use toolname::PluginSpec;
+pub use tools::artifact::{ArtifactError, Artifacts};
+pub use tools::host_tool::HostTool;
+pub use tools::reveal::RevealBackend;

@@ -124,6 +124,24 @@ pub struct CommandLineGrants<'a> {
     pub script: bool,
 }
 
+impl Session {
+    /// The session of `serve`'s command-line grants
+    /// ([`command_line_session`]).
+    pub fn from_command_line(
+        key: &crate::policy::capability::RootKey,
+        workspace: &crate::paths::Workspace,
+        grants: CommandLineGrants<'_>,
+    ) -> Result<Session, SetupError> {
+        command_line_session(key, workspace, grants)
+    }
+
+    /// Whether this session gets the host's `delegate` tool (its token
+    /// holds the `delegate` right).
+    pub fn may_delegate(&self) -> bool {
+        may_delegate(Some(self))
+    }
+}
+
 /// The session of `serve`'s command-line grants, for clients that present
 /// no token: a token minted from them (every tool, the prefixes and origins
 /// given, the rights they need, `delegate` with `--allow-delegate`). The

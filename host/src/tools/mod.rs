@@ -4,11 +4,14 @@
 //! - [`artifact`]: results too large to return, kept for the token that
 //!   made them, and `artifact_view`;
 //! - [`discovery`]: `find_tools`, a BM25 index of the catalog;
-//! - [`reveal`]: the tools `find_tools` revealed to a token or session.
+//! - [`reveal`]: the tools `find_tools` revealed to a token or session;
+//! - [`host_tool`]: [`HostTool`](host_tool::HostTool), each of them (and
+//!   `delegate`) by name, with its published definition.
 //!
 //! `run_script`'s side is [`crate::script`], above the side effects: its
 //! inner calls run through the batch scheduler.
 
 pub mod artifact;
 pub mod discovery;
+pub mod host_tool;
 pub mod reveal;

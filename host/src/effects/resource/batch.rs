@@ -109,6 +109,11 @@ pub struct BatchOptions {
     pub call: CallOptions,
 }
 
+impl BatchOptions {
+    /// Most items one batch may hold ([`MAX_ITEMS`]).
+    pub const MAX_ITEMS: usize = MAX_ITEMS;
+}
+
 /// `ok`, `partial` or `error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
