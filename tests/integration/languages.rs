@@ -17,8 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::sandbox::LoadEvent;
-use toolhost::{CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
+use toolhost::{CallOptions, Catalog, Host, LoadEvent, Sandbox, SandboxConfig, Source};
 
 use crate::support::*;
 

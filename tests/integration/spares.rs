@@ -18,8 +18,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::sandbox::{CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, SpareStats};
-use toolhost::{Sandbox, SandboxConfig};
+use toolhost::{Limits, Mount, Sandbox, SandboxConfig};
+use toolhost_sandbox::{CallOutcome, CallRequest, Failure, Plugin, SpareStats};
 
 use crate::support::*;
 

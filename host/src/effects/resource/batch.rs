@@ -305,3 +305,27 @@ impl Sched {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_input_errors_are_named() {
+        for (text, want) in [
+            ("{}", "not a JSON array"),
+            (r#"[{"call_id":"a","tool":"t"}]"#, "arguments"),
+            (
+                r#"[{"call_id":"","tool":"t","arguments":{}}]"#,
+                "empty call_id",
+            ),
+            (
+                r#"[{"call_id":"a","tool":"t","arguments":{},"extra":1}]"#,
+                "unknown field",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
