@@ -14,24 +14,50 @@
 //! [`Observation`], returned by [`Host::run`]. Beside them, at the root
 //! too, are what builds them:
 //!
-//! - a catalog: [`Source`]s of plugins, giving [`Tool`]s, under a
-//!   [`TrustPolicy`];
-//! - a host: the [`Sandbox`] and its [`SandboxConfig`], and the parts
-//!   `Host::with_*` takes: an [`EffectGuard`] over a record [`Store`], a
-//!   [`Recorder`] writing a [`Journal`] ([`JournalOptions`]), shared
-//!   [`Locks`], spilled results' [`Artifacts`], the [`ClientConfig`] of
-//!   delegation;
-//! - a session: a [`Workspace`], a [`RootKey`] and a [`Token`] with its
-//!   [`Caveat`]s ([`CaveatKind`]), or plain lists ([`Allow`]);
-//! - a call: [`CallOptions`], its [`Mode`], where its idempotency key
-//!   comes from ([`KeySource`]), a person's [`ApprovalAnswer`], a
-//!   [`CancelToken`]; several at once: [`BatchOptions`], [`BatchStatus`];
-//! - what a call answers: the [`Observation`], its [`ErrorCode`]; what a
-//!   store keeps of it: a [`KeyRecord`] in a [`State`], a [`Claim`] on
-//!   it, a [`Settlement`] of it, a [`StoreError`].
+//! - a catalog: [`Source`]s of plugins (each [`Inspected`] before it
+//!   loads), giving [`Tool`]s with their [`ToolDescriptor`] and
+//!   [`SideEffect`], under a [`TrustPolicy`]; a load reports
+//!   [`LoadEvent`]s;
+//! - a host: the [`Sandbox`] and its [`SandboxConfig`], a call's
+//!   [`Limits`] and [`Mount`]s, and the parts `Host::with_*` takes: an
+//!   [`EffectGuard`] over a record [`Store`], a [`Recorder`] writing a
+//!   [`Journal`] ([`JournalOptions`]) and counting [`Metrics`], shared
+//!   [`Locks`], spilled results' [`Artifacts`] ([`ArtifactError`]), a
+//!   [`BudgetLedger`] ([`process_ledger`]), the [`ClientConfig`] of
+//!   delegation, a shared store's [`RevealBackend`];
+//! - a session: a [`Workspace`] and its [`Grants`], a [`RootKey`] (a
+//!   [`Verifier`]) and a [`Token`] ([`TokenId`]) with its [`Caveat`]s
+//!   ([`CaveatKind`], [`Right`], [`ToolPattern`]), or plain lists
+//!   ([`Allow`]), or `serve`'s [`CommandLineGrants`] ([`SetupError`]);
+//!   a session that is no longer live says why ([`NotLive`]); revocations
+//!   elsewhere show within [`REVOCATION_STALENESS`];
+//! - a call: [`CallOptions`] ([`new_call_id`]), its [`Mode`], where its
+//!   idempotency key comes from ([`KeySource`]), a person's
+//!   [`ApprovalAnswer`], a [`CancelToken`], the [`Caller`] a recorder
+//!   sees; several at once: [`BatchItem`]s, [`BatchOptions`],
+//!   [`BatchStatus`]; arguments are parsed as [`parse_strict`] does;
+//! - what a call asks: an [`Asker`] answers a tool's [`Question`]
+//!   ([`Asked`], [`Answer`]; a stateless call's [`InputState`] and
+//!   [`AnswersAtHand`]); a person settles [`Approvals`] ([`Decided`]);
+//! - what a call answers: the [`Observation`] ([`OBSERVATION_SCHEMA_ID`]),
+//!   its [`Status`], [`ErrorCode`] and [`ErrorInfo`], a spill's
+//!   [`Truncation`] and [`FollowUp`], text from outside between
+//!   [`UNTRUSTED_OPEN`] and [`UNTRUSTED_CLOSE`]; what a store keeps of it:
+//!   a [`KeyRecord`] in a [`State`], a [`Claim`] on it, a [`Settlement`]
+//!   of it, a [`StoreError`];
+//! - the host's own tools: [`HostTool`] (`artifact_view`, `find_tools`,
+//!   `delegate`), which [`Host::host_tools`] serves a session, with their
+//!   definitions; the script runner [`SCRIPT_TOOL`] and the
+//!   [`script_declarations`] of the tools a script may call.
 //!
-//! The modules below are the host's insides, public for the binary, the
-//! MCP server and the store crate that implement or drive parts of them.
+//! Three facade modules group what reads right only under their name:
+//! [`journal`] (reading the journal back), [`trust`] (lock, signatures,
+//! OCI, the poisoning scan) and [`messages`] (the host's own texts). The
+//! integration tests and the MCP server use only the root and these
+//! (`.ci/crate-rules.py` checks it).
+//!
+//! The modules below are the host's insides, public for the binary and
+//! the store crate that implement or drive parts of them.
 //!
 //! Around this crate: `toolhost-base` (descriptors, observations, paths,
 //! JSON, redaction) and `toolhost-sandbox` (the only crate that imports
@@ -55,7 +81,8 @@
 //!   resource locks and batches, over
 //! - [`record`]: one [`Recorder`] around every call (circuit breaker,
 //!   journal, metrics), and [`tools`]: the host's own tools
-//!   (`artifact_view`, `find_tools`) and their state, over
+//!   (`artifact_view`, `find_tools`; [`HostTool`] names them and
+//!   `delegate`) and their state, over
 //! - [`policy`]: who may call what: capability tokens, the [`Session`] a
 //!   caller holds, budgets and the ledger, delegation, over
 //! - [`call`]: the types of one call ([`Call`], [`Mode`], [`CallOptions`],
