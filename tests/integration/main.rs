@@ -51,7 +51,6 @@ mod resources;
 mod run_command;
 mod scripts;
 mod sdk_clients;
-mod spares;
 mod spill;
 mod store_and_flags;
 mod token_binding;
