@@ -23,7 +23,6 @@ mod effects;
 mod error_details;
 mod escapes;
 mod exec;
-mod exec_call;
 mod file_index;
 mod first_hour;
 mod fleet;

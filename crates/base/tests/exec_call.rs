@@ -3,7 +3,7 @@
 //! what is checked before anything starts (programs as the intersection of
 //! the tool's and the caller's, working directory, environment) and the
 //! call's deadline bounding a run. The same checks through a plugin are in
-//! `run_command.rs`.
+//! `tests/integration/run_command.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
