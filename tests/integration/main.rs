@@ -11,7 +11,6 @@ mod approvals;
 mod asking;
 mod bad_input;
 mod budgets;
-mod cache;
 mod capability;
 mod cli;
 mod compat;

@@ -474,3 +474,21 @@ fn tampered_registry_content_is_refused() {
     let err = trust::push_blocking(&target, b"\0asm\x01\0\0\0", None, &insecure()).unwrap_err();
     assert!(matches!(err, OciError::NotAComponent(_)), "{err}");
 }
+
+#[test]
+fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
+    use toolhost::{Catalog, Sandbox, SandboxConfig};
+    let reference = &toolhost_sandbox::embedded::REFERENCE;
+    assert_eq!(reference.sha256, trust::sha256_digest(reference_plugin()));
+    // The compile-cache key's digest, which a start does not compute.
+    assert_eq!(reference.blake3, blake3::hash(reference_plugin()));
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&SandboxConfig {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
+    let status = &catalog.plugins()[0];
+    assert_eq!(status.digest.as_deref(), Some(reference.sha256));
+}

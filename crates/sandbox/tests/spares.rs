@@ -17,51 +17,13 @@
 
 use std::time::{Duration, Instant};
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-
 use serde_json::{json, Value};
 use toolhost_sandbox::{
     CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
 };
 
-/// The repository root.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Builds `tests/plugins` (once per run, as the integration tests do) and
-/// returns the path of one component.
-fn test_plugin(name: &str) -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    let dir = BUILT.get_or_init(|| {
-        let root = repo_root();
-        let target = root.join("target").join("guests");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "--target",
-                "wasm32-wasip2",
-            ])
-            .arg("--manifest-path")
-            .arg(root.join("tests/plugins/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("running cargo for tests/plugins");
-        assert!(status.success(), "building tests/plugins failed");
-        target.join("wasm32-wasip2/release")
-    });
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} was not built", path.display());
-    path
-}
+mod support;
+use support::*;
 
 /// A sandbox of this test's own, so that its counts are this test's, with
 /// a pool for `calls` calls at a time.
