@@ -48,6 +48,7 @@ pub(crate) use crate::policy::session::Scope;
 use crate::policy::session::Session;
 use crate::sandbox::{CancelToken, Failure, Limits, Mount, Sandbox};
 use crate::text::clip_bytes;
+use crate::tools::host_tool::HostTool;
 use std::sync::Arc;
 
 /// The catalog plus the sandbox that runs it.
@@ -73,7 +74,7 @@ pub struct Host {
 }
 
 /// One of the host's own tools, as [`Host::run`] dispatches it.
-enum HostTool<'a> {
+enum Served<'a> {
     /// `find_tools` ([`crate::tools::discovery`]).
     FindTools,
     /// `artifact_view` over this store ([`crate::tools::artifact`]).
@@ -916,15 +917,24 @@ impl Host {
         self.host_tool_of(session, tool).is_some()
     }
 
+    /// The host's own tools this host serves `session`
+    /// ([`serves_host_tool`](Self::serves_host_tool)), for a front end to
+    /// list with their [definitions](HostTool::definition).
+    pub fn host_tools<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = HostTool> + 'a {
+        HostTool::ALL
+            .into_iter()
+            .filter(move |t| self.serves_host_tool(session, t.name()))
+    }
+
     /// The host's own tool `tool` names for `session`, if any: `delegate`
     /// when this host delegates and the session's token may (it shadows a
     /// plugin tool of that name), else `find_tools` and `artifact_view`
     /// when no plugin tool of that name shadows them.
-    fn host_tool_of(&self, session: &Session, tool: &str) -> Option<HostTool<'_>> {
+    fn host_tool_of(&self, session: &Session, tool: &str) -> Option<Served<'_>> {
         if tool == crate::policy::delegation::TOOL_NAME {
             if let Some(client) = self.delegation.as_ref() {
                 if crate::policy::delegation::may_delegate(Some(session)) {
-                    return Some(HostTool::Delegate(client));
+                    return Some(Served::Delegate(client));
                 }
             }
         }
@@ -932,9 +942,9 @@ impl Host {
             return None;
         }
         match tool {
-            crate::tools::discovery::TOOL_NAME => Some(HostTool::FindTools),
+            crate::tools::discovery::TOOL_NAME => Some(Served::FindTools),
             crate::tools::artifact::TOOL_NAME => {
-                self.artifacts.as_deref().map(HostTool::ArtifactView)
+                self.artifacts.as_deref().map(Served::ArtifactView)
             }
             _ => None,
         }
@@ -963,14 +973,14 @@ impl Host {
             ));
         }
         Some(match which {
-            HostTool::ArtifactView(store) => crate::tools::artifact::view(
+            Served::ArtifactView(store) => crate::tools::artifact::view(
                 store,
                 &session.grant().binding_hex(),
                 args,
                 &call_id,
                 text_bytes,
             ),
-            HostTool::FindTools => {
+            Served::FindTools => {
                 let index = crate::tools::discovery::index_of(
                     self.visible_tools(session).map(|t| &t.descriptor),
                 );
@@ -991,14 +1001,14 @@ impl Host {
                 crate::tools::discovery::find_tools(&index, args, &call_id, text_bytes, declare)
             }
             // A dry run hands out no token.
-            HostTool::Delegate(_) if mode == Mode::Plan => Observation::failure(
+            Served::Delegate(_) if mode == Mode::Plan => Observation::failure(
                 &call_id,
                 tool,
                 SideEffect::ReadOnly,
                 ErrorCode::InvalidArguments
                     .info("`delegate` has no dry run: call it without dry_run to make the token"),
             ),
-            HostTool::Delegate(client) => {
+            Served::Delegate(client) => {
                 let mut client = client.clone();
                 if client.http_url.is_none() {
                     client.http_url = opts.request_url.clone();

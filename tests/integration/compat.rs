@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use toolhost::sandbox::{
-    CallRequest, Contract, Limits, Mount, Plugin, ProbeOutcome, SandboxError, SUPPORTED_CONTRACTS,
+use toolhost::{CallOptions, Catalog, Host, Limits, Mount, Source};
+use toolhost_sandbox::{
+    CallRequest, Contract, Plugin, ProbeOutcome, SandboxError, SUPPORTED_CONTRACTS,
 };
-use toolhost::{CallOptions, Catalog, Host, Source};
 
 use crate::support::*;
 
@@ -194,7 +194,7 @@ fn the_0_1_output_limit_still_holds() {
     assert!(
         matches!(
             out.result,
-            Err(toolhost::sandbox::Failure::OutputTooLarge { .. })
+            Err(toolhost_sandbox::Failure::OutputTooLarge { .. })
         ),
         "{:?}",
         out.result

@@ -342,7 +342,7 @@ fn revoking_a_parent_cuts_off_its_children_within_a_second() {
     assert_eq!(out["already_revoked"], false);
     // Within the staleness bound the child is denied, naming the revoked
     // ancestor.
-    std::thread::sleep(toolhost::policy::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
+    std::thread::sleep(toolhost::REVOCATION_STALENESS + Duration::from_millis(100));
     let obs = view(&host, &c);
     let err = expect_error(&obs, "denied", "denied");
     assert_eq!(err["details"]["caveat"], "id", "{err}");
@@ -570,7 +570,7 @@ fn http_an_orchestrator_delegates_two_disjoint_children_budgets_drain_and_revoca
         &["cap", "revoke", out_c["id"].as_str().unwrap()],
     );
     stdout(&out);
-    std::thread::sleep(toolhost::policy::ledger::REVOCATION_STALENESS + Duration::from_millis(100));
+    std::thread::sleep(toolhost::REVOCATION_STALENESS + Duration::from_millis(100));
     // Refused at the door, like a bad token: 401 naming the revoked id.
     let refused = crate::mcp::stateless_as(
         &server,

@@ -3,7 +3,7 @@
 //! components: the reference tools, `tp-catalog` (19 tools with realistic
 //! names and descriptions) and `tp-imaging` loaded under the namespace
 //! `image`, indexed from their loaded descriptors as `find_tools` indexes
-//! them ([`toolhost::tools::discovery::index_of`]). The top-3 hit rate must be at
+//! them ([`toolhost::discovery::index_of`]). The top-3 hit rate must be at
 //! least 90%; the test prints it. No phrasing spells the tool's name.
 
 use serde_json::Value;
@@ -23,7 +23,7 @@ fn discovery_eval_top3_hit_rate_is_at_least_90_percent() {
     ]);
     let names = loaded_tool_names(&host);
     assert!(names.len() >= 20, "{} tools: {names:?}", names.len());
-    let index = toolhost::tools::discovery::index_of(host.catalog().tools().map(|t| &t.descriptor));
+    let index = toolhost::discovery::index_of(host.catalog().tools().map(|t| &t.descriptor));
     let path = repo_root().join("tests/fixtures/discovery_catalog.json");
     let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let phrasings = fixture["phrasings"].as_array().unwrap();
@@ -311,7 +311,7 @@ fn lazy_session_after_ten_searches_lists_only_the_top_hits() {
 /// do not regress.
 #[test]
 fn discovery_eval_split_tune_and_heldout() {
-    use toolhost::tools::discovery::{Doc, Index};
+    use toolhost::discovery::{Doc, Index};
     let host = host_with(&[
         Source::reference(),
         Source::File(test_plugin("tp_catalog")),
@@ -371,8 +371,8 @@ fn discovery_eval_split_tune_and_heldout() {
         );
         assert!(matches!(split, "tune" | "heldout"), "{p}");
         covered.insert(want);
-        let said = toolhost::tools::discovery::words(q);
-        if !toolhost::tools::discovery::words(&want.replace(['_', '.'], " "))
+        let said = toolhost::discovery::words(q);
+        if !toolhost::discovery::words(&want.replace(['_', '.'], " "))
             .iter()
             .any(|w| said.contains(w))
         {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::sandbox::{CallRequest, Failure, Limits, Mount, ProbeOutcome};
-use toolhost::{Catalog, Source, Tool};
+use toolhost::{Catalog, Limits, Mount, Source, Tool};
+use toolhost_sandbox::{CallRequest, Failure, ProbeOutcome};
 
 use crate::network::{ok_text, Server};
 use crate::support::*;
@@ -60,10 +60,10 @@ struct WouldAnswer {
     asked: AtomicUsize,
 }
 
-impl toolhost::ask::Asker for WouldAnswer {
-    fn ask(&self, _: &toolhost::ask::Question) -> toolhost::ask::Asked {
+impl toolhost::Asker for WouldAnswer {
+    fn ask(&self, _: &toolhost::Question) -> toolhost::Asked {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        toolhost::ask::Asked::Answer(toolhost::ask::Answer::Accepted(json!({"ok": true})))
+        toolhost::Asked::Answer(toolhost::Answer::Accepted(json!({"ok": true})))
     }
 }
 

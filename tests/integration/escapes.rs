@@ -12,8 +12,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost::sandbox::{CallRequest, Limits, Mount, DESCRIBE_TIMEOUT};
-use toolhost::{Allow, Call, CallOptions, Catalog, EffectGuard, Host, KeySource, Session, Source};
+use toolhost::{
+    Allow, Call, CallOptions, Catalog, EffectGuard, Host, KeySource, Limits, Mount, Session, Source,
+};
+use toolhost_sandbox::{CallRequest, DESCRIBE_TIMEOUT};
 use toolhost_store::SqliteStore;
 
 use crate::support::*;

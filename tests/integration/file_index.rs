@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use toolhost::sandbox::{CallRequest, Limits, Mount};
-use toolhost::{Allow, CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
+use toolhost::{Allow, CallOptions, Catalog, Host, Limits, Mount, Sandbox, SandboxConfig, Source};
+use toolhost_sandbox::CallRequest;
 
 use crate::support::*;
 
@@ -423,7 +423,7 @@ fn a_grant_swapped_for_a_link_after_its_open_is_indexed_as_the_opened_directory(
 /// The hostile `index_attempt` with `args`, in a call that mounts the
 /// site's `ws/sub` read-only at `/workspace/sub`, under `limits`.
 fn attempt_in_sub(
-    plugin: &toolhost::sandbox::Plugin,
+    plugin: &toolhost_sandbox::Plugin,
     site: &Site,
     args: &Value,
     limits: Limits,
@@ -449,7 +449,7 @@ fn attempt_in_sub(
 }
 
 /// The hostile test plugin, loaded into the shared sandbox.
-fn hostile_plugin() -> toolhost::sandbox::Plugin {
+fn hostile_plugin() -> toolhost_sandbox::Plugin {
     sandbox()
         .load(&std::fs::read(test_plugin("tp_hostile")).unwrap(), &|_| {})
         .unwrap()

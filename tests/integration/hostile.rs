@@ -505,15 +505,3 @@ fn a_plugin_declaring_a_host_tool_name_is_refused() {
     );
     assert!(catalog.get("ns.find_tools").is_some());
 }
-
-#[test]
-fn the_reserved_names_are_the_host_tools() {
-    assert_eq!(
-        toolhost::plugin::catalog::HOST_TOOL_NAMES,
-        [
-            toolhost::tools::artifact::TOOL_NAME,
-            toolhost::tools::discovery::TOOL_NAME,
-            toolhost::policy::delegation::TOOL_NAME
-        ]
-    );
-}

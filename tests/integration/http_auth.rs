@@ -156,7 +156,7 @@ fn http_a_revoked_token_is_refused_on_every_request() {
 
     let out: Value = serde_json::from_str(&cap(&setup, &["revoke", &token])).unwrap();
     assert_eq!(out["already_revoked"], false, "{out}");
-    std::thread::sleep(toolhost::policy::ledger::REVOCATION_STALENESS + Duration::from_millis(200));
+    std::thread::sleep(toolhost::REVOCATION_STALENESS + Duration::from_millis(200));
 
     let check = |what: &str, r: Response| {
         assert_eq!(r.status, 401, "{what}: {}", r.body);

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, stateless_call, HttpServer, Setup, StdioServer};
 use crate::support::*;
-use toolhost::record::journal::{self, stats, Filter};
+use toolhost::journal::{self, stats, Filter};
 use toolhost::{CallOptions, Host, Journal, JournalOptions, KeySource, Recorder, Source, Store};
 use toolhost_store::{PostgresStore, SqliteStore};
 
@@ -139,7 +139,7 @@ fn first_try_valid_rate_and_attempts_of_a_scripted_trajectory() {
     assert_eq!(e.args_summary["args"]["offset"], 1);
     // The result's version: the SHA-256 of the canonical output (the
     // journal hashes it from the tool's JSON text on its own thread).
-    let canonical = toolhost::json::canonical::canonicalize(&first_output.unwrap()).unwrap();
+    let canonical = toolhost_base::json::canonical::canonicalize(&first_output.unwrap()).unwrap();
     let digest = <sha2::Sha256 as sha2::Digest>::digest(canonical.as_bytes());
     assert_eq!(
         e.result_sha256.as_deref(),

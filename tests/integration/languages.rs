@@ -17,8 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::sandbox::LoadEvent;
-use toolhost::{CallOptions, Catalog, Host, Sandbox, SandboxConfig, Source};
+use toolhost::{CallOptions, Catalog, Host, LoadEvent, Sandbox, SandboxConfig, Source};
 
 use crate::support::*;
 
@@ -346,7 +345,7 @@ fn both_kits_export_task_words_that_find_tools_indexes() {
         let d = &h.catalog().get(name).unwrap().descriptor;
         assert!(d.keywords.is_empty() && d.examples.is_empty(), "{name}");
     }
-    let index = toolhost::tools::discovery::index_of(h.catalog().tools().map(|t| &t.descriptor));
+    let index = toolhost::discovery::index_of(h.catalog().tools().map(|t| &t.descriptor));
     let top = |q: &str| index.search(q, 1)[0].name.clone();
     assert_eq!(top("spreadsheet statistics"), "csv_summary");
     assert_eq!(top("table of contents"), "markdown_outline");

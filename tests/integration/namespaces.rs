@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::mcp::{observation_of, Setup, StdioServer};
 use crate::support::*;
-use toolhost::record::journal::Filter;
+use toolhost::journal::Filter;
 use toolhost::{
     CallOptions, Caveat, Host, Journal, JournalOptions, RootKey, Session, Source, Store, Token,
     Workspace,

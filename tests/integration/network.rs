@@ -623,7 +623,7 @@ fn tools_that_declare_no_network_get_none() {
     // file_view declares no network hosts: whatever the caller grants, its
     // sandbox gets no origin (the grant is an intersection).
     assert!(
-        toolhost::sandbox::net_grant(&[], &["http://127.0.0.1:9".into()])
+        toolhost_sandbox::net_grant(&[], &["http://127.0.0.1:9".into()])
             .unwrap()
             .is_empty()
     );

@@ -5,9 +5,8 @@
 //! committed one differs; `TOOLHOST_WRITE_REFERENCE=1` rewrites them.
 
 use serde_json::Value;
-use toolhost::descriptor::SideEffect;
 use toolhost::messages::{advice, Reader};
-use toolhost::ErrorCode;
+use toolhost::{ErrorCode, SideEffect};
 
 use crate::support::repo_root;
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolhost::record::journal::Filter;
+use toolhost::journal::Filter;
 use toolhost::{
     Allow, CallOptions, Caveat, Host, Journal, JournalOptions, Recorder, RootKey, Session, Source,
     Store, Token, Workspace,
@@ -442,7 +442,7 @@ fn inner_writes_run_through_the_record_store_one_at_a_time() {
 #[test]
 fn the_typescript_declaration_of_the_reference_tools_matches_its_snapshot() {
     let host = script_host();
-    let decl = toolhost::script::declarations(host.catalog().tools().map(|t| &t.descriptor));
+    let decl = toolhost::script_declarations(host.catalog().tools().map(|t| &t.descriptor));
     assert!(decl.starts_with("declare const tools: {\n"), "{decl}");
     assert!(decl.contains("  file_view(args: { path: string; offset?: number; limit?: number; column?: number }): Promise<{ "), "{decl}");
     assert!(!decl.contains("run_script("), "{decl}");
@@ -792,7 +792,7 @@ fn find_tools_declares_what_it_found_for_a_session_that_may_run_scripts() {
 fn more_calls_started_together_than_a_batch_holds_all_run() {
     let ws = fixture();
     let s = scripting(&ws, &["."]);
-    let n = toolhost::effects::resource::batch::MAX_ITEMS + 76;
+    let n = toolhost::BatchOptions::MAX_ITEMS + 76;
     let obs = run(
         &s,
         &format!(

@@ -118,7 +118,7 @@ pub fn host_with(sources: &[Source]) -> Host {
     let records = toolhost::EffectGuard::new(std::sync::Arc::new(store), b"support-host");
     Host::new(sandbox().clone(), catalog)
         .with_records(records)
-        .with_budgets(toolhost::policy::budget::process_ledger())
+        .with_budgets(toolhost::process_ledger())
 }
 
 /// `opts` with an idempotency key of its own when it has none, so a

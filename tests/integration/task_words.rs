@@ -2,10 +2,8 @@
 //! through the optional `discovery` export, as the host loads, lints,
 //! scans and indexes them.
 
-use toolhost::plugin::catalog::inspect;
-use toolhost::plugin::lint::Rule;
-use toolhost::plugin::trust::poison::{self, Field, PoisonRule};
-use toolhost::tools::discovery::index_of;
+use toolhost::discovery::index_of;
+use toolhost::trust::{scan_tool, Field, PoisonRule};
 use toolhost::Source;
 
 use crate::support::*;
@@ -21,15 +19,14 @@ fn every_reference_tool_declares_task_words_the_lint_accepts() {
             d.name
         );
         assert!(
-            t.report.findings.iter().all(|f| f.rule != Rule::TaskWords),
+            t.report
+                .findings
+                .iter()
+                .all(|f| f.rule.to_string() != "task_words"),
             "{}",
             t.report
         );
-        assert!(
-            poison::scan_tool(d).is_empty(),
-            "{:?}",
-            poison::scan_tool(d)
-        );
+        assert!(scan_tool(d).is_empty(), "{:?}", scan_tool(d));
     }
 }
 
@@ -102,14 +99,16 @@ fn declared_words_are_indexed_and_bad_ones_refused_or_flagged() {
 
     // The example that addresses the model is what the poisoning scan
     // reports, as it would in a description.
-    let inspected = inspect(sandbox(), &Source::File(test_plugin("tp_words")), &|_| {}).unwrap();
+    let inspected = Source::File(test_plugin("tp_words"))
+        .inspect(sandbox(), &|_| {})
+        .unwrap();
     let poke = inspected
         .descriptors
         .iter()
         .filter_map(|d| d.as_ref().ok())
         .find(|d| d.name == "note_poke")
         .unwrap();
-    let findings = poison::scan_tool(poke);
+    let findings = scan_tool(poke);
     let rules: Vec<PoisonRule> = findings
         .iter()
         .filter(|f| f.field == Field::Examples)

@@ -9,27 +9,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolhost::descriptor::ToolDescriptor;
-use toolhost::plugin::catalog::{inspect, REFERENCE};
-use toolhost::plugin::trust::lock::{
-    Change, Lock, LockViolation, PluginEntry, Signer, LOCK_FILE_NAME,
+use toolhost::trust::{
+    self, AllowedSigners, Change, Lock, LockViolation, OciError, OciOptions, OciReference,
+    PluginEntry, PoisonRule, Signer, Verification, LOCK_FILE_NAME,
 };
-use toolhost::plugin::trust::oci::{self, OciError, OciOptions, OciReference};
-use toolhost::plugin::trust::poison::{self, PoisonRule};
-use toolhost::plugin::trust::signature::{self, AllowedSigners, Verification};
-use toolhost::Source;
+use toolhost::{Source, ToolDescriptor};
 
 /// The reference tools' component bytes, unpacked once.
 fn reference_plugin() -> &'static [u8] {
     static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    BYTES.get_or_init(|| REFERENCE.wasm())
+    BYTES.get_or_init(|| toolhost_sandbox::embedded::REFERENCE.wasm())
 }
 
 use crate::support::*;
 
 /// The descriptors a component file or embedded component declares.
 fn descriptors(source: &Source) -> Vec<ToolDescriptor> {
-    let inspected = inspect(sandbox(), source, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let inspected = source
+        .inspect(sandbox(), &|_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
     inspected
         .descriptors
         .into_iter()
@@ -113,7 +111,7 @@ fn rug_pull_of_the_reference_component_is_refused_with_the_diff() {
         .find(|d| d.name == "file_view")
         .unwrap();
     desc.description = view.definition.description.clone();
-    let findings = poison::scan_tool(&desc);
+    let findings = trust::scan_tool(&desc);
     assert!(
         findings.iter().any(|f| f.rule == PoisonRule::SensitivePath),
         "{findings:#?}"
@@ -158,7 +156,9 @@ fn reference_and_test_plugins_have_no_suspicious_descriptions() {
     }
     let mut count = 0;
     for source in &sources {
-        let inspected = inspect(sandbox(), source, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
+        let inspected = source
+            .inspect(sandbox(), &|_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
         let descs: Vec<ToolDescriptor> = inspected
             .descriptors
             .into_iter()
@@ -166,7 +166,7 @@ fn reference_and_test_plugins_have_no_suspicious_descriptions() {
             .collect();
         assert!(!descs.is_empty(), "{}", source.name());
         count += descs.len();
-        let findings = poison::scan_tools(&descs);
+        let findings = trust::scan_tools(&descs);
         assert!(
             findings.is_empty(),
             "{}:\n{}",
@@ -333,10 +333,11 @@ fn push_and_pull_through_a_real_registry() {
     let (sig, allowed) = signed(work.path(), reference_plugin());
     let target = registry.reference("tools/reference:v1");
 
-    let pushed = oci::push_blocking(&target, reference_plugin(), Some(&sig), &insecure()).unwrap();
+    let pushed =
+        trust::push_blocking(&target, reference_plugin(), Some(&sig), &insecure()).unwrap();
     assert_eq!(
         pushed.layer_digest,
-        toolhost::plugin::trust::sha256_digest(reference_plugin())
+        trust::sha256_digest(reference_plugin())
     );
     assert_eq!(
         pushed.pinned.to_string(),
@@ -347,7 +348,7 @@ fn push_and_pull_through_a_real_registry() {
     );
 
     // By tag.
-    let by_tag = oci::pull_blocking(&target, None, &insecure()).unwrap();
+    let by_tag = trust::pull_blocking(&target, None, &insecure()).unwrap();
     assert_eq!(by_tag.bytes, reference_plugin());
     assert_eq!(by_tag.manifest_digest, pushed.manifest_digest);
     assert_eq!(by_tag.layer_digest, pushed.layer_digest);
@@ -368,16 +369,16 @@ fn push_and_pull_through_a_real_registry() {
     );
 
     // The signature came along and still verifies over the pulled bytes.
-    let verification = signature::verify(&by_tag.bytes, by_tag.signature.as_deref(), &allowed);
+    let verification = trust::verify(&by_tag.bytes, by_tag.signature.as_deref(), &allowed);
     let Verification::Verified(signer) = &verification else {
         panic!("{verification}")
     };
     assert_eq!(signer.principal, "author@example.com");
 
     // By digest, and with the lock's pin.
-    let by_digest = oci::pull_blocking(&pushed.pinned, None, &insecure()).unwrap();
+    let by_digest = trust::pull_blocking(&pushed.pinned, None, &insecure()).unwrap();
     assert_eq!(by_digest.bytes, reference_plugin());
-    let pinned = oci::pull_blocking(&target, Some(&pushed.manifest_digest), &insecure()).unwrap();
+    let pinned = trust::pull_blocking(&target, Some(&pushed.manifest_digest), &insecure()).unwrap();
     assert_eq!(pinned.pinned, pushed.pinned);
 
     // The pulled component is real: it loads, and its lock entry (with the
@@ -393,9 +394,10 @@ fn push_and_pull_through_a_real_registry() {
 
     // A tag moved to other bytes does not match the pinned digest.
     let trivial = std::fs::read(test_plugin("tp_trivial")).unwrap();
-    let moved = oci::push_blocking(&target, &trivial, None, &insecure()).unwrap();
+    let moved = trust::push_blocking(&target, &trivial, None, &insecure()).unwrap();
     assert_ne!(moved.manifest_digest, pushed.manifest_digest);
-    let err = oci::pull_blocking(&target, Some(&pushed.manifest_digest), &insecure()).unwrap_err();
+    let err =
+        trust::pull_blocking(&target, Some(&pushed.manifest_digest), &insecure()).unwrap_err();
     assert!(
         matches!(&err, OciError::DigestMismatch { what: "manifest", expected, actual }
             if *expected == pushed.manifest_digest && *actual == moved.manifest_digest),
@@ -403,14 +405,14 @@ fn push_and_pull_through_a_real_registry() {
     );
     // The moved tag carries no signature.
     assert_eq!(
-        oci::pull_blocking(&target, None, &insecure())
+        trust::pull_blocking(&target, None, &insecure())
             .unwrap()
             .signature,
         None
     );
     // The old digest still pulls the old bytes.
     assert_eq!(
-        oci::pull_blocking(&pushed.pinned, None, &insecure())
+        trust::pull_blocking(&pushed.pinned, None, &insecure())
             .unwrap()
             .bytes,
         reference_plugin()
@@ -418,7 +420,7 @@ fn push_and_pull_through_a_real_registry() {
 
     // An unknown digest is an error from the registry, not a panic.
     let unknown = registry.reference(&format!("tools/reference@sha256:{}", "0".repeat(64)));
-    let err = oci::pull_blocking(&unknown, None, &insecure()).unwrap_err();
+    let err = trust::pull_blocking(&unknown, None, &insecure()).unwrap_err();
     assert!(matches!(err, OciError::Registry { .. }), "{err}");
 }
 
@@ -427,9 +429,9 @@ fn tampered_registry_content_is_refused() {
     let registry = Registry::start();
     let target = registry.reference("tools/trivial:v1");
     let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
-    let pushed = oci::push_blocking(&target, &bytes, None, &insecure()).unwrap();
+    let pushed = trust::push_blocking(&target, &bytes, None, &insecure()).unwrap();
     assert_eq!(
-        oci::pull_blocking(&target, None, &insecure())
+        trust::pull_blocking(&target, None, &insecure())
             .unwrap()
             .bytes,
         bytes
@@ -442,14 +444,14 @@ fn tampered_registry_content_is_refused() {
     let last = stored.len() - 1;
     stored[last] ^= 0xff;
     std::fs::write(&layer, &stored).unwrap();
-    let err = oci::pull_blocking(&target, None, &insecure()).unwrap_err();
+    let err = trust::pull_blocking(&target, None, &insecure()).unwrap_err();
     assert!(
         matches!(&err, OciError::DigestMismatch { what: "layer", expected, .. } if *expected == pushed.layer_digest),
         "{err}"
     );
     stored[last] ^= 0xff;
     std::fs::write(&layer, &stored).unwrap();
-    assert!(oci::pull_blocking(&target, None, &insecure()).is_ok());
+    assert!(trust::pull_blocking(&target, None, &insecure()).is_ok());
 
     // The manifest changed on disk: asked for by digest, it no longer has it.
     let manifest = registry.blob_path(&pushed.manifest_digest);
@@ -457,7 +459,7 @@ fn tampered_registry_content_is_refused() {
     let forged = text.replacen("wasm", "wasM", 1);
     assert_ne!(forged, text);
     std::fs::write(&manifest, forged).unwrap();
-    let err = oci::pull_blocking(&pushed.pinned, None, &insecure()).unwrap_err();
+    let err = trust::pull_blocking(&pushed.pinned, None, &insecure()).unwrap_err();
     assert!(
         matches!(&err, OciError::DigestMismatch { what: "manifest", expected, .. } if *expected == pushed.manifest_digest),
         "{err}"
@@ -466,9 +468,27 @@ fn tampered_registry_content_is_refused() {
     // Plain HTTP to a registry that is not on loopback is refused before
     // any connection.
     let remote: OciReference = "oci://registry.example/x:1".parse().unwrap();
-    let err = oci::pull_blocking(&remote, None, &insecure()).unwrap_err();
+    let err = trust::pull_blocking(&remote, None, &insecure()).unwrap_err();
     assert!(matches!(err, OciError::InsecureNotLoopback { .. }), "{err}");
     // And a core module is not pushed.
-    let err = oci::push_blocking(&target, b"\0asm\x01\0\0\0", None, &insecure()).unwrap_err();
+    let err = trust::push_blocking(&target, b"\0asm\x01\0\0\0", None, &insecure()).unwrap_err();
     assert!(matches!(err, OciError::NotAComponent(_)), "{err}");
+}
+
+#[test]
+fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
+    use toolhost::{Catalog, Sandbox, SandboxConfig};
+    let reference = &toolhost_sandbox::embedded::REFERENCE;
+    assert_eq!(reference.sha256, trust::sha256_digest(reference_plugin()));
+    // The compile-cache key's digest, which a start does not compute.
+    assert_eq!(reference.blake3, blake3::hash(reference_plugin()));
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&SandboxConfig {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
+    let status = &catalog.plugins()[0];
+    assert_eq!(status.digest.as_deref(), Some(reference.sha256));
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use toolhost::plugin::trust::lock::{Lock, LOCK_FILE_NAME};
+use toolhost::trust::{Lock, PluginEntry, LOCK_FILE_NAME};
 use toolhost::{Catalog, Source, TrustPolicy};
 
 use crate::support::*;
@@ -962,22 +962,15 @@ fn mcp_a_rug_pull_during_serve_is_refused_and_listed() {
     let setup = Setup::new(&["tp_trivial"]);
     // Pin tp_trivial in a lock outside the plugins directory.
     let bytes = std::fs::read(test_plugin("tp_trivial")).unwrap();
-    let descriptors: Vec<_> = toolhost::plugin::catalog::inspect_bytes(sandbox(), &bytes, &|_| {})
+    let descriptors: Vec<_> = toolhost::Source::File(test_plugin("tp_trivial"))
+        .inspect(sandbox(), &|_| {})
         .unwrap()
         .descriptors
         .into_iter()
         .map(Result::unwrap)
         .collect();
     let mut lock = Lock::new();
-    lock.insert(
-        toolhost::plugin::trust::lock::PluginEntry::compute(
-            "tp_trivial",
-            "test",
-            &bytes,
-            &descriptors,
-        )
-        .unwrap(),
-    );
+    lock.insert(PluginEntry::compute("tp_trivial", "test", &bytes, &descriptors).unwrap());
     let lock_path = setup.state.path().join("pinned.lock");
     lock.write(&lock_path).unwrap();
 

@@ -175,6 +175,13 @@ fn check_answer(schema: &Value, content: &Value) -> Result<(), QuestionError> {
     }
 }
 
+impl Answer {
+    /// An elicitation result as an answer ([`answer_of_elicitation`]).
+    pub fn of_elicitation(result: &Value) -> Option<Answer> {
+        answer_of_elicitation(result)
+    }
+}
+
 /// An elicitation result (`{action, content}`) as an [`Answer`]; `None`
 /// for a value of another shape.
 pub fn answer_of_elicitation(result: &Value) -> Option<Answer> {
@@ -217,6 +224,15 @@ pub fn now_ms() -> u64 {
 }
 
 impl InputState {
+    /// What the text of a sealed input state starts with
+    /// ([`INPUT_STATE_PREFIX`]).
+    pub const PREFIX: &'static str = INPUT_STATE_PREFIX;
+
+    /// The digest of `args` a state binds ([`args_digest`]).
+    pub fn digest_of(args: &Value) -> String {
+        args_digest(args)
+    }
+
     /// The text of this state, signed with `key`.
     pub fn seal(&self, key: &[u8]) -> String {
         format!(

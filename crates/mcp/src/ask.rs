@@ -1,5 +1,5 @@
 //! A tool's questions to the person behind the client
-//! ([`toolhost::ask`]), in both protocol eras.
+//! ([`toolhost::Asker`]), in both protocol eras.
 //!
 //! - A 2025-11-25 session whose client declared form elicitation: the call
 //!   thread's question goes out as `elicitation/create` on the session and
@@ -27,7 +27,7 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use rmcp::RoleServer;
 use serde_json::{json, Value};
-use toolhost::ask::{Answer, AnswersAtHand, Asked, Asker, InputState, Question};
+use toolhost::{Answer, AnswersAtHand, Asked, Asker, InputState, Question};
 use toolhost::{ErrorCode, Observation};
 
 use super::{elicit, Generation, SessionScope};
@@ -107,7 +107,7 @@ fn capability(scope: &SessionScope) -> String {
 }
 
 fn digest(arguments: &str) -> String {
-    toolhost::ask::args_digest(&serde_json::from_str(arguments).unwrap_or(Value::Null))
+    InputState::digest_of(&serde_json::from_str(arguments).unwrap_or(Value::Null))
 }
 
 /// Who this call's tool may ask, if anyone; a `requestState` of a tool's
@@ -142,7 +142,7 @@ pub(super) fn asker_for(
     let mut answers = BTreeMap::new();
     if let Some(text) = req
         .request_state
-        .filter(|t| t.starts_with(toolhost::ask::INPUT_STATE_PREFIX))
+        .filter(|t| t.starts_with(InputState::PREFIX))
     {
         let state = guard
             .open_input_state(text, name, &digest(arguments), &capability(scope))
@@ -187,7 +187,7 @@ pub(super) fn input_required(
     let mut answers = BTreeMap::new();
     if let Some(text) = req
         .request_state
-        .filter(|t| t.starts_with(toolhost::ask::INPUT_STATE_PREFIX))
+        .filter(|t| t.starts_with(InputState::PREFIX))
     {
         if let Ok(s) = guard.open_input_state(text, name, &digest(arguments), &capability(scope)) {
             answers = s.answers;
@@ -197,7 +197,7 @@ pub(super) fn input_required(
         if let Some(responses) = req.input_responses {
             for (key, value) in responses {
                 // Only well-formed elicitation results are kept.
-                if toolhost::ask::answer_of_elicitation(value).is_some() {
+                if Answer::of_elicitation(value).is_some() {
                     answers.insert(key.clone(), value.clone());
                 }
             }
@@ -209,7 +209,7 @@ pub(super) fn input_required(
         args_digest: digest(arguments),
         capability: capability(scope),
         answers,
-        expires_at_ms: toolhost::ask::now_ms() + STATE_TTL.as_millis() as u64,
+        expires_at_ms: crate::now_ms() + STATE_TTL.as_millis() as u64,
     };
     let schema: ElicitationSchema = serde_json::from_value(question.schema.clone()).ok()?;
     let params = ElicitRequestParams::FormElicitationParams {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use toolhost::policy::capability::Right;
+use toolhost::Right;
 use toolhost_console::{Login, Serving};
 
 use super::{SessionPolicy, State};

@@ -1,7 +1,7 @@
 //! Asking the person behind a 2025-11-25 client (`elicitation/create`,
 //! form mode) to approve a call that waits for approval.
 //!
-//! When a call ends `approval_pending` ([`toolhost::effects::approval`]) and the
+//! When a call ends `approval_pending` ([`toolhost::Approvals`]) and the
 //! client declared the `elicitation` capability (form mode), the server
 //! does not hand the agent the approval id: it shows the plan the host's
 //! dry run made, in plain words, and asks for a small form (`approve`
@@ -20,8 +20,8 @@
 //! A 2026-07-28 request has no channel back to the client in the middle
 //! of a call, so the same question goes out as an `input_required` result
 //! (multi round-trip request): the form under `inputRequests.approval` and
-//! the signed request state of the approval
-//! ([`toolhost::effects::approval::request_state`]). The client asks the person and
+//! the signed request state of the approval (the host seals it). The
+//! client asks the person and
 //! sends the call again with the answer in `inputResponses.approval` and
 //! the same `requestState`; any host sharing the key and the record store
 //! accepts that state once, records the decision and runs the call bound

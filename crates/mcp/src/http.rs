@@ -42,8 +42,8 @@ use super::offload;
 use super::server::McpServer;
 use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
-use toolhost::policy::capability::Right;
-use toolhost::policy::session::NotLive;
+use toolhost::NotLive;
+use toolhost::Right;
 
 type Body = BoxBody<Bytes, Infallible>;
 type Service = StreamableHttpService<McpServer, Sessions>;
@@ -97,9 +97,7 @@ async fn metrics(state: &Arc<State>, within: std::time::Duration) -> Response<Bo
     };
     let records = state.records.clone();
     let text = offload::blocking(within, move || {
-        let counts = records
-            .as_ref()
-            .map(|r| toolhost::effects::idempotency::counts_by_state(r.store()));
+        let counts = records.as_ref().map(|r| r.counts_by_state());
         m.render(counts.as_deref())
     })
     .await;
@@ -109,10 +107,7 @@ async fn metrics(state: &Arc<State>, within: std::time::Duration) -> Response<Bo
     };
     Response::builder()
         .status(StatusCode::OK)
-        .header(
-            header::CONTENT_TYPE,
-            toolhost::record::metrics::CONTENT_TYPE,
-        )
+        .header(header::CONTENT_TYPE, toolhost::Metrics::CONTENT_TYPE)
         .body(Full::new(Bytes::from(text)).boxed())
         .expect("a valid response")
 }

@@ -102,16 +102,21 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use toolhost::paths::Grants;
-use toolhost::policy::session::Verifier;
-use toolhost::sandbox::LoadEvent;
 use toolhost::{
-    CallOptions, Catalog, EffectGuard, Host, Keyring, RootKey, Sandbox, Session, Source, Workspace,
+    CallOptions, Catalog, EffectGuard, Grants, Host, HostTool, Keyring, LoadEvent, RootKey,
+    Sandbox, Session, Source, Verifier, Workspace,
 };
 
 pub use shutdown::Shutdown;
 /// How the operator's console is set up (`serve --http --console`).
 pub use toolhost_console::Options as ConsoleOptions;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
 
 /// Default cap on one incoming message.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
@@ -125,7 +130,7 @@ pub const LIST_TTL_MS: u64 = 10_000;
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Where results over their output limit are kept
-    /// ([`toolhost::tools::artifact`]); the binary always gives one. Without it such
+    /// ([`toolhost::Artifacts`]); the binary always gives one. Without it such
     /// a result is `output_too_large`.
     pub artifacts: Option<Arc<toolhost::Artifacts>>,
     /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC). One of
@@ -228,7 +233,7 @@ pub struct Plugins {
     pub dir: Option<PathBuf>,
     /// Single component files, each maybe under a namespace
     /// ([`toolhost::toolname`]).
-    pub files: Vec<toolhost::toolname::PluginSpec>,
+    pub files: Vec<toolhost::PluginSpec>,
     /// The trust policy third-party plugins are judged by on every load
     /// (the lock and signers are re-read each time).
     pub trust: Option<toolhost::TrustPolicy>,
@@ -266,7 +271,7 @@ pub struct SessionScope {
 impl SessionScope {
     /// Whether the session may see and call `tool`.
     pub fn allows(&self, tool: &str) -> bool {
-        if tool == toolhost::policy::delegation::TOOL_NAME && self.may_delegate() {
+        if HostTool::of(tool) == Some(HostTool::Delegate) && self.may_delegate() {
             return true;
         }
         self.session.grant().allows_tool(tool)
@@ -274,14 +279,13 @@ impl SessionScope {
 
     /// Whether the session may call every tool (its token says `tool=*`).
     pub fn allows_every_tool(&self) -> bool {
-        toolhost::policy::capability::ToolPattern::parse("*")
-            .is_ok_and(|all| self.session.grant().tools().covers(&all))
+        toolhost::ToolPattern::parse("*").is_ok_and(|all| self.session.grant().tools().covers(&all))
     }
 
     /// Whether the session gets the host's `delegate` tool (its token holds
-    /// the `delegate` right; see [`toolhost::policy::delegation`]).
+    /// the `delegate` right; see [`Session::may_delegate`]).
     pub fn may_delegate(&self) -> bool {
-        toolhost::policy::delegation::may_delegate(Some(&self.session))
+        self.session.may_delegate()
     }
 }
 
@@ -304,7 +308,7 @@ pub trait SessionPolicy: Send + Sync + 'static {
 /// Verified sessions are cached by token text, least recently used first
 /// out ([`MAX_CACHED_SESSIONS`]): the cache saves verifying a token on
 /// every request and holds nothing that matters for security, since the
-/// `max_calls` counts live host-wide ([`toolhost::policy::budget`]) and a token
+/// `max_calls` counts live host-wide ([`toolhost::BudgetLedger`]) and a token
 /// evicted or seen again under new text counts against the same caveats.
 pub struct TokenPolicy {
     pub verifier: Box<dyn Verifier + Send + Sync>,
@@ -479,8 +483,8 @@ pub(crate) struct State {
     /// The artifact store every generation's host spills to.
     pub artifacts: Option<Arc<toolhost::Artifacts>>,
     /// Where revealed tools are kept by token or session id, when the
-    /// record store shares them between hosts ([`toolhost::tools::reveal`]).
-    pub reveals: Option<Arc<dyn toolhost::tools::reveal::RevealBackend>>,
+    /// record store shares them between hosts ([`toolhost::RevealBackend`]).
+    pub reveals: Option<Arc<dyn toolhost::RevealBackend>>,
     /// The journal, breaker and metrics every generation's host shares.
     pub recorder: toolhost::Recorder,
     /// What `delegate` results say about reaching this host.
@@ -552,7 +556,7 @@ fn load(
         }
     };
     let catalog = Catalog::load_trusted(sandbox, &sources, trust.as_ref(), &|plugin, event| {
-        toolhost::record::metrics::note_load(&event);
+        toolhost::Metrics::note_load(&event);
         if let LoadEvent::Compiling { .. } = event {
             log!("{}", toolhost::messages::compiling(plugin));
         }
@@ -620,10 +624,10 @@ pub fn run(
         .primary()
         .cloned()
         .context("the root keyring is empty")?;
-    let session = toolhost::policy::delegation::command_line_session(
+    let session = Session::from_command_line(
         &key,
         &workspace,
-        toolhost::policy::delegation::CommandLineGrants {
+        toolhost::CommandLineGrants {
             read: &args.allow_read,
             write: &args.allow_write,
             net: &args.allow_net,

@@ -16,7 +16,7 @@
 //! | the envelope (status, error, effects, usage, logs, …) | `_meta["dev.toolhost/observation"]`: the observation without `output` and `text` |
 //!
 //! The envelope's schema is published once: `schemas/observation.schema.json`
-//! (`$id` [`toolhost::observation::SCHEMA_ID`], named in the `_meta` of every
+//! (`$id` [`toolhost::OBSERVATION_SCHEMA_ID`], named in the `_meta` of every
 //! `tools/list` result under [`META_ENVELOPE_SCHEMA`]), never repeated in a
 //! tool's `outputSchema`.
 
@@ -25,7 +25,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use toolhost::descriptor::SideEffect;
+use toolhost::SideEffect;
 use toolhost::Tool;
 
 /// `_meta` key: the tool's side-effect level (`read-only` … `irreversible`).
@@ -193,7 +193,7 @@ fn rewrite_root_refs(v: &mut Value) {
 /// call's output limit, kept as an artifact): what was cut, the artifact
 /// (its id and its MCP resource URI) and the `artifact_view` call that
 /// reads it from where the text's head ends. `None` for anything else.
-pub fn spill_content(t: &toolhost::observation::Truncation) -> Option<Value> {
+pub fn spill_content(t: &toolhost::Truncation) -> Option<Value> {
     let truncated = serde_json::json!({
         "original_bytes": t.original_bytes,
         "kept_bytes": t.kept_bytes,
@@ -205,7 +205,7 @@ pub fn spill_content(t: &toolhost::observation::Truncation) -> Option<Value> {
             "truncated": truncated,
             "artifact": {
                 "id": id,
-                "uri": toolhost::tools::artifact::uri(id),
+                "uri": toolhost::Artifacts::uri(id),
                 "mimeType": "application/json",
             },
             "follow_up": {"tool": follow_up.tool, "arguments": follow_up.arguments},
@@ -294,7 +294,7 @@ pub fn tool_definition(tool: &Tool) -> Value {
 /// `def` (a [`tool_definition`]) with `extra` appended to its
 /// description, its definition digest recomputed: the script runner's
 /// definition carries the declaration of the tools the session may call
-/// ([`toolhost::script::declarations`]).
+/// ([`toolhost::script_declarations`]).
 pub fn with_description_note(def: &Value, extra: &str) -> Value {
     let mut def = def.clone();
     let Some(map) = def.as_object_mut() else {
@@ -383,7 +383,7 @@ pub fn content_blocks(output: Option<&Value>) -> Vec<Value> {
 /// markers), for an untrusted observation: the model reads those blocks
 /// first, so they carry the same marker as the observation's `text`.
 pub fn mark_untrusted(blocks: &mut [Value]) {
-    use toolhost::observation::{UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
+    use toolhost::{UNTRUSTED_CLOSE, UNTRUSTED_OPEN};
     for b in blocks {
         if b.get("type").and_then(Value::as_str) != Some("text") {
             continue;
@@ -440,13 +440,13 @@ mod tests {
         let v = jsonschema::validator_for(&published).expect("its references resolve");
         let output = json!({"matches": [{"line": 1}], "again": [], "child": {"matches": []}});
         assert!(v.is_valid(&output), "{:?}", v.iter_errors(&output).next());
-        let t = toolhost::observation::Truncation {
+        let t = toolhost::Truncation {
             original_bytes: 10,
             kept_bytes: 4,
             omitted_bytes: 6,
             hint: "h".into(),
             artifact: Some("a".repeat(32)),
-            follow_up: Some(toolhost::observation::FollowUp {
+            follow_up: Some(toolhost::FollowUp {
                 tool: "artifact_view".into(),
                 arguments: json!({"artifact": "a".repeat(32), "offset": 4}),
             }),
@@ -470,7 +470,7 @@ mod tests {
         }
         // An output over the limit that was not kept: what was cut, no
         // artifact; admitted too.
-        let unkept = toolhost::observation::Truncation {
+        let unkept = toolhost::Truncation {
             artifact: None,
             follow_up: None,
             ..t.clone()
@@ -479,7 +479,7 @@ mod tests {
         assert!(unkept.get("artifact").is_none());
         assert!(v.is_valid(&unkept), "{unkept}");
         // An artifact without its follow-up is neither.
-        let half = toolhost::observation::Truncation {
+        let half = toolhost::Truncation {
             follow_up: None,
             ..t
         };

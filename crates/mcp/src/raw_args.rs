@@ -80,7 +80,7 @@ fn kept_from(m: Message<'_>) -> Option<RawArguments> {
         return None;
     }
     let text = m.params?.arguments?.get();
-    if toolhost::json::parse_strict(text).is_ok() {
+    if toolhost::parse_strict(text).is_ok() {
         return None;
     }
     Some(RawArguments {

@@ -25,10 +25,10 @@ use super::raw_args::{self, KeptArguments, RawArguments, Tap};
 use super::request_ids::UniqueIds;
 use super::warm::{self, WarmThread};
 use super::{ask, call_meta, elicit, listing, Generation, SessionScope, State, LIST_TTL_MS};
-use toolhost::observation::Status;
-use toolhost::pipeline::new_call_id;
-use toolhost::sandbox::Limits;
-use toolhost::{Call, CallOptions, CancelToken, KeySource, Mode, Observation};
+use toolhost::{
+    new_call_id, ArtifactError, Artifacts, Call, CallOptions, CancelToken, HostTool, KeySource,
+    Limits, Mode, Observation, Status,
+};
 
 /// Most stderr lines forwarded as log messages per call.
 const MAX_LOG_LINES: usize = 100;
@@ -197,12 +197,12 @@ impl McpServer {
         if let Some(t) = obs
             .truncated
             .as_ref()
-            .filter(|_| name != toolhost::tools::artifact::TOOL_NAME)
+            .filter(|_| HostTool::of(name) != Some(HostTool::ArtifactView))
         {
             if let Some(id) = &t.artifact {
                 blocks.push(json!({
                     "type": "resource_link",
-                    "uri": toolhost::tools::artifact::uri(id),
+                    "uri": Artifacts::uri(id),
                     "name": format!("{name} output {id}"),
                     "description": "the whole output of this call, as JSON",
                     "mimeType": "application/json",
@@ -260,20 +260,20 @@ impl McpServer {
 
     /// What a call adds to this session's list: `artifact_view` after its
     /// first spilled result and, in lazy mode, the top strong hits of a
-    /// `find_tools` call ([`toolhost::tools::discovery::to_reveal`]). A change is announced with
+    /// `find_tools` call ([`HostTool::revealed_by_search`]). A change is announced with
     /// `notifications/tools/list_changed` (before the result, so the client
     /// can list again as soon as it reads it). A stateless HTTP request
     /// has no session to add them to (its handler is made for it and
     /// dropped after it): its list stays the same, and nothing is announced.
     async fn reveal(&self, req: &CallRequest<'_>, name: &str, obs: &Observation) {
         let mut found: Vec<String> = Vec::new();
-        if self.state.lazy && name == toolhost::tools::discovery::TOOL_NAME {
-            if let Some(tools) = obs.output.as_ref().and_then(|o| o["tools"].as_array()) {
-                found.extend(toolhost::tools::discovery::to_reveal(tools));
+        if self.state.lazy && HostTool::of(name) == Some(HostTool::FindTools) {
+            if let Some(output) = obs.output.as_ref() {
+                found.extend(HostTool::revealed_by_search(output));
             }
         }
         if obs.truncated.as_ref().is_some_and(|t| t.artifact.is_some()) {
-            found.push(toolhost::tools::artifact::TOOL_NAME.to_string());
+            found.push(HostTool::ArtifactView.name().to_string());
         }
         if found.is_empty() {
             return;
@@ -286,7 +286,7 @@ impl McpServer {
         ) {
             let names = found.clone();
             let kept = crate::offload::blocking(crate::offload::STORE_WAIT, move || {
-                store.add(&key, &names, toolhost::tools::reveal::KEEP)
+                store.add(&key, &names, REVEAL_KEEP)
             })
             .await;
             if !matches!(kept, Ok(Ok(_))) {
@@ -349,27 +349,23 @@ impl McpServer {
     }
 }
 
-/// The store key of an HTTP request's reveals: its 2025-11-25 session's
-/// id, or for a stateless request its token's id (a client without a
+/// The store key of an HTTP request's reveals: `session:` and its
+/// 2025-11-25 session's id, or for a stateless request `token:` and its
+/// token's id (a client without a
 /// token has none: its reveals are not kept).
 fn reveal_key(parts: Option<&http::request::Parts>, stateless: bool) -> Option<String> {
     let parts = parts?;
     if !stateless {
         let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-        return Some(toolhost::tools::reveal::session_key(id));
+        return Some(format!("session:{id}"));
     }
     let scope = parts.extensions.get::<Arc<SessionScope>>()?;
-    (!scope.anonymous)
-        .then(|| toolhost::tools::reveal::token_key(&scope.session.grant().token_id_hex()))
+    (!scope.anonymous).then(|| format!("token:{}", scope.session.grant().token_id_hex()))
 }
 
-/// Whether `name` is the host's own `artifact_view` on this host: it spills
-/// and no plugin tool of that name shadows it.
-fn is_host_artifact_tool(host: &toolhost::Host, name: &str) -> bool {
-    name == toolhost::tools::artifact::TOOL_NAME
-        && host.artifacts().is_some()
-        && host.catalog().get(name).is_none()
-}
+/// How long a shared store keeps a session's revealed names after the
+/// last one was added.
+const REVEAL_KEEP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// The JSON-RPC error of a call that arrives while the server drains
 /// (implementation-defined server error range).
@@ -538,7 +534,7 @@ impl McpServer {
         if mode != Mode::Run || opts.approval.is_some() || !elicit::can_ask(peer) {
             return Err(obs);
         }
-        let now = toolhost::effects::approval::now_ms();
+        let now = crate::now_ms();
         let left = details["expires_at_ms"]
             .as_u64()
             .map_or(elicit::MAX_WAIT, |t| {
@@ -669,7 +665,7 @@ impl McpServer {
                 conversation: Some(conversation),
                 ..Default::default()
             };
-            let caller = toolhost::record::Caller {
+            let caller = toolhost::Caller {
                 tool: &name,
                 args: &arguments,
                 opts: &opts,
@@ -760,7 +756,7 @@ impl McpServer {
         opts.requested_by = req.client();
         if let Some(state) = req
             .request_state
-            .filter(|s| !s.starts_with(toolhost::ask::INPUT_STATE_PREFIX))
+            .filter(|s| !s.starts_with(toolhost::InputState::PREFIX))
         {
             let (approve, note) = match elicit::answer_in(req.input_responses) {
                 elicit::Answer::Approve(note) => (Some(true), note),
@@ -1052,10 +1048,7 @@ impl ServerHandler for McpServer {
         // The script runner's description declares the tools this session
         // may call from a script (TypeScript, from their schemas).
         let script_def;
-        if let Some(at) = visible
-            .iter()
-            .position(|(n, _)| n == toolhost::script::TOOL_NAME)
-        {
+        if let Some(at) = visible.iter().position(|(n, _)| n == toolhost::SCRIPT_TOOL) {
             let catalog = generation.host.catalog();
             let callable = generation
                 .tools
@@ -1063,50 +1056,36 @@ impl ServerHandler for McpServer {
                 .filter(|(name, _)| scope.allows(name))
                 .filter_map(|(name, _)| catalog.get(name))
                 .map(|t| &t.descriptor);
-            let decl = toolhost::script::declarations(callable);
+            let decl = toolhost::script_declarations(callable);
             script_def = listing::with_description_note(visible[at].1, &decl);
             visible[at].1 = &script_def;
         }
-        // Lazy mode: `find_tools` first of all.
-        let find_def;
-        if self.state.lazy
-            && generation
-                .host
-                .catalog()
-                .get(toolhost::tools::discovery::TOOL_NAME)
-                .is_none()
-        {
-            find_def = toolhost::tools::discovery::tool_definition();
-            let name = toolhost::tools::discovery::TOOL_NAME;
-            let at = visible.partition_point(|(n, _)| n.as_str() < name);
-            visible.insert(at, (name.to_string(), &find_def));
-        }
-        // The host's own `delegate` tool (it shadows a plugin's of that name).
-        let delegate_def;
-        if scope.may_delegate() {
-            delegate_def = toolhost::policy::delegation::tool_definition();
-            let name = toolhost::policy::delegation::TOOL_NAME;
+        // The host's own tools this session is served: `find_tools` in lazy
+        // mode (first of all), `delegate` (it shadows a plugin's of that
+        // name), `artifact_view` once a result of this session spilled
+        // (until then it would only cost every turn tokens).
+        let host_defs: Vec<(HostTool, Value)> = generation
+            .host
+            .host_tools(&scope.session)
+            .filter(|t| match t {
+                HostTool::FindTools => self.state.lazy,
+                HostTool::Delegate => true,
+                HostTool::ArtifactView => revealed.contains(t.name()),
+            })
+            .map(|t| (t, t.definition()))
+            .collect();
+        for (tool, def) in &host_defs {
+            let name = tool.name();
             visible.retain(|(n, _)| n != name);
             let at = visible.partition_point(|(n, _)| n.as_str() < name);
-            visible.insert(at, (name.to_string(), &delegate_def));
-        }
-        // The host's own `artifact_view`, once a result of this session
-        // spilled (until then it would only cost every turn tokens).
-        let artifact_def;
-        if is_host_artifact_tool(&generation.host, toolhost::tools::artifact::TOOL_NAME)
-            && revealed.contains(toolhost::tools::artifact::TOOL_NAME)
-        {
-            artifact_def = toolhost::tools::artifact::tool_definition();
-            let name = toolhost::tools::artifact::TOOL_NAME;
-            let at = visible.partition_point(|(n, _)| n.as_str() < name);
-            visible.insert(at, (name.to_string(), &artifact_def));
+            visible.insert(at, (name.to_string(), def));
         }
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = listing::page(&visible, cursor, self.state.page_size)
             .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?;
         let mut result = json!({ "tools": page });
         result["_meta"] = json!({
-            listing::META_ENVELOPE_SCHEMA: toolhost::observation::SCHEMA_ID,
+            listing::META_ENVELOPE_SCHEMA: toolhost::OBSERVATION_SCHEMA_ID,
         });
         // A session sees the refusals of tools it could call; a refused
         // plugin whose tools are unknown only when it may call anything.
@@ -1166,10 +1145,10 @@ impl ServerHandler for McpServer {
         if generation.host.artifacts().is_none() {
             return Err(not_found(format!("no resource `{uri}`")));
         }
-        let Some(id) = toolhost::tools::artifact::id_of_uri(&uri) else {
+        let Some(id) = Artifacts::id_of_uri(&uri) else {
             return Err(not_found(format!(
                 "no resource `{uri}`: this server serves only {}<id> of spilled results",
-                toolhost::tools::artifact::URI_PREFIX
+                Artifacts::URI_PREFIX
             )));
         };
         let id = id.to_string();
@@ -1180,7 +1159,7 @@ impl ServerHandler for McpServer {
                 let owner = scope.session.grant().binding_hex();
                 Ok(match generation.host.artifacts() {
                     Some(store) => store.read(&id, &owner),
-                    None => Err(toolhost::tools::artifact::ArtifactError::NotFound(id)),
+                    None => Err(ArtifactError::NotFound(id)),
                 })
             }
         })
@@ -1188,19 +1167,17 @@ impl ServerHandler for McpServer {
         let artifact = match read {
             Err(e) => return Err(ErrorData::internal_error(e.to_string(), None)),
             Ok(Err(info)) => {
-                let info: Box<toolhost::observation::ErrorInfo> = info;
+                let info: Box<toolhost::ErrorInfo> = info;
                 return Err(ErrorData::invalid_request(info.message.clone(), None));
             }
             Ok(Ok(read)) => read,
         };
         let artifact = artifact.map_err(|e| match e {
-            toolhost::tools::artifact::ArtifactError::NotOwner(_) => ErrorData::invalid_request(
+            ArtifactError::NotOwner(_) => ErrorData::invalid_request(
                 e.to_string(),
                 Some(json!({"uri": uri.clone(), "code": "denied"})),
             ),
-            toolhost::tools::artifact::ArtifactError::Io { .. } => {
-                ErrorData::internal_error(e.to_string(), None)
-            }
+            ArtifactError::Io { .. } => ErrorData::internal_error(e.to_string(), None),
             _ => not_found(e.to_string()),
         })?;
         let text = String::from_utf8(artifact.content)

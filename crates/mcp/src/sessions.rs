@@ -41,7 +41,7 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 
-use toolhost::policy::capability::TokenId;
+use toolhost::TokenId;
 
 /// One allowance of sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

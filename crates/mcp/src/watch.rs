@@ -31,7 +31,7 @@ fn scan(dir: &Path) -> Listing {
             let name = name.to_string_lossy();
             name.ends_with(".wasm")
                 || name.ends_with(".wasm.sig")
-                || name == toolhost::plugin::trust::lock::LOCK_FILE_NAME
+                || name == toolhost::trust::LOCK_FILE_NAME
         })
         .filter_map(|e| {
             let meta = e.metadata().ok()?;

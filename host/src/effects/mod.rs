@@ -164,6 +164,12 @@ impl EffectGuard {
         &*self.store
     }
 
+    /// The store's records by state, for a metrics gauge (a store that
+    /// cannot list them counts none).
+    pub fn counts_by_state(&self) -> Vec<(&'static str, i64)> {
+        idempotency::counts_by_state(self.store())
+    }
+
     fn key_for(&self, p: &Prepared<'_>, source: &KeySource, canonical_args: &str) -> String {
         match source {
             KeySource::Explicit(k) => k.clone(),

@@ -549,6 +549,18 @@ fn source_bytes(source: &Source) -> Result<std::borrow::Cow<'static, [u8]>, Stri
     }
 }
 
+impl Source {
+    /// Loads and describes this plugin and lints each tool, without adding
+    /// it to a catalog ([`inspect`]).
+    pub fn inspect(
+        &self,
+        sandbox: &Sandbox,
+        progress: &dyn Fn(LoadEvent),
+    ) -> Result<Inspected, String> {
+        inspect(sandbox, self, progress)
+    }
+}
+
 /// Loads and describes one plugin and lints each tool, without adding it.
 pub fn inspect(
     sandbox: &Sandbox,

@@ -124,6 +124,24 @@ pub struct CommandLineGrants<'a> {
     pub script: bool,
 }
 
+impl Session {
+    /// The session of `serve`'s command-line grants
+    /// ([`command_line_session`]).
+    pub fn from_command_line(
+        key: &crate::policy::capability::RootKey,
+        workspace: &crate::paths::Workspace,
+        grants: CommandLineGrants<'_>,
+    ) -> Result<Session, SetupError> {
+        command_line_session(key, workspace, grants)
+    }
+
+    /// Whether this session gets the host's `delegate` tool (its token
+    /// holds the `delegate` right).
+    pub fn may_delegate(&self) -> bool {
+        may_delegate(Some(self))
+    }
+}
+
 /// The session of `serve`'s command-line grants, for clients that present
 /// no token: a token minted from them (every tool, the prefixes and origins
 /// given, the rights they need, `delegate` with `--allow-delegate`). The
@@ -617,5 +635,36 @@ mod tests {
         // Not a program: a command line.
         let e = caveats_for(&args(json!({"tools": ["a"], "exec": ["sh -c"]})), now).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("/exec"));
+    }
+
+    #[test]
+    fn self_approve_is_handed_down_only_when_asked_for_and_held() {
+        let key = RootKey::from_bytes([5; 32]);
+        let holder = Token::mint(
+            &key,
+            &[
+                "tool=*".parse().unwrap(),
+                "right=read,write,delegate,self_approve".parse().unwrap(),
+                "write=.".parse().unwrap(),
+            ],
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::open(
+            &key,
+            &holder.encode(),
+            crate::paths::Workspace::open(dir.path()).unwrap(),
+        )
+        .unwrap();
+        let now = SystemTime::now();
+        let without = args(json!({"tools": ["file_delete"], "write": ["."]}));
+        let with = args(json!({"tools": ["file_delete"], "write": ["."], "self_approve": true}));
+        let (child, _) = s.delegate(&caveats_for(&without, now).unwrap()).unwrap();
+        assert!(!child.grant().self_approves(), "handed down unasked");
+        let (child, _) = s.delegate(&caveats_for(&with, now).unwrap()).unwrap();
+        assert!(child.grant().self_approves());
+        // Asked for by a session that does not hold it: refused.
+        let (plain, _) = s.delegate(&caveats_for(&without, now).unwrap()).unwrap();
+        assert!(plain.delegate(&caveats_for(&with, now).unwrap()).is_err());
     }
 }

@@ -83,6 +83,17 @@ pub struct Metrics {
     known: Mutex<std::collections::HashSet<String>>,
 }
 
+impl Metrics {
+    /// The `Content-Type` of [`Metrics::render`]'s text ([`CONTENT_TYPE`]).
+    pub const CONTENT_TYPE: &'static str = CONTENT_TYPE;
+
+    /// Counts a plugin load's compile-cache outcome, process-wide
+    /// ([`note_load`]): a catalog's load callback passes its events here.
+    pub fn note_load(event: &LoadEvent) {
+        note_load(event)
+    }
+}
+
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics").finish_non_exhaustive()

@@ -317,6 +317,20 @@ impl Artifacts {
     }
 
     /// The same store under `quota` instead of [`Quota::default`].
+    /// What every artifact's URI starts with ([`URI_PREFIX`]).
+    pub const URI_PREFIX: &'static str = URI_PREFIX;
+
+    /// The URI of artifact `id` ([`uri`]), as a server offers it as a
+    /// resource.
+    pub fn uri(id: &str) -> String {
+        uri(id)
+    }
+
+    /// The artifact id a URI names, if it is an artifact's ([`id_of_uri`]).
+    pub fn id_of_uri(uri: &str) -> Option<&str> {
+        id_of_uri(uri)
+    }
+
     pub fn with_quota(mut self, quota: Quota) -> Artifacts {
         self.quota = quota;
         self

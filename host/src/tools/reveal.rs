@@ -5,14 +5,12 @@
 //! (2026-07-28) has no handler that outlives it, and in a fleet the next
 //! request may reach another host: with a shared store the revealed names
 //! are kept there ([`RevealBackend`], the PostgreSQL store), keyed by the
-//! token id (or the session id), for [`KEEP`] after the last reveal.
+//! token id (or the session id), for as long as the front end that keeps
+//! them asks.
 
 use std::time::Duration;
 
 use crate::store_error::StoreError;
-
-/// How long revealed names are kept after the last one was added.
-pub const KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Revealed tool names in a store shared by hosts.
 pub trait RevealBackend: Send + Sync {
@@ -23,23 +21,17 @@ pub trait RevealBackend: Send + Sync {
     fn revealed(&self, key: &str) -> Result<Vec<String>, StoreError>;
 }
 
-/// The store key of a token's reveals.
-pub fn token_key(token_id_hex: &str) -> String {
-    format!("token:{token_id_hex}")
-}
-
-/// The store key of a 2025-11-25 session's reveals.
-pub fn session_key(session_id: &str) -> String {
-    format!("session:{session_id}")
-}
-
 /// What every [`RevealBackend`] must do.
 #[cfg(any(test, feature = "conformance"))]
 #[doc(hidden)]
 pub fn conformance(backend: &dyn RevealBackend) {
     let mut raw = [0u8; 8];
     getrandom::fill(&mut raw).unwrap();
-    let (a, b) = (token_key(&hex::encode(raw)), session_key(&hex::encode(raw)));
+    let (a, b) = (
+        format!("token:{}", hex::encode(raw)),
+        format!("session:{}", hex::encode(raw)),
+    );
+    const KEEP: Duration = Duration::from_secs(3600);
     assert_eq!(backend.revealed(&a).unwrap(), Vec::<String>::new());
     assert!(backend
         .add(&a, &["file_view".into(), "find_text".into()], KEEP)

@@ -109,6 +109,11 @@ pub struct BatchOptions {
     pub call: CallOptions,
 }
 
+impl BatchOptions {
+    /// Most items one batch may hold ([`MAX_ITEMS`]).
+    pub const MAX_ITEMS: usize = MAX_ITEMS;
+}
+
 /// `ok`, `partial` or `error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -297,6 +302,30 @@ impl Sched {
                 None if st.started.iter().all(|&s| s) => return,
                 None => st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_input_errors_are_named() {
+        for (text, want) in [
+            ("{}", "not a JSON array"),
+            (r#"[{"call_id":"a","tool":"t"}]"#, "arguments"),
+            (
+                r#"[{"call_id":"","tool":"t","arguments":{}}]"#,
+                "empty call_id",
+            ),
+            (
+                r#"[{"call_id":"a","tool":"t","arguments":{},"extra":1}]"#,
+                "unknown field",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
         }
     }
 }

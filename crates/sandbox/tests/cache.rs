@@ -1,11 +1,11 @@
 //! The compiled-code cache: reused across hosts, never trusted blindly.
 
-use crate::support::*;
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use toolhost::plugin::catalog::REFERENCE;
-use toolhost::sandbox::{LoadEvent, Plugin};
-use toolhost::{Sandbox, SandboxConfig};
+use support::*;
+use toolhost_sandbox::embedded::REFERENCE;
+use toolhost_sandbox::{LoadEvent, Plugin, Sandbox, SandboxConfig};
 
 fn load(sandbox: &Sandbox, bytes: &[u8]) -> (Plugin, Vec<LoadEvent>) {
     let seen = Mutex::new(Vec::new());
@@ -338,25 +338,8 @@ fn the_embedded_reference_tools_start_from_their_precompiled_artifact() {
     std::fs::write(entry, &bytes).unwrap();
     let sandbox = Sandbox::new(&config(dir.path())).unwrap();
     assert_eq!(load_reference(&sandbox, None), [LoadEvent::Precompiled]);
-    let cache = toolhost::sandbox::CompileCache::open(dir.path()).unwrap();
+    let cache = toolhost_sandbox::CompileCache::open(dir.path()).unwrap();
     assert!(cache.check(entry).is_ok(), "rewritten whole");
-}
-
-#[test]
-fn the_embedded_reference_digests_from_the_build_are_the_catalogs() {
-    use toolhost::{Catalog, Source};
-    let wasm = REFERENCE.wasm();
-    assert_eq!(
-        REFERENCE.sha256,
-        toolhost::plugin::trust::sha256_digest(&wasm)
-    );
-    // The compile-cache key's digest, which a start does not compute.
-    assert_eq!(REFERENCE.blake3, blake3::hash(&wasm));
-    let dir = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new(&config(dir.path())).unwrap();
-    let catalog = Catalog::load(&sandbox, &[Source::reference()], &|_, _| {});
-    let status = &catalog.plugins()[0];
-    assert_eq!(status.digest.as_deref(), Some(REFERENCE.sha256));
 }
 
 #[test]

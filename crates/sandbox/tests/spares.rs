@@ -1,4 +1,4 @@
-//! Instances made ahead of calls (`sandbox::spare`): on a
+//! Instances made ahead of calls (`spare`): on a
 //! thread that runs idle work between its calls (`defer_to_idle`, as a
 //! stdio session's warm call thread does), a plugin's call asks for the
 //! next instance, `idle_work` instantiates it under a neutral state, and
@@ -18,10 +18,12 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost::sandbox::{CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, SpareStats};
-use toolhost::{Sandbox, SandboxConfig};
+use toolhost_sandbox::{
+    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
+};
 
-use crate::support::*;
+mod support;
+use support::*;
 
 /// A sandbox of this test's own, so that its counts are this test's, with
 /// a pool for `calls` calls at a time.

@@ -1,20 +1,20 @@
 //! The bridge from a call's grant to the exec sandbox
-//! (`toolhost::exec_call::CallExec`), with real programs under bubblewrap:
+//! (`toolhost_base::exec_call::CallExec`), with real programs under bubblewrap:
 //! what is checked before anything starts (programs as the intersection of
 //! the tool's and the caller's, working directory, environment) and the
 //! call's deadline bounding a run. The same checks through a plugin are in
-//! `run_command.rs`.
+//! `tests/integration/run_command.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolhost::exec_call::{CallExec, Command, CommandError};
-use toolhost::opendir::OpenDir;
+use toolhost_base::exec_call::{CallExec, Command, CommandError};
+use toolhost_base::opendir::OpenDir;
 use toolhost_exec::Executor;
 
 fn executor() -> Arc<Executor> {
-    let e = toolhost::exec_call::default_executor();
+    let e = toolhost_base::exec_call::default_executor();
     if let Err(err) = e.probe() {
         panic!("the exec sandbox cannot run on this machine: {err}");
     }
