@@ -17,7 +17,7 @@
 //! BM25 (k1 = 1.2, b = 0.75), the widened terms counting half. Query words
 //! are also widened through WordNet ([`super::lexicon`]: "kilogram" asks for
 //! "mass" and "unit"), those terms counting a fifth of their lexicon weight,
-//! and read by their shape first ([`Index::query_terms`]: a file name, an
+//! and read by their shape first (`Index::query_terms`: a file name, an
 //! e-mail address, a URL, a compound).
 //!
 //! A search never comes back empty while tools exist: when fewer tools than

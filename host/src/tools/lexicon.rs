@@ -11,7 +11,7 @@
 //! `lexicon.tsv.zst` is made from it once and kept in the repository
 //! (compressed with zstd), so a build needs no WordNet: one line per index
 //! term or phrase (in the index's own
-//! words: [`words`], stemmed, stop words dropped), then a tab and up to
+//! words: [`words`](super::discovery::words), stemmed, stop words dropped), then a tab and up to
 //! [`MAX_RELATED`] related terms, each with a weight digit 1–9 (tenths).
 //! Lines are sorted by bytes, so a look-up is a binary search over the
 //! text, unpacked once on the first search that needs it (about 4 MB):
