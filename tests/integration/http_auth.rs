@@ -234,16 +234,20 @@ fn http_a_child_using_up_its_sessions_leaves_the_root_its_own() {
 /// Key rotation over two hosts whose key files differ, as during a rolling
 /// change (docs/deploy.md): a token of the new key is refused only by a
 /// host that does not hold it yet; once every host holds the ring, no host
-/// refuses either key's tokens, whichever key each host signs with; a
-/// pinned `records` key keeps the shared records' key the same throughout.
+/// refuses either key's tokens, whichever key each host signs with; the
+/// pinned `records` key keeps the shared records' keys the same on hosts
+/// whose first keys differ, so a keyed call sent to one host and then to
+/// the other runs once.
 #[test]
 fn http_a_keyring_rotates_across_two_hosts() {
-    let (old, new, pin) = (
-        "a1".repeat(32),
-        "b2".repeat(32),
-        format!("records {}", "a1".repeat(32)),
-    );
-    let hosts = [Setup::new(&[]), Setup::new(&[])];
+    let (old, new) = ("a1".repeat(32), "b2".repeat(32));
+    let pin = format!("records {old}");
+    let mut hosts = [Setup::new(&[]), Setup::new(&[])];
+    // One record store for both, as a fleet shares one.
+    let store = hosts[0].state.path().join("shared.sqlite");
+    for h in &mut hosts {
+        h.store = Some(store.display().to_string());
+    }
     let dir = tempfile::tempdir().unwrap();
     let write_ring = |path: &std::path::Path, lines: &[&str]| {
         use std::os::unix::fs::PermissionsExt;
@@ -258,20 +262,38 @@ fn http_a_keyring_rotates_across_two_hosts() {
     let new_file = dir.path().join("new.key");
     write_ring(&old_file, &[&old]);
     write_ring(&new_file, &[&new, &old]);
-    let old_token = mint(&old_file, &["--tool", "file_view", "--read", "pub"]);
-    let new_token = mint(&new_file, &["--tool", "file_view", "--read", "pub"]);
-    let read = |server: &HttpServer, token: &str| -> Value {
+    let caveats = ["--tool", "file_*", "--write", "pub"];
+    let old_token = mint(&old_file, &caveats);
+    let new_token = mint(&new_file, &caveats);
+    let call = |server: &HttpServer, token: &str, tool: &str, args: Value, meta: Value| -> Value {
         let r = stateless_as(
             server,
             Some(token),
             1,
             "tools/call",
-            json!({"name": "file_view", "arguments": {"path": "pub/notes.txt"}}),
+            json!({"name": tool, "arguments": args, "_meta": meta}),
         );
         if r.status != 200 {
             return json!({"refused": r.status, "body": r.body});
         }
-        r.reply()["result"]["_meta"]["dev.toolhost/observation"]["status"].clone()
+        r.reply()["result"]["_meta"]["dev.toolhost/observation"].clone()
+    };
+    let read = |server: &HttpServer, token: &str| -> Value {
+        let obs = call(
+            server,
+            token,
+            "file_view",
+            json!({"path": "pub/notes.txt"}),
+            json!({}),
+        );
+        obs.get("status").cloned().unwrap_or(obs)
+    };
+    let all_read = |servers: [&HttpServer; 2]| {
+        for server in servers {
+            for token in [&old_token, &new_token] {
+                assert_eq!(read(server, token), "ok");
+            }
+        }
     };
     let start = |h: &Setup, lines: &[&str]| {
         write_ring(&h.state.path().join("root.key"), lines);
@@ -289,26 +311,28 @@ fn http_a_keyring_rotates_across_two_hosts() {
     // Step 1 done: every host holds the ring; neither token is refused.
     drop(a);
     let a = start(&hosts[0], &[&old, &new, &pin]);
-    for (server, token) in [
-        (&a, &old_token),
-        (&a, &new_token),
-        (&b, &old_token),
-        (&b, &new_token),
-    ] {
-        assert_eq!(read(server, token), "ok");
-    }
+    all_read([&a, &b]);
     // Step 2, half-way: host 0 signs with the new key, host 1 still with
-    // the old; both still take both tokens.
+    // the old; both still take both tokens, and a keyed edit sent to one
+    // and then to the other runs once (both key its record alike).
     drop(a);
     let a = start(&hosts[0], &[&new, &old, &pin]);
-    for (server, token) in [
-        (&a, &old_token),
-        (&a, &new_token),
-        (&b, &old_token),
-        (&b, &new_token),
-    ] {
-        assert_eq!(read(server, token), "ok");
+    all_read([&a, &b]);
+    for h in &hosts {
+        h.ws.write("pub/count.txt", "n=0\n");
     }
+    let edit = json!({"path": "pub/count.txt", "old_str": "n=0", "new_str": "n=1"});
+    let meta = json!({
+        "dev.toolhost/trajectory_id": "rotation",
+        "dev.toolhost/turn": 1,
+        "dev.toolhost/call_id": "edit-1",
+    });
+    let first = call(&a, &new_token, "file_edit", edit.clone(), meta.clone());
+    assert_eq!(first["status"], "ok", "{first}");
+    assert_eq!(first["effects"]["replayed"], false, "{first}");
+    let again = call(&b, &new_token, "file_edit", edit, meta);
+    assert_eq!(again["status"], "ok", "{again}");
+    assert_eq!(again["effects"]["replayed"], true, "{again}");
     // Step 3: the old key retired everywhere; its tokens are refused.
     drop((a, b));
     let a = start(&hosts[0], &[&new, &pin]);

@@ -1010,7 +1010,12 @@ pub(crate) fn stateless_as(
     method: &str,
     mut params: Value,
 ) -> Response {
-    params["_meta"] = stateless_meta();
+    // The protocol's keys, beside any the caller put (a call's own).
+    let mut meta = stateless_meta();
+    if let (Some(all), Some(own)) = (meta.as_object_mut(), params["_meta"].as_object()) {
+        all.extend(own.clone());
+    }
+    params["_meta"] = meta;
     let name = params["name"]
         .as_str()
         .or(params["uri"].as_str())
