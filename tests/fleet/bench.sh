@@ -17,7 +17,7 @@ export TOOLHOST_FLEET_DIR="$ROOT/target/fleet-bench"
 DIR="$TOOLHOST_FLEET_DIR"
 BIN="${TOOLHOST_BIN:-$ROOT/target/release/toolhost}"
 [ -x "$BIN" ] || BIN="$ROOT/target/debug/toolhost"
-export TOOLHOST_BIN="$BIN" TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192 --artifact-quota-token-count 1000"
+export TOOLHOST_BIN="$BIN" TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192 --artifact-quota-token-count 1000 --lazy-tools"
 export TOOLHOST_FLEET_LOAD_SECONDS="${TOOLHOST_FLEET_LOAD_SECONDS:-30}"
 PY="$ROOT/target/py-mcp/venv/bin/python"
 PG="${TOOLHOST_FLEET_POSTGRES:?set TOOLHOST_FLEET_POSTGRES}"
@@ -31,8 +31,9 @@ fresh() {
     >"$DIR/workspace/spill.txt"
 }
 
-row() { # NAME URL
-  "$PY" tests/fleet/fleet_client.py "$2" load 2>/dev/null |
+row() { # NAME URL STORE
+  TOOLHOST_FLEET_FINDERS="$(for _ in 1 2; do "$BIN" cap mint --key-file "$DIR/root.key" --store "$3" --tool '*' --read .; done | tr '\n' ' ')" \
+    "$PY" tests/fleet/fleet_client.py "$2" load 2>/dev/null |
     "$PY" -c 'import json,sys; r=json.load(sys.stdin); print("|", sys.argv[1], "|", r["calls_per_s"], "|", r["p50_ms"], "|", r["p99_ms"], "|")' "$1" || true
 }
 
@@ -44,7 +45,7 @@ one_host() { # NAME STORE
     >"$DIR/one.log" 2>&1 </dev/null &
   local pid=$!
   until curl -sf http://127.0.0.1:7410/readyz >/dev/null 2>&1; do sleep 0.1; done
-  row "$1" http://127.0.0.1:7410/mcp
+  row "$1" http://127.0.0.1:7410/mcp "$2"
   kill -TERM "$pid"
   wait "$pid" || true
 }
@@ -56,7 +57,7 @@ echo "| setup | calls/s | p50 ms | p99 ms |"
 echo "|---|---|---|---|"
 fresh
 timeout 180 deploy/fleet.sh up >/dev/null 2>&1
-row "3 hosts + HAProxy, PostgreSQL" http://127.0.0.1:7400/mcp
+row "3 hosts + HAProxy, PostgreSQL" http://127.0.0.1:7400/mcp "$PG"
 deploy/fleet.sh down
 sleep 1
 one_host "1 host, PostgreSQL" "$PG"

@@ -12,8 +12,13 @@ Phases (each prints one JSON object and exits 0 when its checks hold):
             60): 16 readers, and 16 editors appending unique lines to 4
             shared files, each edit named by an idempotency key and resent
             until acknowledged, every fifth resent once more on purpose;
-            2 of the readers grep a file into a spill and read it back
-            through the proxy, 2 find file_view with find_tools and call it,
+            half the readers in stateless requests, half in 2025-11-25
+            sessions; 2 of the readers read a file into a spill and read it
+            back through the proxy; 2 (with the tokens in
+            TOOLHOST_FLEET_FINDERS, against hosts serving --lazy-tools)
+            find file_view with find_tools, check it is listed after the
+            search (stateless: through every host; in a session: in that
+            session) and not before, and call it;
             and 1 (with TOOLHOST_FLEET_PARENT, a token that may delegate)
             delegates two children, revokes one half-way through and calls
             every host with both; after the load every spill is read
@@ -157,6 +162,33 @@ HOST_URLS = os.environ.get(
 ).split()
 
 
+def bearer(token):
+    return create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+
+
+async def listed(url, token, mode):
+    """The tool names a fresh client with the token lists at `url`."""
+    with anyio.fail_after(10):
+        http = bearer(token)
+        async with http, Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+
+def lazy_ok(lazy):
+    """Both finders ran rounds; the stateless one's token listed no hit
+    before its first search and the hit through every host after it; each
+    2025-11-25 session listed the hit only after its search."""
+    stateless, session = lazy.get("2026-07-28", {}), lazy.get("legacy", {})
+    return (
+        stateless.get("rounds", 0) > 0
+        and stateless.get("listed_before_search") is False
+        and stateless.get("listed_by") == HOST_URLS
+        and session.get("rounds", 0) > 0
+        and session.get("listed_after") >= session["rounds"]
+        and session.get("unlisted_before") >= session["rounds"]
+    )
+
+
 async def read_with(url, token):
     """One read in a 2025-11-25 session with the bearer token: its status
     or error code."""
@@ -231,6 +263,7 @@ class Load:
         self.finds_ok = 0
         self.finds_wrong = []  # queries whose best hit was not file_view
         self.child = {}  # what the orchestrator saw
+        self.lazy = {}  # what the finders saw, by protocol era
 
     async def call(self, client, tool, args, meta=None):
         started = time.monotonic()
@@ -259,10 +292,13 @@ class Load:
             self.errors.append([time.time(), f"{tool}: {json.dumps(obs.get('error'))}"[:300]])
         return obs
 
-    async def reader(self, url):
+    async def reader(self, url, mode):
+        """Reads notes.txt: `mode` "2026-07-28" sends stateless requests
+        (round robin over the hosts), "legacy" keeps one 2025-11-25
+        session (the proxy holds it to one host by its Mcp-Session-Id)."""
         while time.monotonic() < self.deadline:
             try:
-                async with Client(url, mode="2026-07-28") as client:
+                async with Client(url, mode=mode) as client:
                     while time.monotonic() < self.deadline:
                         obs = await self.call(client, "file_view", {"path": "notes.txt"})
                         if obs is None:
@@ -350,21 +386,55 @@ class Load:
                 self.errors.append([time.time(), "client: " + describe(e)])
                 await anyio.sleep(0.1)
 
-    async def finder(self, url, query):
-        """Lazy discovery: find_tools, then a call of the best hit."""
+    async def listed_at(self, host, token, mode):
+        """`listed` at one host, tried for up to 5 s (a host may be
+        restarting); no names when it never answers."""
+        for _ in range(10):
+            try:
+                return await listed(host, token, mode)
+            except Exception as e:
+                self.errors.append([time.time(), "tools/list: " + describe(e)])
+                await anyio.sleep(0.5)
+        return set()
+
+    async def finder(self, url, query, token, mode):
+        """Lazy discovery (the hosts serve `--lazy-tools`) with a token of
+        its own: `find_tools`, then a call of the best hit.
+
+        Stateless (`mode` "2026-07-28"): a fresh token lists `find_tools`
+        alone; after its first search the reveal is kept in the shared
+        store by the token, so each host, asked directly, lists the hit.
+        In a 2025-11-25 session (`mode` "legacy") the reveal is kept by
+        the session: each round opens one, checks the hit is not listed,
+        searches, and checks it is."""
+        lazy = self.lazy.setdefault(mode, {"rounds": 0})
+        if mode == "legacy":
+            lazy.update(unlisted_before=0, listed_after=0)
+        if mode != "legacy":
+            lazy["listed_before_search"] = "file_view" in await self.listed_at(HOST_URLS[0], token, mode)
         while time.monotonic() < self.deadline:
             try:
-                async with Client(url, mode="2026-07-28") as client:
+                http = bearer(token)
+                async with http, Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client:
+                    if mode == "legacy":
+                        before = {t.name for t in (await client.list_tools()).tools}
+                        lazy["unlisted_before"] += "file_view" not in before
                     found = await self.call(client, "find_tools", {"query": query, "limit": 3})
                     if found is None or found.get("status") != "ok":
                         continue
-                    best = (found.get("output") or {}).get("tools", [{}])[0].get("name")
+                    best = ((found.get("output") or {}).get("tools") or [{}])[0].get("name")
                     if best != "file_view":
                         self.finds_wrong.append([query, best])
                         continue
+                    if mode == "legacy":
+                        after = {t.name for t in (await client.list_tools()).tools}
+                        lazy["listed_after"] += best in after
+                    elif "listed_by" not in lazy:
+                        lazy["listed_by"] = [h for h in HOST_URLS if best in await self.listed_at(h, token, mode)]
                     obs = await self.call(client, best, {"path": "notes.txt"})
                     if obs is not None and obs.get("status") == "ok":
                         self.finds_ok += 1
+                        lazy["rounds"] += 1
             except Exception as e:
                 self.errors.append([time.time(), "client: " + describe(e)])
                 await anyio.sleep(0.1)
@@ -452,6 +522,8 @@ class Load:
         started = time.monotonic()
         parent = os.environ.get("TOOLHOST_FLEET_PARENT")
         queries = ["show me what is in a text file", "print the numbered lines of notes"]
+        finders = os.environ.get("TOOLHOST_FLEET_FINDERS", "").split()
+        modes = ["2026-07-28", "legacy"]
         async with anyio.create_task_group() as tg:
             for agent in range(agents):
                 r = agent - agents // 2
@@ -459,13 +531,13 @@ class Load:
                     tg.start_soon(self.editor, url, agent)
                 elif r < 2:
                     tg.start_soon(self.spiller, url)
-                elif r < 4:
-                    tg.start_soon(self.finder, url, queries[r - 2])
+                elif r < 4 and len(finders) == 2:
+                    tg.start_soon(self.finder, url, queries[r - 2], finders[r - 2], modes[r - 2])
                 elif r == 4 and parent:
                     revoke_at = started + (self.deadline - started) / 2
                     tg.start_soon(self.orchestrator, url, parent, revoke_at)
                 else:
-                    tg.start_soon(self.reader, url)
+                    tg.start_soon(self.reader, url, modes[agent % 2])
         elapsed = time.monotonic() - started
         spills_unreadable = await self.verify_spills()
         lat = sorted(self.latencies)
@@ -492,6 +564,7 @@ class Load:
             "spills_unreadable": spills_unreadable,
             "finds_ok": self.finds_ok,
             "finds_wrong": self.finds_wrong[:5],
+            "lazy": self.lazy,
             "child": self.child,
             "errors": self.errors,
             "acked": self.acked,
@@ -545,7 +618,7 @@ async def main(url, phase):
             and report["resent"] == report["resent_replayed"]
             and report["spills"] > 0
             and not report["spills_unreadable"]
-            and report["finds_ok"] > 0
+            and lazy_ok(report["lazy"])
             and not report["finds_wrong"]
         )
         if os.environ.get("TOOLHOST_FLEET_PARENT"):

@@ -61,8 +61,10 @@ export TOOLHOST_FLEET_POSTGRES TOOLHOST_BIN="$BIN"
 # Outputs over 8 KiB are spilled (the load's long reads), into PostgreSQL.
 # The load's clients have no token, so every spill has one owner: its
 # quota of kept results is raised above what a minute of load spills (an
-# output over a quota would be clipped, unkept, as it should).
-export TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192 --artifact-quota-token-count 1000"
+# output over a quota would be clipped, unkept, as it should). Sessions
+# start with find_tools alone (--lazy-tools); the tools a search reveals
+# join them, and any tool the token allows can be called unfound.
+export TOOLHOST_FLEET_ARGS="--allow-read . --allow-write . --max-output-bytes 8192 --artifact-quota-token-count 1000 --lazy-tools"
 
 deploy/fleet.sh down 2>/dev/null || true
 rm -rf "$DIR"
@@ -126,6 +128,9 @@ for f in 0 1 2 3; do printf 'END\n' >"$DIR/workspace/load-$f.txt"; done
   >"$DIR/workspace/spill.txt"
 TOOLHOST_FLEET_PARENT="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read . --delegate)"
 export TOOLHOST_FLEET_PARENT
+# The two finders' own tokens: a lazy reveal is kept by the token.
+TOOLHOST_FLEET_FINDERS="$(for _ in 1 2; do "$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool '*' --read .; done | tr '\n' ' ')"
+export TOOLHOST_FLEET_FINDERS
 since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 timeout $((LOAD_SECONDS + 120)) "$PY" tests/fleet/fleet_client.py "$URL" load >"$DIR/load.json" 2>"$DIR/load.err" &
 load_pid=$!
@@ -165,8 +170,13 @@ if r["reads_failed"]:
 if not r["spills"] or r["spills_unreadable"] or r["spills_unread"]:
     bad.append(f"spills: {r['spills']} made, {r['spills_unread']} not read back, "
                f"not readable through every host: {r['spills_unreadable'][:5]}")
-if not r["finds_ok"] or r["finds_wrong"]:
-    bad.append(f"find_tools then call: {r['finds_ok']} ok, best hit wrong for {r['finds_wrong']}")
+hosts = os.environ["TOOLHOST_FLEET_HOSTS"].split()
+stateless, session = r["lazy"].get("2026-07-28", {}), r["lazy"].get("legacy", {})
+if (not stateless.get("rounds") or stateless.get("listed_before_search") is not False
+        or stateless.get("listed_by") != hosts or not session.get("rounds")
+        or session.get("listed_after", 0) < session["rounds"]
+        or session.get("unlisted_before", 0) < session["rounds"] or r["finds_wrong"]):
+    bad.append(f"lazy find_tools then call: {r['lazy']}, best hit wrong for {r['finds_wrong']}")
 c = r["child"]
 if (c.get("revoke_exit") != 0 or not c.get("ran_before") or c.get("ok_after_1s")
         or c.get("refused_by") != sorted(os.environ["TOOLHOST_FLEET_HOSTS"].split())
@@ -181,7 +191,7 @@ near_term = [what for t, what in r["errors"] if term <= t <= term + 5]
 kill = float(os.environ["KILLED_AT"])
 print(json.dumps({k: r[k] for k in ("agents", "seconds", "calls", "calls_per_s", "p50_ms", "p99_ms",
                                       "reads_ok", "edits_acked", "resent", "drain_refusals", "spills",
-                                      "finds_ok")}
+                                      "finds_ok", "lazy")}
                  | {"child_refused_by": c.get("refused_by"), "child_ran_before": c.get("ran_before"),
                     "other_child_ok_after": c.get("other_ok")}
                  | {"errors_after_kill": sum(1 for t, _ in r["errors"] if kill <= t <= kill + 5),
