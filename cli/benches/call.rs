@@ -22,6 +22,9 @@
 //! - (i) the trivial call of (b) on a host that journals every call into a
 //!   SQLite record store, measured between two runs of (b) (the machine's
 //!   speed drifts): the journal's cost on the call path, target ≤ 10%;
+//! - (j) an infinite loop (`spin_forever` of the hostile test plugin)
+//!   under the default limits: the wall time until it ends as
+//!   `fuel_exhausted`, target ≤ 200 ms;
 //!
 //! and prints the ratio (b)/(a). The targets (on a 2-core machine) are
 //! (b) ≤ 20 µs and ≤ 3× (a), (c) ≤ 100 µs.
@@ -219,6 +222,20 @@ fn main() {
         .len();
     assert_eq!(written, 3300, "every journaled call has its entry");
 
+    // (j): a few runs only, each burns the whole default fuel.
+    let hostile = host_with(&[Source::File(test_plugin("tp_hostile"))]);
+    let mut spins: Vec<Duration> = (0..9)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let obs = hostile.run(&none, Call::new("spin_forever", "{}", &opts));
+            let took = started.elapsed();
+            let text = serde_json::to_string(&obs).unwrap();
+            assert!(text.contains(r#""code":"fuel_exhausted""#), "{text}");
+            took
+        })
+        .collect();
+    spins.sort();
+
     println!(
         "{:<52} {:>10} {:>10} {:>10}",
         "benchmark", "median µs", "p90 µs", "min µs"
@@ -265,6 +282,12 @@ fn main() {
     println!(
         "idempotency overhead (d)-(b): {:.1} µs",
         us(d.median) - us(b.median)
+    );
+    println!(
+        "(j) infinite loop, default limits, until fuel_exhausted: median {:.0} ms, min {:.0}, max {:.0} (9 runs; target <= 200)",
+        spins[4].as_secs_f64() * 1e3,
+        spins[0].as_secs_f64() * 1e3,
+        spins[8].as_secs_f64() * 1e3
     );
     let around = (us(b1.median) + us(b2.median)) / 2.0;
     println!(

@@ -1,7 +1,6 @@
 //! Shared helpers: building guests, a shared sandbox, workspaces, calls.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -11,13 +10,10 @@ use toolhost::{
     Workspace,
 };
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+#[path = "../guests.rs"]
+mod guests;
+
+pub use guests::{repo_root, test_plugin};
 
 /// The `toolhost` binary as the CLI tests run it: in `cwd`, with the shared
 /// compile cache, a fixed root key and no token from the environment.
@@ -32,38 +28,6 @@ pub fn toolhost_command(args: &[&str], cwd: &std::path::Path) -> std::process::C
         .env("TOOLHOST_ROOT_KEY", "ab".repeat(32))
         .env_remove("TOOLHOST_TOKEN");
     cmd
-}
-
-/// Builds `tests/plugins` (once per run) and returns the path of one
-/// component, e.g. `test_plugin("tp_hostile")`.
-pub fn test_plugin(name: &str) -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    let dir = BUILT.get_or_init(|| {
-        let root = repo_root();
-        let target = root.join("target").join("guests");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "--target",
-                "wasm32-wasip2",
-            ])
-            .arg("--manifest-path")
-            .arg(root.join("tests/plugins/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("running cargo for tests/plugins");
-        assert!(status.success(), "building tests/plugins failed");
-        target.join("wasm32-wasip2/release")
-    });
-    let path = dir.join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} was not built", path.display());
-    path
 }
 
 /// One sandbox for the whole test binary, with a cache under `target/`.
