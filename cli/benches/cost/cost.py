@@ -18,7 +18,9 @@ host the pooling allocator's address-space reservation) and on one CPU
 (`taskset -c 0`), where it never spins waiting for the next request. Its
 compiled-code cache lies outside the workspace, so only the first server
 under valgrind compiles the embedded tools (valgrind's CPU does not match
-the build's precompiled artifacts).
+the build's precompiled artifacts). Valgrind offers no `openat2`: the host
+then opens files beneath a mount one plain step at a time, the same indexed
+path the reference tools take outside valgrind.
 
 Peak RSS (VmHWM, and VmRSS at the end, split into anonymous memory and
 mapped files) comes from a separate run of each
@@ -33,8 +35,9 @@ usage: cost.py --binary target/debug/toolhost
                [--tolerance 0.05] [--json OUT] [--keep-dir DIR]
 
 With --baseline it fails (exit 1) when a shape's instructions per call are
-more than --tolerance over the baseline's; --write-baseline rewrites the
-file instead (the commit that does says why).
+more than --tolerance over the baseline's; --write-baseline writes the
+shapes measured into the file instead, keeping the others (the commit that
+does says why).
 """
 import argparse
 import glob
@@ -453,8 +456,13 @@ def main():
         with open(a.json, "w") as f:
             json.dump(figures, f, indent=2, sort_keys=True)
     if a.baseline and a.write_baseline:
-        base = {shape: {"instructions": f["instructions"], "allocations": f["allocations"]}
-                for shape, f in figures.items()}
+        # Shapes not measured in this run (--shape) keep their figures.
+        base = {}
+        if os.path.exists(a.baseline):
+            with open(a.baseline) as f:
+                base = json.load(f)["shapes"]
+        base.update({shape: {"instructions": f["instructions"], "allocations": f["allocations"]}
+                     for shape, f in figures.items()})
         with open(a.baseline, "w") as f:
             json.dump({"binary": os.path.relpath(a.binary), "calls": a.calls,
                        "warmup": a.warmup, "shapes": base}, f, indent=2, sort_keys=True)

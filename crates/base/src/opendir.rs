@@ -173,14 +173,39 @@ impl OpenDir {
         Entry::from_fd(fd)
     }
 
-    /// `/proc/self/fd/N`: a path that opens exactly this directory as long
-    /// as this handle (or a clone) is alive.
+    /// Opens `rel` (a `/`-separated path of plain names; empty or `.` for
+    /// this directory) beneath this directory for reading without
+    /// `openat2`, following no symbolic link at any step, and says what it
+    /// found. Only a regular file is opened for reading (through the very
+    /// entry looked at, so nothing swapped in since is opened); anything
+    /// else, a final symbolic link included, comes back unopened with its
+    /// kind. A link or a non-directory on the way is `ELOOP` or `ENOTDIR`.
+    /// Where `openat2` is missing, this is how a file beneath a mount is
+    /// opened without being able to leave it; a caller that must follow
+    /// links leaves such a path to a resolver that can.
+    pub fn open_read_plain(&self, rel: &str) -> io::Result<(Option<std::fs::File>, Kind)> {
+        let segs: Vec<&str> = rel
+            .split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect();
+        let Some((name, parents)) = segs.split_last() else {
+            return Ok((None, Kind::Dir));
+        };
+        let entry = self.walk_beneath(parents)?.entry(name)?;
+        if entry.kind != Kind::File {
+            return Ok((None, entry.kind));
+        }
+        Ok((Some(entry.open_read()?), Kind::File))
+    }
+
     /// A new descriptor of the same open directory (for a native sandbox
     /// to bind, [`toolhost_exec::MountSource::Fd`]).
     pub fn try_clone_fd(&self) -> io::Result<OwnedFd> {
         self.0.try_clone()
     }
 
+    /// `/proc/self/fd/N`: a path that opens exactly this directory as long
+    /// as this handle (or a clone) is alive.
     pub fn fd_path(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
     }
@@ -219,6 +244,17 @@ impl Entry {
     /// What the entry is.
     pub fn kind(&self) -> Kind {
         self.kind
+    }
+
+    /// This very entry opened again for reading (through
+    /// `/proc/self/fd/N`), non-blocking and without acquiring a terminal.
+    pub fn open_read(&self) -> io::Result<std::fs::File> {
+        let fd = rustix::fs::open(
+            format!("/proc/self/fd/{}", self.fd.as_raw_fd()),
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(std::fs::File::from(fd))
     }
 
     /// The target of a symbolic link, read from this very entry.
@@ -283,6 +319,17 @@ fn openat2(dir: BorrowedFd<'_>, path: &str, flags: OFlags) -> Result<OwnedFd, Er
     openat2_with(dir, path, flags, resolve)
 }
 
+/// Set once `openat2` answered `ENOSYS`: it is not tried again.
+static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process behave as on a kernel without `openat2` (every
+/// lookup takes its fallback). For tests that run in a process of their
+/// own; there is no way back.
+#[doc(hidden)]
+pub fn assume_no_openat2() {
+    UNAVAILABLE.store(true, Ordering::Relaxed);
+}
+
 /// `openat2` with `resolve`; `ENOSYS` when unavailable. `EAGAIN` (a rename
 /// raced the lookup) is retried a few times.
 fn openat2_with(
@@ -291,7 +338,6 @@ fn openat2_with(
     flags: OFlags,
     resolve: ResolveFlags,
 ) -> Result<OwnedFd, Errno> {
-    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
     if UNAVAILABLE.load(Ordering::Relaxed) {
         return Err(Errno::NOSYS);
     }
@@ -348,6 +394,62 @@ mod tests {
             assert!(is(&open(&["a", "nope"]).unwrap_err(), Errno::NOENT));
             assert!(open(&["..", "ws"]).is_err());
         }
+    }
+
+    #[test]
+    fn plain_opens_read_regular_files_and_follow_no_link() {
+        use std::io::Read as _;
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/f"), "inside").unwrap();
+        std::fs::write(outside.path().join("secret"), "outside").unwrap();
+        symlink(outside.path(), dir.path().join("a/out")).unwrap();
+        symlink(outside.path().join("secret"), dir.path().join("a/leak")).unwrap();
+        symlink("b", dir.path().join("a/alias")).unwrap();
+        rustix::fs::mknodat(
+            CWD,
+            dir.path().join("a/p"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let root = OpenDir::open(dir.path()).unwrap();
+
+        let (file, kind) = root.open_read_plain("a/b/f").unwrap();
+        assert_eq!(kind, Kind::File);
+        let mut text = String::new();
+        file.unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "inside");
+        assert_eq!(root.open_read_plain("./a//b/./f").unwrap().1, Kind::File);
+        // Not opened: a final link, a FIFO (no wait for a writer), a directory.
+        for (rel, want) in [
+            ("a/leak", Kind::Symlink),
+            ("a/p", Kind::Fifo),
+            ("a/b", Kind::Dir),
+            ("", Kind::Dir),
+            (".", Kind::Dir),
+        ] {
+            let (file, kind) = root.open_read_plain(rel).unwrap();
+            assert!(file.is_none(), "{rel:?} opened");
+            assert_eq!(kind, want, "{rel:?}");
+        }
+        // A link on the way is refused, whether it leads out or not.
+        for rel in ["a/out/secret", "a/alias/f"] {
+            let e = root.open_read_plain(rel).unwrap_err();
+            assert!(is(&e, Errno::LOOP) || is(&e, Errno::NOTDIR), "{rel}: {e}");
+        }
+        assert!(root.open_read_plain("a/../a/b/f").is_err());
+        assert!(is(
+            &root.open_read_plain("a/nope").unwrap_err(),
+            Errno::NOENT
+        ));
+        // A file on the way is not a directory.
+        assert!(is(
+            &root.open_read_plain("a/b/f/g").unwrap_err(),
+            Errno::NOTDIR
+        ));
     }
 
     #[test]

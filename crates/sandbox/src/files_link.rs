@@ -16,6 +16,10 @@
 //!   symbolic link is followed only while it stays inside the mount, so a
 //!   link out of it (or to another grant) is `denied`, and a grant swapped
 //!   for a link on the host after the call started is not followed;
+//! - where the kernel offers no `openat2` (before Linux 5.6, under some
+//!   seccomp policies, under valgrind), a path is opened one plain step at
+//!   a time with `O_NOFOLLOW`; a path through any symbolic link is then
+//!   `unavailable`, and the plugin opens it itself through its preopen;
 //! - only a regular file is read (non-blocking, so a FIFO swapped in cannot
 //!   stall the host); FIFOs, sockets and devices are `denied` unopened;
 //! - at most the smaller of `max-bytes` and [`HOST_MAX_BYTES`] is read.
@@ -225,11 +229,41 @@ fn resolve<'m>(
 fn open(dir: &OpenDir, rel: &str, path: &str) -> Result<std::fs::File, wit::FileError> {
     let rel = if rel.is_empty() { "." } else { rel };
     // Look before opening (O_PATH never blocks and opens no device).
-    let kind = opendir::kind_beneath(dir, rel, true).map_err(|e| io_error(&e, path))?;
+    let kind = match opendir::kind_beneath(dir, rel, true) {
+        Err(e) if e.raw_os_error() == Some(Errno::NOSYS.raw_os_error()) => {
+            return open_plain(dir, rel, path)
+        }
+        other => other.map_err(|e| io_error(&e, path))?,
+    };
     check_kind(kind, path)?;
     let (file, kind) = opendir::open_read_beneath(dir, rel).map_err(|e| io_error(&e, path))?;
     check_kind(kind, path)?;
     Ok(file)
+}
+
+/// [`open`] where the kernel (or a seccomp policy, or a tool such as
+/// valgrind) offers no `openat2`: a path without symbolic links is opened
+/// one plain step at a time. One with a link, which only `openat2` can
+/// follow while keeping it beneath the mount, is `unavailable`: the plugin
+/// then opens it itself, through its preopen, which resolves it safely.
+fn open_plain(dir: &OpenDir, rel: &str, path: &str) -> Result<std::fs::File, wit::FileError> {
+    let through_link = || {
+        wit::FileError::Unavailable(format!(
+            "`{path}` passes through a symbolic link, which the host follows only with openat2, \
+             and this kernel has none"
+        ))
+    };
+    let (file, kind) = dir.open_read_plain(rel).map_err(|e| {
+        match e.raw_os_error().map(Errno::from_raw_os_error) {
+            Some(Errno::LOOP) | Some(Errno::NOTDIR) => through_link(),
+            _ => io_error(&e, path),
+        }
+    })?;
+    if kind == Kind::Symlink {
+        return Err(through_link());
+    }
+    check_kind(kind, path)?;
+    file.ok_or_else(through_link)
 }
 
 fn check_kind(kind: Kind, path: &str) -> Result<(), wit::FileError> {
