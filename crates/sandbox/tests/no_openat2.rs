@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 use toolhost_sandbox::embedded::REFERENCE;
-use toolhost_sandbox::{CallOutcome, CallRequest, Limits, Mount, Plugin, Sandbox, SandboxConfig};
+use toolhost_sandbox::{CallOutcome, Limits, Mount, Sandbox, SandboxConfig};
 
 mod support;
 use support::*;
@@ -23,23 +23,6 @@ fn sandbox() -> Sandbox {
         ..SandboxConfig::default()
     })
     .unwrap()
-}
-
-fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount]) -> CallOutcome {
-    plugin.call(&CallRequest {
-        tool,
-        args_json: &args.to_string(),
-        call_id: "no-openat2",
-        workspace_root: "/workspace",
-        idempotency_key: None,
-        mounts,
-        net_origins: &[],
-        exec: None,
-        limits: Limits::default(),
-        reveal_secrets: false,
-        asker: None,
-        script: None,
-    })
 }
 
 fn output(outcome: &CallOutcome) -> Value {
@@ -85,6 +68,7 @@ fn plain_paths_are_indexed_and_links_are_left_to_the_plugin() {
             "index_attempt",
             json!({"path": path}),
             &mounts,
+            Limits::default(),
         ));
         (
             out["outcome"].as_str().unwrap().to_owned(),
@@ -134,6 +118,7 @@ fn file_view_pages_through_the_index_and_reads_links_itself() {
             "file_view",
             json!({"path": path, "offset": 4000, "limit": 3}),
             &mounts,
+            Limits::default(),
         );
         (output(&outcome), outcome.usage.fuel_consumed)
     };

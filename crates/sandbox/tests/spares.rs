@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost_sandbox::{
-    CallOutcome, CallRequest, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
+    CallOutcome, Failure, Limits, Mount, Plugin, Sandbox, SandboxConfig, SpareStats,
 };
 
 mod support;
@@ -55,23 +55,6 @@ fn hostile(sandbox: &Sandbox) -> Plugin {
 fn make_spare(sandbox: &Sandbox, plugin: &Plugin) {
     sandbox.idle_work();
     assert!(plugin.spare_ready(), "the idle work made no spare");
-}
-
-fn call(plugin: &Plugin, tool: &str, args: Value, mounts: &[Mount], limits: Limits) -> CallOutcome {
-    plugin.call(&CallRequest {
-        tool,
-        args_json: &args.to_string(),
-        call_id: "spare",
-        workspace_root: "/workspace",
-        idempotency_key: None,
-        mounts,
-        net_origins: &[],
-        exec: None,
-        limits,
-        reveal_secrets: false,
-        asker: None,
-        script: None,
-    })
 }
 
 /// `index_attempt`'s answer for `/workspace/f.txt` under `mounts`.
