@@ -207,7 +207,7 @@ impl OpenDir {
     /// `/proc/self/fd/N`: a path that opens exactly this directory as long
     /// as this handle (or a clone) is alive.
     pub fn fd_path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+        proc_fd_path(&self.0)
     }
 
     /// Whether two handles are the same directory (device and inode).
@@ -250,7 +250,7 @@ impl Entry {
     /// `/proc/self/fd/N`), non-blocking and without acquiring a terminal.
     pub fn open_read(&self) -> io::Result<std::fs::File> {
         let fd = rustix::fs::open(
-            format!("/proc/self/fd/{}", self.fd.as_raw_fd()),
+            proc_fd_path(&self.fd),
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
@@ -302,6 +302,12 @@ pub fn open_read_beneath(dir: impl AsFd, path: &str) -> io::Result<(std::fs::Fil
     let stat = rustix::fs::fstat(&fd)?;
     let kind = Kind::of(FileType::from_raw_mode(stat.st_mode));
     Ok((std::fs::File::from(fd), kind))
+}
+
+/// `/proc/self/fd/N` of the open descriptor `fd`: a path that opens the
+/// very file or directory it holds.
+fn proc_fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 /// A single plain name: not empty, `.`, `..`, and without `/` or NUL.
@@ -362,6 +368,11 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    /// Makes a FIFO at `path`.
+    fn fifo(path: &Path) {
+        rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+    }
+
     fn is(e: &io::Error, errno: Errno) -> bool {
         e.raw_os_error() == Some(errno.raw_os_error())
     }
@@ -407,14 +418,7 @@ mod tests {
         symlink(outside.path(), dir.path().join("a/out")).unwrap();
         symlink(outside.path().join("secret"), dir.path().join("a/leak")).unwrap();
         symlink("b", dir.path().join("a/alias")).unwrap();
-        rustix::fs::mknodat(
-            CWD,
-            dir.path().join("a/p"),
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        fifo(&dir.path().join("a/p"));
         let root = OpenDir::open(dir.path()).unwrap();
 
         let (file, kind) = root.open_read_plain("a/b/f").unwrap();
@@ -476,7 +480,7 @@ mod tests {
         std::fs::write(dir.path().join("f"), "x").unwrap();
         symlink("f", dir.path().join("l")).unwrap();
         let fifo = dir.path().join("p");
-        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        self::fifo(&fifo);
         let root = OpenDir::open(dir.path()).unwrap();
         assert_eq!(root.entry("f").unwrap().kind(), Kind::File);
         let link = root.entry("l").unwrap();
