@@ -723,11 +723,22 @@ fn idle(setup: &Setup) {
     );
 }
 
-/// A keep-alive HTTP/1.1 client for stateless `tools/call`.
+/// The protocol era an HTTP client speaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Era {
+    /// 2026-07-28: every request stands alone (`_meta`, `Mcp-*` headers).
+    Stateless,
+    /// 2025-11-25: `initialize`, then requests naming the session.
+    Session,
+}
+
+/// A keep-alive HTTP/1.1 client for `tools/call`.
 struct HttpClient {
     write: TcpStream,
     read: BufReader<TcpStream>,
     body: Vec<u8>,
+    /// The session's id, for [`Era::Session`].
+    session: Option<String>,
 }
 
 impl HttpClient {
@@ -738,7 +749,31 @@ impl HttpClient {
             write: s.try_clone().unwrap(),
             read: BufReader::new(s),
             body: Vec::new(),
+            session: None,
         }
+    }
+
+    /// A client of `era`: for a session, after its handshake.
+    fn open(port: u16, era: Era) -> HttpClient {
+        let mut c = HttpClient::connect(port);
+        if era == Era::Session {
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}}});
+            let head = c.post(&init.to_string(), "");
+            let id = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("mcp-session-id")
+                        .then(|| v.trim().to_string())
+                })
+                .unwrap_or_else(|| panic!("no session id in {head:?}"));
+            c.session = Some(id);
+            let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            c.post(&done.to_string(), "");
+        }
+        c
     }
 
     fn call(&mut self, id: u64, value: u64) -> &[u8] {
@@ -747,19 +782,45 @@ impl HttpClient {
 
     /// One `tools/call` of `tool`; the answer's body.
     fn call_tool(&mut self, id: u64, tool: &str, args: &Value) -> &[u8] {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": tool, "arguments": args,
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientCapabilities": {}}}})
-        .to_string();
+        let head = if self.session.is_some() {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": tool, "arguments": args}});
+            self.post(&body.to_string(), "")
+        } else {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": tool, "arguments": args,
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}});
+            let headers = format!(
+                "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+            );
+            self.post(&body.to_string(), &headers)
+        };
+        if !head
+            .to_ascii_lowercase()
+            .contains("content-type: application/json")
+        {
+            panic!("not a JSON answer: {head:?}");
+        }
+        &self.body
+    }
+
+    /// POSTs `body` with the extra header lines `headers`; the answer's
+    /// head (its body is left in `self.body`; an SSE answer is read to its
+    /// end).
+    fn post(&mut self, body: &str, headers: &str) -> String {
+        let session = match &self.session {
+            Some(id) => format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n"),
+            None => String::new(),
+        };
         let req = format!(
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-             Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {}\r\n\r\n{body}",
+             Accept: application/json, text/event-stream\r\n{session}{headers}\
+             Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
         self.write.write_all(req.as_bytes()).unwrap();
-        let mut length = None;
+        let (mut length, mut chunked) = (None, false);
         let mut head = String::new();
         loop {
             let at = head.len();
@@ -772,12 +833,32 @@ impl HttpClient {
                 if k.eq_ignore_ascii_case("content-length") {
                     length = Some(v.trim().parse::<usize>().unwrap());
                 }
+                if k.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = v.trim().eq_ignore_ascii_case("chunked");
+                }
             }
         }
-        let n = length.unwrap_or_else(|| panic!("no Content-Length (a JSON answer) in {head:?}"));
-        self.body.resize(n, 0);
-        self.read.read_exact(&mut self.body).unwrap();
-        &self.body
+        self.body.clear();
+        if chunked {
+            // An SSE answer (the handshake's): read the chunks to the last.
+            loop {
+                let mut size = String::new();
+                self.read.read_line(&mut size).unwrap();
+                let n = usize::from_str_radix(size.trim(), 16).unwrap();
+                let at = self.body.len();
+                self.body.resize(at + n + 2, 0);
+                self.read.read_exact(&mut self.body[at..]).unwrap();
+                self.body.truncate(at + n);
+                if n == 0 {
+                    break;
+                }
+            }
+        } else {
+            let n = length.unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
+            self.body.resize(n, 0);
+            self.read.read_exact(&mut self.body).unwrap();
+        }
+        head
     }
 }
 
@@ -806,26 +887,39 @@ fn bench_http(setup: &Setup) {
     // Keep draining stderr: a closed pipe would fail the server's logging.
     std::thread::spawn(move || err.for_each(drop));
 
-    let mut client = HttpClient::connect(port);
-    let mut samples = Vec::with_capacity(PER_ROUND * ROUNDS);
-    for i in 0..(WARMUP + PER_ROUND * ROUNDS) as u64 {
-        let start = Instant::now();
-        let body = client.call(i, i);
-        let took = start.elapsed();
-        check_ok_bytes(body);
-        if i as usize >= WARMUP {
-            samples.push(took);
+    // The trivial call in both eras, one client each, interleaved by
+    // round; then 8 clients of each era in turn, twice.
+    let eras = [("stateless", Era::Stateless), ("session", Era::Session)];
+    let mut clients = eras.map(|(_, era)| HttpClient::open(port, era));
+    let mut samples = [Vec::new(), Vec::new()];
+    for r in 0..ROUNDS {
+        let warm = if r == 0 { WARMUP } else { 10 };
+        for (client, samples) in clients.iter_mut().zip(&mut samples) {
+            for i in 0..(warm + PER_ROUND) as u64 {
+                let start = Instant::now();
+                let body = client.call(i, i);
+                let took = start.elapsed();
+                check_ok_bytes(body);
+                if i as usize >= warm {
+                    samples.push(took);
+                }
+            }
         }
     }
-    let s = stats(samples);
-    println!(
-        "HTTP tools/call (trivial)           median {:>7.1} µs  p90 {:>7.1} µs",
-        us(s.median),
-        us(s.p90)
-    );
-
-    let rate = sustained(port, "echo_value", &json!({"value": 7}), true);
-    println!("HTTP sustained, {CLIENTS} clients (trivial)   {rate:>9.0} calls/s");
+    for ((name, _), samples) in eras.iter().zip(samples) {
+        let s = stats(samples);
+        println!(
+            "HTTP tools/call (trivial), {name:<9}  median {:>7.1} µs  p90 {:>7.1} µs",
+            us(s.median),
+            us(s.p90)
+        );
+    }
+    for _ in 0..2 {
+        for (name, era) in eras {
+            let rate = sustained(port, era, "echo_value", &json!({"value": 7}), true);
+            println!("HTTP sustained, {CLIENTS} clients (trivial), {name:<9} {rate:>9.0} calls/s");
+        }
+    }
 
     // The HTTP figures: `file_view` of the 4 KiB file beside the
     // Python HTTP floor, one client interleaved, then 8 clients each.
@@ -876,8 +970,8 @@ fn bench_http(setup: &Setup) {
         answer,
         "target ≤ 2×",
     );
-    let toolhost = sustained(port, "file_view", &view, true);
-    let floor_rate = sustained(floor_port, "t", &json!({}), false);
+    let toolhost = sustained(port, Era::Stateless, "file_view", &view, true);
+    let floor_rate = sustained(floor_port, Era::Stateless, "t", &json!({}), false);
     println!(
         "HTTP file_view 4 KiB, {CLIENTS} clients      {toolhost:>9.0} calls/s | floor {floor_rate:.0} calls/s  target ≥ 3,087 calls/s (1.5× the 2,058 at filing)"
     );
@@ -907,17 +1001,17 @@ impl Drop for Reaped {
     }
 }
 
-/// Calls per second of [`CLIENTS`] keep-alive clients calling `tool` in a
-/// loop for [`LOAD_SECS`] (after half a second of warm-up); `check`: each
-/// answer must be an `ok` observation.
-fn sustained(port: u16, tool: &'static str, args: &Value, check: bool) -> f64 {
+/// Calls per second of [`CLIENTS`] keep-alive clients of `era` calling
+/// `tool` in a loop for [`LOAD_SECS`] (after half a second of warm-up);
+/// `check`: each answer must be an `ok` observation.
+fn sustained(port: u16, era: Era, tool: &'static str, args: &Value, check: bool) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let (stop, done, args) = (stop.clone(), done.clone(), args.clone());
             std::thread::spawn(move || {
-                let mut c = HttpClient::connect(port);
+                let mut c = HttpClient::open(port, era);
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let body = c.call_tool(i, tool, &args);

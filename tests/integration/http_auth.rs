@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::mcp::{mint, stateless_as, HttpServer, Response, Setup};
+use crate::mcp::{mint, observation_of, open_session, stateless_as, HttpServer, Response, Setup};
 
 /// A GET of `path` with these headers (a `Host` among them, or
 /// `127.0.0.1`): the whole response.
@@ -229,6 +229,45 @@ fn http_a_child_using_up_its_sessions_leaves_the_root_its_own() {
     // Another root is untouched.
     let other = mint(&key(&setup), &["--tool", "*", "--read", "pub"]);
     assert_eq!(initialize_as(&server, &other, 14).status, 200);
+}
+
+/// A session's calls run under the token each request carries. Its owner's
+/// plain calls take toolhost's own route; another token naming the same
+/// session is left to rmcp's route and gets only its own grant there.
+#[test]
+fn http_a_session_used_by_another_token_gets_that_tokens_grant_only() {
+    let setup = Setup::new(&["tp_conformance"]);
+    let owner = mint(&key(&setup), &["--tool", "file_view", "--read", "pub"]);
+    let other = mint(&key(&setup), &["--tool", "test_simple_text"]);
+    let server = HttpServer::start(&setup, &["--require-token"]);
+    let owner_auth = format!("Bearer {owner}");
+    let session = open_session(&server, &[("Authorization", &owner_auth)]);
+    let view = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "file_view", "arguments": {"path": "pub/a.txt"}}});
+    let as_token = |token: &str| {
+        let auth = format!("Bearer {token}");
+        server.post_json(
+            &[
+                ("Authorization", &auth),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            &view,
+        )
+    };
+    let mine = as_token(&owner);
+    assert_eq!(mine.header("content-type"), Some("application/json"));
+    assert_eq!(
+        observation_of(&mine.reply())["status"],
+        "ok",
+        "{}",
+        mine.body
+    );
+    let theirs = as_token(&other);
+    assert_eq!(theirs.header("content-type"), Some("text/event-stream"));
+    let reply = theirs.reply();
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(!theirs.body.contains("hello"), "{}", theirs.body);
 }
 
 /// Key rotation over two hosts whose key files differ, as during a rolling

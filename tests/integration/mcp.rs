@@ -1358,6 +1358,117 @@ fn http_rejects_malformed_unknown_oversized_and_cross_origin() {
     assert_eq!(Response::parse(&raw).status, 404);
 }
 
+/// Opens a 2025-11-25 session (`initialize`, then `initialized`) with the
+/// extra headers `auth`; its id.
+pub(crate) fn open_session(server: &HttpServer, auth: &[(&str, &str)]) -> String {
+    let init = server.post_json(
+        auth,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    assert_eq!(init.status, 200, "{}", init.body);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let mut headers = auth.to_vec();
+    headers.extend([
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ]);
+    let r = server.post_json(
+        &headers,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    session
+}
+
+/// A plain `tools/call` of a 2025-11-25 session is answered by toolhost's
+/// own route (`mcp::direct`: one JSON body); the same request with an
+/// `Origin` (allowed, but a header that route leaves to rmcp) goes through
+/// rmcp's session worker (an SSE stream). Sent to two sessions alike (a
+/// session's failures count across its calls), the JSON-RPC answers are
+/// the same, the call's timings and ids aside, whatever the outcome. A
+/// session nobody opened is 404 either way.
+#[test]
+fn http_session_call_answers_alike_with_and_without_rmcp() {
+    let setup = Setup::new(&["tp_conformance"]);
+    let server = HttpServer::start(&setup, &[]);
+    let session = open_session(&server, &[]);
+    let other = open_session(&server, &[]);
+    let call = |id: u32, name: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc": "2.0", "id": {id}, "method": "tools/call",
+                "params": {{"name": "{name}", "arguments": {arguments}}}}}"#
+        )
+    };
+    let cases = [
+        (call(1, "file_view", r#"{"path": "pub/a.txt"}"#), "ok"),
+        (
+            call(2, "file_view", r#"{"path": "secret/b.txt"}"#),
+            "denied",
+        ),
+        (
+            call(3, "file_view", r#"{"path": "pub/a.txt", "path": "x"}"#),
+            "error",
+        ),
+        (call(4, "nope", "{}"), "-32602"),
+        (call(5, "echo_region", r#"{"region": "eu"}"#), "ok"),
+    ];
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    for (body, expected) in &cases {
+        let direct = server.post(&headers, body.as_bytes());
+        let mut with_origin = headers.clone();
+        with_origin[2] = ("Mcp-Session-Id", other.as_str());
+        with_origin.push(("Origin", "http://localhost:1"));
+        let rmcp = server.post(&with_origin, body.as_bytes());
+        assert_eq!(direct.status, 200, "{body}: {}", direct.body);
+        assert_eq!(rmcp.status, 200, "{body}: {}", rmcp.body);
+        assert_eq!(direct.header("content-type"), Some("application/json"));
+        assert_eq!(rmcp.header("content-type"), Some("text/event-stream"));
+        let (a, b) = (direct.reply(), rmcp.reply());
+        let timings = ["wall_time_us", "wait_us"];
+        let comparable = |v: &Value| {
+            let text = zeroed(&v.to_string(), &timings);
+            // Each run has its own call id.
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let mut v = v;
+            if let Some(obs) = v
+                .pointer_mut("/result/_meta/dev.toolhost~1observation")
+                .and_then(Value::as_object_mut)
+            {
+                obs.remove("call_id");
+            }
+            v
+        };
+        assert_eq!(comparable(&a), comparable(&b), "{body}");
+        assert!(a["result"].get("resultType").is_none(), "{a}");
+        let outcome = match a["error"]["code"].as_i64() {
+            Some(code) => code.to_string(),
+            None => observation_of(&a)["status"].as_str().unwrap().to_string(),
+        };
+        assert_eq!(&outcome, expected, "{a}");
+    }
+    // A request the route leaves to rmcp as it is: progress wanted.
+    let progress = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "file_view", "arguments": {"path": "pub/a.txt"},
+        "_meta": {"progressToken": "p"}}});
+    let r = server.post(&headers, progress.to_string().as_bytes());
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(observation_of(&r.reply())["status"], "ok", "{}", r.body);
+    // Unknown and ended sessions: 404, as rmcp answers.
+    headers[2] = ("Mcp-Session-Id", "no-such-session");
+    let r = server.post(&headers, cases[0].0.as_bytes());
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
 #[test]
 fn http_refuses_a_non_loopback_bind() {
     let setup = Setup::new(&[]);
@@ -1533,6 +1644,13 @@ fn http_session_cancellation_stops_the_running_instance() {
         r.body
     );
     assert_stopped(pid, spinning, "the cancellation");
+    // The call was answered by toolhost's own route (one JSON body, not
+    // rmcp's stream), which the cancellation reached.
+    let mut raw = Vec::new();
+    call.read_to_end(&mut raw).unwrap();
+    let answer = Response::parse(&raw);
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    assert_eq!(answer.reply()["id"], 7, "{}", answer.body);
     let reply = server
         .post(
             &headers,

@@ -38,8 +38,9 @@ use hyper_util::rt::TokioIo;
 use hyper_util::rt::TokioTimer;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::direct::SessionRoute;
 use super::offload;
-use super::server::McpServer;
+use super::server::{McpServer, OnReady};
 use super::sessions::{Owner, Refusal, SessionLimits, Sessions, OWNER};
 use super::{SessionPolicy, SessionScope, State};
 use toolhost::NotLive;
@@ -429,6 +430,18 @@ async fn route(
         if let Some(call) = call {
             return Ok(super::direct::answer(&front.server.fresh(), call, &parts).await);
         }
+        // A plain tools/call of a session: answered here too, with the
+        // session's own handler.
+        if let Some(id) = super::direct::plain_session_headers(&parts) {
+            if let Some((route, _busy)) = front.sessions.route(id, &owner) {
+                if let Some(call) = super::direct::read_in_session(&bytes) {
+                    let answered = super::direct::answer_in_session(&route, call, &parts).await;
+                    if let Some(resp) = answered {
+                        return Ok(resp);
+                    }
+                }
+            }
+        }
     }
     // A new session (no session id yet): refuse it here, with a proper
     // status, when its owner or the server has no room.
@@ -551,9 +564,23 @@ pub(super) async fn serve(
     if !local.ip().is_unspecified() {
         let _ = state.http_url.set(format!("http://{local}/mcp"));
     }
-    let server = McpServer::new(state.clone(), None).with_warm_thread();
     let sessions = Arc::new(Sessions::new(limits.sessions));
     sessions.spawn_reaper();
+    // Each session's handler registers itself once its handshake is done,
+    // for the direct route of its plain calls.
+    let weak = Arc::downgrade(&sessions);
+    let on_ready: OnReady = Arc::new(move |id, server, peer| {
+        if let Some(sessions) = weak.upgrade() {
+            let route = SessionRoute {
+                server: server.clone(),
+                peer: peer.clone(),
+            };
+            sessions.attach(id, route);
+        }
+    });
+    let server = McpServer::new(state.clone(), None)
+        .with_warm_thread()
+        .on_ready(on_ready);
     let handler = server.clone();
     let service: Service =
         StreamableHttpService::new(move || Ok(handler.fresh()), sessions.clone(), config);

@@ -6,15 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, InitializeResult, InputRequiredResult, InputResponses, JsonObject,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, RequestId, RequestMetaObject, ResourceContents,
-    ServerCapabilities, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    ContentBlock, ErrorData, Implementation, InitializeResult, InputRequiredResult, InputResponses,
+    JsonObject, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, RequestId,
+    RequestMetaObject, ResourceContents, ServerCapabilities, SetLevelRequestParams,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
@@ -54,6 +56,41 @@ pub(super) struct McpServer {
     alive: Arc<tokio::sync::watch::Sender<()>>,
     /// This session's id for the circuit breaker (its calls' conversation).
     conversation: Arc<str>,
+    /// Told of this session once its handshake completes (HTTP sessions,
+    /// whose plain calls `direct` then answers).
+    on_ready: Option<OnReady>,
+    /// The calls of this session answered by `direct`, by request id, for
+    /// `notifications/cancelled` (rmcp cancels only the calls it runs).
+    direct_calls: Cancellables,
+}
+
+/// Called when a 2025-11-25 HTTP session's handshake completes, with the
+/// session's id, its handler and the peer its notifications go to.
+pub(super) type OnReady = Arc<dyn Fn(&str, &McpServer, &Peer<RoleServer>) + Send + Sync>;
+
+/// In-flight calls of one session answered outside rmcp's service.
+#[derive(Clone, Default)]
+struct Cancellables(Arc<Mutex<std::collections::HashMap<RequestId, CancellationToken>>>);
+
+/// A call registered in [`Cancellables`] until it is dropped.
+pub(super) struct Cancellable {
+    calls: Cancellables,
+    id: RequestId,
+    ct: CancellationToken,
+}
+
+impl Cancellable {
+    /// Cancelled by the session's `notifications/cancelled` for the call.
+    pub(super) fn ct(&self) -> &CancellationToken {
+        &self.ct
+    }
+}
+
+impl Drop for Cancellable {
+    fn drop(&mut self) {
+        let mut calls = self.calls.0.lock().unwrap_or_else(|e| e.into_inner());
+        calls.remove(&self.id);
+    }
 }
 
 /// One `tools/call` as the call path reads it, whichever way it came:
@@ -128,16 +165,56 @@ impl McpServer {
             revealed: Arc::default(),
             alive: Arc::new(tokio::sync::watch::channel(()).0),
             conversation: new_call_id().replacen("call-", "mcp-", 1).into(),
+            on_ready: None,
+            direct_calls: Cancellables::default(),
         }
     }
 
-    /// A handler for a new session: same state and warm thread, own log
-    /// level.
+    /// A handler for a new session: same state, warm thread and
+    /// [`on_ready`](Self::on_ready), own log level.
     pub(super) fn fresh(&self) -> McpServer {
         McpServer {
             warm: self.warm.clone(),
+            on_ready: self.on_ready.clone(),
             ..McpServer::new(self.state.clone(), self.default_scope.clone())
         }
+    }
+
+    /// This handler, telling `on_ready` of each HTTP session it (or a
+    /// [`fresh`](Self::fresh) copy) serves once the session's handshake
+    /// completes.
+    pub(super) fn on_ready(mut self, on_ready: OnReady) -> McpServer {
+        self.on_ready = Some(on_ready);
+        self
+    }
+
+    /// Registers a call of this session answered outside rmcp's service,
+    /// so that `notifications/cancelled` reaches it; `None` when a call
+    /// with this id is already running.
+    pub(super) fn direct_call(&self, id: &RequestId) -> Option<Cancellable> {
+        let mut calls = self
+            .direct_calls
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if calls.contains_key(id) {
+            return None;
+        }
+        let ct = CancellationToken::new();
+        calls.insert(id.clone(), ct.clone());
+        Some(Cancellable {
+            calls: self.direct_calls.clone(),
+            id: id.clone(),
+            ct,
+        })
+    }
+
+    /// Whether the session's log level asks for log notifications.
+    pub(super) fn logs_wanted(&self) -> bool {
+        self.log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// This handler with a warm call thread ([`warm`]) that also drops the
@@ -1206,7 +1283,34 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _cx: NotificationContext<RoleServer>,
+    ) {
+        // rmcp has already cancelled the request if it runs it.
+        let Some(id) = notification.request_id else {
+            return;
+        };
+        let calls = self
+            .direct_calls
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(ct) = calls.get(&id) {
+            ct.cancel();
+        }
+    }
+
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let session_id = cx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.headers.get(HEADER_SESSION_ID))
+            .and_then(|v| v.to_str().ok());
+        if let (Some(on_ready), Some(id)) = (&self.on_ready, session_id) {
+            on_ready(id, self, &cx.peer);
+        }
         // 2025-11-25 sessions: forward catalog changes to this peer until
         // the session ends (its handler is dropped) or the peer goes away.
         let peer = cx.peer.clone();

@@ -43,6 +43,8 @@ use rmcp::transport::streamable_http_server::session::{
 
 use toolhost::TokenId;
 
+use super::direct::SessionRoute;
+
 /// One allowance of sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Pool {
@@ -141,6 +143,8 @@ struct Tracked {
     last_active: Instant,
     /// Requests running and streams open.
     busy: usize,
+    /// The session's handler and peer, once its handshake completed.
+    route: Option<SessionRoute>,
 }
 
 #[derive(Default)]
@@ -234,6 +238,39 @@ impl Sessions {
         }
     }
 
+    /// Keeps the handler and peer of session `id` for [`route`](Self::route)
+    /// (told once its handshake completed); nothing when it is not open.
+    pub(super) fn attach(&self, id: &str, route: SessionRoute) {
+        if let Some(t) = self.table().open.get_mut(id) {
+            t.route = Some(route);
+        }
+    }
+
+    /// The handler and peer of session `id` for a request sent by `owner`,
+    /// with the session marked busy until the guard is dropped: only when
+    /// the session is open, finished its handshake, belongs to `owner` and
+    /// may be answered outside rmcp ([`SessionRoute::plain`]).
+    pub(super) fn route(&self, id: &str, owner: &Owner) -> Option<(SessionRoute, Busy)> {
+        let mut table = self.table();
+        let key = table.open.get_key_value(id)?.0.clone();
+        let t = table.open.get_mut(id)?;
+        let route = t
+            .route
+            .as_ref()
+            .filter(|r| t.owner == *owner && r.plain())?;
+        let route = route.clone();
+        t.busy += 1;
+        t.last_active = Instant::now();
+        drop(table);
+        Some((
+            route,
+            Busy {
+                table: self.table.clone(),
+                id: key,
+            },
+        ))
+    }
+
     /// Marks the session busy until the guard is dropped.
     fn busy(&self, id: &SessionId) -> Busy {
         if let Some(t) = self.table().open.get_mut(id) {
@@ -282,7 +319,7 @@ impl Sessions {
 }
 
 /// A running request or an open stream of a session.
-struct Busy {
+pub(super) struct Busy {
     table: Arc<Mutex<Table>>,
     id: SessionId,
 }
@@ -332,6 +369,7 @@ impl SessionManager for Sessions {
                         owner,
                         last_active: Instant::now(),
                         busy: 0,
+                        route: None,
                     },
                 );
                 Ok((id, transport))
