@@ -32,7 +32,8 @@
 //!   the fastest and slowest;
 //! - `idle`: CPU time `serve` uses while no call comes (it must sleep);
 //! - `http`: the trivial call over one keep-alive HTTP connection and 8
-//!   clients' throughput; then `file_view` of the 4 KiB file over one
+//!   clients' throughput, each as stateless 2026-07-28 requests and in
+//!   2025-11-25 sessions, interleaved; then `file_view` of the 4 KiB file over one
 //!   connection beside a Python HTTP floor (`http.server`, keep-alive),
 //!   interleaved, target ≤ 2× the floor, and 8 clients' throughput beside
 //!   the floor's, target ≥ 1.5× the 2,058 calls/s at filing.
