@@ -139,7 +139,7 @@ fn stdio_lazy_session_lists_find_tools_then_what_it_found() {
 /// what it may call.
 #[test]
 fn http_lazy_session_keeps_what_find_tools_found() {
-    use crate::mcp::{observation_of, stateless_as, HttpServer, Setup};
+    use crate::mcp::{observation_of, open_session, stateless_as, HttpServer, Setup};
     use serde_json::json;
     let setup = Setup::new(&[]);
     let server = HttpServer::start(&setup, &["--lazy-tools"]);
@@ -151,26 +151,11 @@ fn http_lazy_session_keeps_what_find_tools_found() {
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect()
     };
-    let init = server.post_json(
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}),
-    );
-    assert_eq!(init.status, 200, "{}", init.body);
-    let session = init
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_string();
+    let session = open_session(&server, &[]);
     let headers = [
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    let r = server.post_json(
-        &headers,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    assert!(r.status == 202 || r.status == 200, "{}", r.body);
     let request = |id: i64, method: &str, params: Value| {
         let r = server.post_json(
             &headers,

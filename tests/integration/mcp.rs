@@ -1525,31 +1525,11 @@ fn http_delete_ends_a_session_with_204() {
 fn http_session_gets_list_changed_after_replacing_a_plugin() {
     let setup = Setup::new(&["tp_trivial"]);
     let server = HttpServer::start(&setup, &["--no-builtin"]);
-    let init = server.post_json(
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}),
-    );
-    assert_eq!(init.status, 200, "{}", init.body);
-    let session = init
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_string();
+    let session = open_session(&server, &[]);
     let session_headers = [
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    let r = server.post_json(
-        &session_headers,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    assert!(
-        r.status == 202 || r.status == 200,
-        "{} {}",
-        r.status,
-        r.body
-    );
 
     // The standalone SSE stream, read on a thread.
     let mut stream = server.connect();
@@ -1596,28 +1576,13 @@ fn http_session_gets_list_changed_after_replacing_a_plugin() {
 fn http_session_cancellation_stops_the_running_instance() {
     let setup = Setup::new(&["tp_hostile", "tp_conformance"]);
     let server = HttpServer::start(&setup, &SPIN_LIMITS);
-    let init = server.post_json(
-        &[],
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}),
-    );
-    let session = init
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_string();
+    let session = open_session(&server, &[]);
     let headers = [
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    server.post(
-        &headers,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            .to_string()
-            .as_bytes(),
-    );
     // The long call, on its own connection; its response never comes.
     let mut call = server.connect();
     write_request(

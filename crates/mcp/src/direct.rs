@@ -447,12 +447,11 @@ mod tests {
         ("mcp-name", "file_view"),
     ];
 
-    /// Whether `read` takes the request with `headers` (the plain ones
-    /// with `change` applied: a value replaced, `None` to drop it, or a
-    /// header added) and `body`.
-    fn takes(change: &[(&str, Option<&str>)], body: &str) -> bool {
+    /// A POST to `/mcp` with the headers `plain` and `change` applied: a
+    /// value replaced, `None` to drop it, or a header added.
+    fn request(plain: &[(&str, &str)], change: &[(&str, Option<&str>)]) -> http::request::Parts {
         let mut request = http::Request::builder().method("POST").uri("/mcp");
-        for (name, value) in HEADERS {
+        for &(name, value) in plain {
             if !change.iter().any(|(n, _)| *n == name) {
                 request = request.header(name, value);
             }
@@ -462,7 +461,13 @@ mod tests {
                 request = request.header(*name, *value);
             }
         }
-        let (parts, ()) = request.body(()).unwrap().into_parts();
+        request.body(()).unwrap().into_parts().0
+    }
+
+    /// Whether `read` takes the request with the plain `HEADERS` with
+    /// `change` applied (see `request`) and `body`.
+    fn takes(change: &[(&str, Option<&str>)], body: &str) -> bool {
+        let parts = request(&HEADERS, change);
         read(&parts, body.as_bytes(), |name| name == "annotated").is_some()
     }
 
@@ -546,20 +551,9 @@ mod tests {
     ];
 
     /// The session `plain_session_headers` finds in the plain session
-    /// headers with `change` applied (as in `takes`).
+    /// headers with `change` applied (see `request`).
     fn session_of(change: &[(&str, Option<&str>)]) -> Option<String> {
-        let mut request = http::Request::builder().method("POST").uri("/mcp");
-        for (name, value) in SESSION_HEADERS {
-            if !change.iter().any(|(n, _)| *n == name) {
-                request = request.header(name, value);
-            }
-        }
-        for (name, value) in change {
-            if let Some(value) = value {
-                request = request.header(*name, *value);
-            }
-        }
-        let (parts, ()) = request.body(()).unwrap().into_parts();
+        let parts = request(&SESSION_HEADERS, change);
         plain_session_headers(&parts).map(str::to_string)
     }
 
