@@ -251,24 +251,16 @@ impl Sessions {
     /// the session is open, finished its handshake, belongs to `owner` and
     /// may be answered outside rmcp ([`SessionRoute::plain`]).
     pub(super) fn route(&self, id: &str, owner: &Owner) -> Option<(SessionRoute, Busy)> {
-        let mut table = self.table();
-        let key = table.open.get_key_value(id)?.0.clone();
-        let t = table.open.get_mut(id)?;
-        let route = t
-            .route
-            .as_ref()
-            .filter(|r| t.owner == *owner && r.plain())?;
-        let route = route.clone();
-        t.busy += 1;
-        t.last_active = Instant::now();
-        drop(table);
-        Some((
-            route,
-            Busy {
-                table: self.table.clone(),
-                id: key,
-            },
-        ))
+        let (key, route) = {
+            let table = self.table();
+            let (key, t) = table.open.get_key_value(id)?;
+            let route = t
+                .route
+                .as_ref()
+                .filter(|r| t.owner == *owner && r.plain())?;
+            (key.clone(), route.clone())
+        };
+        Some((route, self.busy(&key)))
     }
 
     /// Marks the session busy until the guard is dropped.
