@@ -76,7 +76,8 @@ while read -r _ url; do HOST_URLS+=("$url"); done <"$DIR/hosts"
 export TOOLHOST_FLEET_HOSTS="${HOST_URLS[*]}"
 printf 'hello\n' >"$DIR/workspace/notes.txt"
 printf 'count=0\n' >"$DIR/workspace/counter.txt"
-since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# Marks in microseconds: the phase before may end within the same second.
+since="$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)"
 
 # 1. Spread.
 report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" spread 2>/dev/null)" ||
@@ -96,7 +97,7 @@ report="$(timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" approve 2>/dev/nu
 pass "approve: $report"
 
 # A 500-call token shared by 32 sessions on three hosts runs 500 calls.
-since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+since="$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)"
 budget_token="$("$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool file_view --read . --max-calls 500)"
 report="$(TOOLHOST_FLEET_TOKEN="$budget_token" timeout 120 "$PY" tests/fleet/fleet_client.py "$URL" budget 2>"$DIR/budget.err")" ||
   fail "budget: $report"
@@ -131,7 +132,7 @@ export TOOLHOST_FLEET_PARENT
 # The two finders' own tokens: a lazy reveal is kept by the token.
 TOOLHOST_FLEET_FINDERS="$(for _ in 1 2; do "$BIN" cap mint --key-file "$DIR/root.key" --store "$TOOLHOST_FLEET_POSTGRES" --tool '*' --read .; done | tr '\n' ' ')"
 export TOOLHOST_FLEET_FINDERS
-since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+since="$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)"
 timeout $((LOAD_SECONDS + 120)) "$PY" tests/fleet/fleet_client.py "$URL" load >"$DIR/load.json" 2>"$DIR/load.err" &
 load_pid=$!
 sleep $((LOAD_SECONDS / 3))
