@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::object::builtins::JsPromise;
-use boa_engine::{js_string, Context, JsResult, JsString, JsValue, NativeFunction, Source};
+use boa_engine::{js_string, Context, JsResult, JsValue, NativeFunction, Source};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolhost_sdk::{Context as CallContext, SideEffect, Tool, ToolError, Value};
@@ -135,15 +135,14 @@ const PRELUDE: &str = r#"
       });
     },
   });
-  return (id, envelope) => {
+  return (id, ok, value) => {
     const w = waiting.get(id);
     waiting.delete(id);
-    const r = JSON.parse(envelope);
-    if ('ok' in r) return w.resolve(r.ok);
-    const e = new Error(r.err.message);
+    if (ok) return w.resolve(value);
+    const e = new Error(value.message);
     e.name = 'ToolError';
     for (const k of ['code', 'field', 'expected', 'actual', 'retry', 'details']) {
-      if (r.err[k] !== undefined && r.err[k] !== null) e[k] = r.err[k];
+      if (value[k] !== undefined && value[k] !== null) e[k] = value[k];
     }
     w.reject(e);
   };
@@ -216,20 +215,25 @@ fn flush(settle: &JsValue, ctx: &mut Context) -> JsResult<bool> {
         .as_callable()
         .ok_or_else(|| boa_engine::JsNativeError::typ().with_message("no settle function"))?;
     for (id, answer) in ids.into_iter().zip(answers) {
-        let envelope = match answer {
-            Ok(out) => format!("{{\"ok\":{out}}}"),
-            Err(err) => format!("{{\"err\":{err}}}"),
-        };
+        let ok = answer.is_ok();
+        let value = answer_value(answer.unwrap_or_else(|e| e), ctx)?;
         settle.call(
             &JsValue::undefined(),
-            &[
-                JsValue::from(id),
-                JsValue::from(JsString::from(envelope.as_str())),
-            ],
+            &[JsValue::from(id), JsValue::from(ok), value],
             ctx,
         )?;
     }
     Ok(true)
+}
+
+/// An inner call's answer (JSON text from the host) as a script value,
+/// built natively: the engine's `JSON.parse` would parse the text twice
+/// and compile it to bytecode.
+fn answer_value(json: String, ctx: &mut Context) -> JsResult<JsValue> {
+    let value: Value = serde_json::from_str(&json).map_err(|e| {
+        boa_engine::JsNativeError::syntax().with_message(format!("the host's answer: {e}"))
+    })?;
+    JsValue::from_json(&value, ctx)
 }
 
 /// `__toolhost_log(line)`: appends one console line, within the cap.
