@@ -145,6 +145,14 @@ pub struct BatchResult {
     pub summary: Summary,
 }
 
+/// The cores this process may use, read once: the standard library reads
+/// the cgroup's quota files on every ask, which costs more than a small
+/// call.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Runs `items` with `run`, each after the earlier items it conflicts
 /// with (see the module overview), on at most `opts.max_parallel` threads.
 pub(crate) fn run_batch(
@@ -166,7 +174,7 @@ pub(crate) fn run_batch(
     let after: Vec<Vec<usize>> = (0..items.len())
         .map(|j| (0..j).filter(|&i| conflict(&keys[i], &keys[j])).collect())
         .collect();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cores();
     let workers = match opts.max_parallel {
         0 => cores,
         n => n.min(cores),
