@@ -176,6 +176,7 @@ pub use record::journal::{Journal, JournalOptions};
 pub use record::metrics::Metrics;
 pub use record::{Caller, Recorder};
 pub use sandbox::{CancelToken, Limits, LoadEvent, Mount, Sandbox, SandboxConfig};
+pub use script::CALL_THREAD_STACK;
 pub use script::{declarations as script_declarations, TOOL_NAME as SCRIPT_TOOL};
 pub(crate) use toolhost_base::text;
 pub use toolhost_base::{

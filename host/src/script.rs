@@ -19,11 +19,12 @@
 //! deadline is what is left of the script's. A script cannot call
 //! `run_script` (depth one).
 //!
-//! The script runs on the caller's thread; its inner calls run on a
-//! helper thread, which holds no lock of the script's call, so an inner
-//! call never waits on its parent. The engine hands over the calls a
+//! The script runs on the caller's thread, and so do its inner calls,
+//! nested below the engine's host call when the thread has the stack for
+//! it (`lend`; a thread hand-off per request cost more than a small call).
+//! The engine hands over the calls a
 //! script started together (`Promise.all([...])`) in one `call-tools`
-//! request; the helper runs them as a batch
+//! request, which runs as a batch
 //! ([`run_batch`](crate::effects::resource::batch)): in parallel on at most as many
 //! threads as cores, each after the earlier calls of the request it
 //! conflicts with, so reads overlap and writes to one resource run in the
@@ -35,7 +36,6 @@
 //! the highest level of the inner calls that ran (`run_script` itself
 //! only reads).
 
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::call::{Call, CallOptions, KeySource};
@@ -43,8 +43,10 @@ use crate::descriptor::{SideEffect, ToolDescriptor};
 use crate::effects::resource::batch::{run_batch, BatchItem, BatchOptions, MAX_ITEMS};
 use crate::observation::{ErrorCode, ErrorInfo, Observation};
 use crate::plugin::catalog::{Catalog, Tool};
-use crate::sandbox::ScriptLink;
 use serde_json::Value;
+
+mod lend;
+pub use lend::{CALL_THREAD_STACK, INLINE_ROOM};
 
 /// How the script runner's inner calls are run: the pipeline's
 /// [`Host::run`](crate::pipeline::Host::run) for the script's session.
@@ -60,17 +62,10 @@ pub fn is_runner(tool: &Tool) -> bool {
         && tool.plugin.digest() == crate::plugin::catalog::SCRIPT.blake3.to_hex().as_str()
 }
 
-/// The calls of one request of the script's thread, and where to send
-/// their answers (one each, in order).
-struct Request {
-    calls: Vec<(String, String)>,
-    reply: mpsc::Sender<Vec<Result<String, String>>>,
-}
-
 /// Runs `outer`, the script's own call, with options that carry a
-/// [`ScriptLink`] whose inner calls `run` runs on a helper thread, within
-/// `timeout` of now; `catalog` gives each inner tool's own deadline and
-/// resource keys. Answers `outer`'s result and what its inner calls did.
+/// [`ScriptLink`](crate::sandbox::ScriptLink) whose inner calls `run` runs, within `timeout` of now;
+/// `catalog` gives each inner tool's own deadline and resource keys.
+/// Answers `outer`'s result and what its inner calls did.
 pub(crate) fn serve<R>(
     catalog: &Catalog,
     run: &RunInner<'_>,
@@ -79,63 +74,43 @@ pub(crate) fn serve<R>(
     outer: impl FnOnce(&CallOptions) -> R,
 ) -> (R, Inner) {
     let deadline = Instant::now() + timeout;
-    // `None`: the script's call is over.
-    let (tx, rx) = mpsc::channel::<Option<Request>>();
-    let sender = tx.clone();
-    let link = ScriptLink::new(move |calls| {
-        let n = calls.len();
-        let gone = || {
-            (0..n)
-                .map(|_| {
-                    Err(error_json(
-                        &ErrorCode::PluginUnavailable.info("the script's call is over"),
-                    ))
-                })
-                .collect()
+    // Inner calls made so far, and what they did.
+    let did = std::sync::Mutex::new((0u64, Inner::default()));
+    let handler = |calls: Vec<(String, String)>| {
+        let first = {
+            let mut did = did.lock().unwrap_or_else(|e| e.into_inner());
+            did.0 += calls.len() as u64;
+            did.0 - calls.len() as u64 + 1
         };
-        let (reply, answer) = mpsc::channel();
-        if sender.send(Some(Request { calls, reply })).is_err() {
-            return gone();
+        // At most a batch's worth at a time: the scheduler compares each
+        // call with every earlier one.
+        let mut observations = Vec::with_capacity(calls.len());
+        for chunk in calls.chunks(MAX_ITEMS) {
+            let from = first + observations.len() as u64;
+            observations.extend(inner_batch(catalog, run, opts, from, deadline, chunk));
         }
-        answer.recv().unwrap_or_else(|_| gone())
-    });
+        let mut did = did.lock().unwrap_or_else(|e| e.into_inner());
+        for obs in &observations {
+            if ran(obs) {
+                did.1.level = did.1.level.max(obs.effects.level);
+            }
+        }
+        // The threshold `inner` refuses at.
+        did.1.out_of_time |= deadline.saturating_duration_since(Instant::now()) < LAST_MS;
+        observations.into_iter().map(answer).collect()
+    };
+    let lent = lend::Lent::new(&handler);
     let with_link = CallOptions {
-        script: Some(link),
+        script: Some(lent.link(|n| {
+            let gone = ErrorCode::PluginUnavailable.info("the script's call is over");
+            vec![Err(error_json(&gone)); n]
+        })),
         ..opts.clone()
     };
-    std::thread::scope(|scope| {
-        let helper = scope.spawn(move || {
-            let mut made = 0u64;
-            let mut did = Inner::default();
-            while let Ok(Some(Request { calls, reply })) = rx.recv() {
-                let first = made + 1;
-                made += calls.len() as u64;
-                // At most a batch's worth at a time: the scheduler
-                // compares each call with every earlier one.
-                let mut observations = Vec::with_capacity(calls.len());
-                for chunk in calls.chunks(MAX_ITEMS) {
-                    let from = first + observations.len() as u64;
-                    observations.extend(inner_batch(catalog, run, opts, from, deadline, chunk));
-                }
-                for obs in &observations {
-                    if ran(obs) {
-                        did.level = did.level.max(obs.effects.level);
-                    }
-                }
-                // The threshold `inner` refuses at.
-                did.out_of_time |= deadline.saturating_duration_since(Instant::now()) < LAST_MS;
-                let _ = reply.send(observations.into_iter().map(answer).collect());
-            }
-            did
-        });
-        let out = outer(&with_link);
-        let _ = tx.send(None);
-        let did = helper.join().unwrap_or(Inner {
-            level: SideEffect::Irreversible,
-            out_of_time: false,
-        });
-        (out, did)
-    })
+    let out = outer(&with_link);
+    drop(lent);
+    let did = did.into_inner().unwrap_or_else(|e| e.into_inner()).1;
+    (out, did)
 }
 
 /// Less than this left of the script's deadline and no inner call starts.

@@ -806,3 +806,49 @@ fn more_calls_started_together_than_a_batch_holds_all_run() {
     assert_eq!(obs["output"]["calls"]["total"], n);
     assert_eq!(obs["output"]["calls"]["failures"], 0);
 }
+
+/// An inner call whose guest exhausts its Wasm stack, made by a script on
+/// a thread with a call thread's stack (the inner call nests below the
+/// engine on that thread) and on a thread too small for that (it moves to
+/// a thread of its own): either way that call alone fails, the script
+/// sees its error and the host goes on.
+#[test]
+fn an_inner_call_that_exhausts_its_stack_fails_alone_nested_or_not() {
+    static H: OnceLock<Host> = OnceLock::new();
+    let host = H.get_or_init(|| {
+        host_with(&[
+            Source::reference(),
+            Source::script(),
+            Source::File(test_plugin("tp_hostile")),
+        ])
+    });
+    let ws = fixture();
+    let s = Arc::new(scripting(&ws, &["."]));
+    let source = r#"
+      let code;
+      try { await tools.deep_recursion({}); } catch (e) { code = e.code; }
+      const after = await tools.file_view({ path: "src/c.rs" });
+      return [code, after.lines];"#;
+    for stack in [toolhost::CALL_THREAD_STACK, 1 << 20] {
+        let s = s.clone();
+        let obs = std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                run_in(
+                    host,
+                    &s,
+                    "run_script",
+                    &script_args(source),
+                    &CallOptions::default(),
+                )
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            value(&obs),
+            &json!(["plugin_crashed", ["fn c() {}"]]),
+            "stack {stack}: {obs}"
+        );
+    }
+}

@@ -740,6 +740,9 @@ pub fn serve(
     }
     .enable_all()
     .thread_name("toolhost-mcp")
+    // Calls run on these threads (the blocking pool, or a connection's
+    // task): a script's inner calls nest below it.
+    .thread_stack_size(toolhost::CALL_THREAD_STACK)
     .build()
     .context("starting the async runtime")?;
     SERVING.store(true, std::sync::atomic::Ordering::Relaxed);

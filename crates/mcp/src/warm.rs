@@ -99,6 +99,7 @@ impl WarmThread {
         let worker = shared.clone();
         let handle = std::thread::Builder::new()
             .name("toolhost-call".into())
+            .stack_size(toolhost::CALL_THREAD_STACK)
             .spawn(move || {
                 setup();
                 let mut gaps = Gaps::new(may_spin());
