@@ -852,3 +852,43 @@ fn an_inner_call_that_exhausts_its_stack_fails_alone_nested_or_not() {
         );
     }
 }
+
+/// `JSON.parse` in a script answers as the standard says, whether the
+/// native parser or the engine's own takes the text.
+#[test]
+fn json_parse_in_a_script_follows_the_standard() {
+    let ws = fixture();
+    let s = scripting(&ws, &["."]);
+    let obs = run(
+        &s,
+        r#"
+        const err = (f) => { try { f(); return null; } catch (e) { return e.name; } };
+        const o = JSON.parse('{"b": [1, 2.5, "x", null, true, {"c": {}}], "a": -0, "__proto__": 7, "b": 2}');
+        return [
+          Object.keys(o), o.b, Object.is(o.a, -0), Object.getPrototypeOf(o) === Object.prototype,
+          o.__proto__,
+          JSON.parse('9007199254740993'), JSON.parse('[1, 2]', (k, v) => typeof v === 'number' ? v * 10 : v),
+          err(() => JSON.parse('{"a": 1,}')), err(() => JSON.parse('')), err(() => JSON.parse(undefined)),
+          JSON.parse(42), JSON.parse('"\u00e9\\n"'), typeof JSON.parse, JSON.parse.name,
+        ];"#,
+    );
+    assert_eq!(
+        value(&obs),
+        &json!([
+            ["b", "a", "__proto__"],
+            2,
+            true,
+            true,
+            7,
+            9007199254740992u64,
+            [10, 20],
+            "SyntaxError",
+            "SyntaxError",
+            "SyntaxError",
+            42,
+            "é\n",
+            "function",
+            "parse"
+        ])
+    );
+}

@@ -116,8 +116,24 @@ const PRELUDE: &str = r#"
 (() => {
   const start = globalThis.__toolhost_call;
   const log = globalThis.__toolhost_log;
+  const fastParse = globalThis.__toolhost_parse;
   delete globalThis.__toolhost_call;
   delete globalThis.__toolhost_log;
+  delete globalThis.__toolhost_parse;
+  // JSON.parse without a reviver builds its value natively; text that the
+  // native parser refuses (out-of-range numbers, lone surrogates, errors)
+  // goes to the engine's own, which answers it by the standard.
+  const slowParse = JSON.parse;
+  Object.defineProperty(JSON, 'parse', {
+    value: { parse(text, reviver) {
+      if (reviver === undefined) {
+        const v = fastParse(String(text));
+        if (v !== undefined) return v;
+      }
+      return reviver === undefined ? slowParse(text) : slowParse(text, reviver);
+    } }.parse,
+    writable: true, configurable: true, enumerable: false,
+  });
   const show = (v) => {
     if (typeof v === 'string') return v;
     try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; }
@@ -236,6 +252,23 @@ fn answer_value(json: String, ctx: &mut Context) -> JsResult<JsValue> {
     JsValue::from_json(&value, ctx)
 }
 
+/// `__toolhost_parse(text)`: `JSON.parse(text)` built natively, or
+/// `undefined` (which JSON never is) when the text is not JSON that
+/// serde_json takes, for the engine's own parser to answer.
+fn native_parse(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let text = args
+        .first()
+        .unwrap_or(&JsValue::undefined())
+        .to_string(ctx)?;
+    let Ok(text) = text.to_std_string() else {
+        return Ok(JsValue::undefined()); // a lone surrogate
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value) => JsValue::from_json(&value, ctx),
+        Err(_) => Ok(JsValue::undefined()),
+    }
+}
+
 /// `__toolhost_log(line)`: appends one console line, within the cap.
 fn native_log(_: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
     let line = text_of(args.first().unwrap_or(&JsValue::undefined()), ctx)?;
@@ -286,6 +319,11 @@ fn run_script(_: &CallContext, args: ScriptArgs) -> Result<ScriptOutput, ToolErr
             js_string!("__toolhost_log"),
             1,
             NativeFunction::from_fn_ptr(native_log),
+        )?;
+        ctx.register_global_builtin_callable(
+            js_string!("__toolhost_parse"),
+            1,
+            NativeFunction::from_fn_ptr(native_parse),
         )?;
         ctx.eval(Source::from_bytes(PRELUDE))
     };
