@@ -12,9 +12,13 @@
 //! catalog cost uses (o200k_base): what the model writes plus what it
 //! reads, per task and in total. Wall time is the host's time for the
 //! calls (the model's own time per round trip is not in it, which favours
-//! the direct way). The per-call overhead of an inner call is reported
-//! against the same call made directly, awaited one by one and started
-//! together (`Promise.all`, run as a batch).
+//! the direct way); the engine's fuel is what the interpreter itself ran
+//! (the inner calls' fuel is theirs). The per-call overhead of an inner
+//! call is reported against the same call made directly, awaited one by
+//! one and started together (`Promise.all`, run as a batch).
+//!
+//! `SCRIPT_PROFILE=N` runs each read-only task's script N times and nothing
+//! else, for a profiler.
 
 #[allow(dead_code)]
 #[path = "../../tests/integration/support.rs"]
@@ -368,13 +372,38 @@ fn main() {
     let (direct_ws, script_ws) = (fixture(), fixture());
     let direct_session = session_allowing(&direct_ws, &allow);
     let script_session = session_allowing(&script_ws, &allow);
+    // For a profiler: SCRIPT_PROFILE=N runs each read-only task's script N
+    // times and nothing else.
+    if let Some(n) = std::env::var("SCRIPT_PROFILE")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        for task in tasks().iter().filter(|t| !t.writes) {
+            let args = json!({ "source": format!("{GREP_ALL}{}", task.script) }).to_string();
+            let start = Instant::now();
+            for _ in 0..n {
+                let obs = host.run(
+                    &script_session,
+                    Call::new("run_script", &args, &CallOptions::default()),
+                );
+                assert_eq!(obs.status, Status::Ok, "{}: {}", task.name, obs.text);
+            }
+            println!(
+                "{}: {:.1} ms",
+                task.name,
+                start.elapsed().as_secs_f64() * 1e3 / f64::from(n)
+            );
+        }
+        return;
+    }
 
     println!(
-        "| task | direct calls | direct tokens | script tokens | saved | direct ms | script ms |"
+        "| task | direct calls | direct tokens | script tokens | saved | direct ms | script ms | engine fuel |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let (mut direct_total, mut script_total) = (0usize, 0usize);
     let (mut direct_wall, mut script_wall) = (Duration::ZERO, Duration::ZERO);
+    let mut engine_fuel = 0u64;
     for task in tasks() {
         let mut agent = Agent {
             host: &host,
@@ -407,20 +436,23 @@ fn main() {
         script_total += s;
         direct_wall += agent.wall;
         script_wall += wall;
+        engine_fuel += obs.usage.fuel_consumed;
         println!(
-            "| {} | {} | {d} | {s} | {:.0}% | {:.1} | {:.1} |",
+            "| {} | {} | {d} | {s} | {:.0}% | {:.1} | {:.1} | {:.1} M |",
             task.name,
             agent.calls,
             100.0 * (1.0 - s as f64 / d as f64),
             agent.wall.as_secs_f64() * 1e3,
-            wall.as_secs_f64() * 1e3
+            wall.as_secs_f64() * 1e3,
+            obs.usage.fuel_consumed as f64 / 1e6
         );
     }
     println!(
-        "| **total** | | {direct_total} | {script_total} | {:.0}% | {:.1} | {:.1} |",
+        "| **total** | | {direct_total} | {script_total} | {:.0}% | {:.1} | {:.1} | {:.1} M |",
         100.0 * (1.0 - script_total as f64 / direct_total as f64),
         direct_wall.as_secs_f64() * 1e3,
-        script_wall.as_secs_f64() * 1e3
+        script_wall.as_secs_f64() * 1e3,
+        engine_fuel as f64 / 1e6
     );
 
     // The overhead of an inner call: a script of N file_view calls against
