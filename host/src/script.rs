@@ -21,10 +21,10 @@
 //!
 //! The script runs on the caller's thread, and so do its inner calls,
 //! nested below the engine's host call when the thread has the stack for
-//! it (`lend`; a thread hand-off per request cost more than a small call).
-//! The engine hands over the calls a
-//! script started together (`Promise.all([...])`) in one `call-tools`
-//! request, which runs as a batch
+//! it (`lend`: a hand-off to another thread per request costs more than a
+//! small call). The engine hands over the calls a script started together
+//! (`Promise.all([...])`) in one `call-tools` request, which runs as a
+//! batch
 //! ([`run_batch`](crate::effects::resource::batch)): in parallel on at most as many
 //! threads as cores, each after the earlier calls of the request it
 //! conflicts with, so reads overlap and writes to one resource run in the
@@ -63,9 +63,10 @@ pub fn is_runner(tool: &Tool) -> bool {
 }
 
 /// Runs `outer`, the script's own call, with options that carry a
-/// [`ScriptLink`](crate::sandbox::ScriptLink) whose inner calls `run` runs, within `timeout` of now;
-/// `catalog` gives each inner tool's own deadline and resource keys.
-/// Answers `outer`'s result and what its inner calls did.
+/// [`ScriptLink`](crate::sandbox::ScriptLink) whose inner calls `run`
+/// runs, within `timeout` of now; `catalog` gives each inner tool's own
+/// deadline and resource keys. Answers `outer`'s result and what its inner
+/// calls did.
 pub(crate) fn serve<R>(
     catalog: &Catalog,
     run: &RunInner<'_>,

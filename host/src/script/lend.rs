@@ -10,8 +10,8 @@
 //!
 //! An inner call made inline nests its sandbox below the script's on the
 //! native stack. It runs inline only when the thread has [`INLINE_ROOM`]
-//! left; otherwise it runs on a new thread of [`CALL_THREAD_STACK`] bytes,
-//! which is what every call did before (a thread hand-off per request).
+//! left; otherwise that request runs on a new thread of
+//! [`CALL_THREAD_STACK`] bytes.
 
 use std::sync::{Arc, RwLock};
 
