@@ -120,9 +120,9 @@ const PRELUDE: &str = r#"
   delete globalThis.__toolhost_call;
   delete globalThis.__toolhost_log;
   delete globalThis.__toolhost_parse;
-  // JSON.parse without a reviver builds its value natively; text that the
-  // native parser refuses (out-of-range numbers, lone surrogates, errors)
-  // goes to the engine's own, which answers it by the standard.
+  // JSON.parse without a reviver builds its value natively; a reviver, and
+  // text the native parser refuses (syntax errors, out-of-range numbers,
+  // lone surrogates), go to the engine's own parser.
   const slowParse = JSON.parse;
   Object.defineProperty(JSON, 'parse', {
     value: { parse(text, reviver) {
@@ -130,7 +130,7 @@ const PRELUDE: &str = r#"
         const v = fastParse(String(text));
         if (v !== undefined) return v;
       }
-      return reviver === undefined ? slowParse(text) : slowParse(text, reviver);
+      return slowParse(text, reviver);
     } }.parse,
     writable: true, configurable: true, enumerable: false,
   });
